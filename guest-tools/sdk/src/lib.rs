@@ -1,0 +1,26 @@
+//! Shared guest library for ragbox tool components.
+//!
+//! A tool crate implements [`bindings::Guest`] and calls [`export!`]; this crate
+//! gives it the generated bindings, argument decoding with clear messages,
+//! Cortext path parsing and a workspace walker that honours `.gitignore`.
+
+pub mod args;
+pub mod cortext;
+pub mod log;
+pub mod text;
+pub mod walk;
+
+/// Bindings generated from `wit/` for the `tool` world.
+#[allow(missing_docs, clippy::all)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "tool",
+        path: "../../wit",
+        pub_export_macro: true,
+        default_bindings_module: "ragbox_sdk::bindings",
+    });
+}
+
+pub use bindings::{Guest, export};
+pub use bindings::ragbox::tools::host;
+pub use bindings::ragbox::tools::types::{Annotations, CallError, ToolInfo};

@@ -1,0 +1,248 @@
+//! Cortext's `search_workspace`: keyword or regex search over the workspace's
+//! text files, with conversation type and date filters from Cortext paths.
+
+use ragbox_sdk::args::{self, optional_count};
+use ragbox_sdk::cortext::{ConversationPath, DateRange};
+use ragbox_sdk::text::{looks_binary, truncate};
+use ragbox_sdk::{Annotations, CallError, ToolInfo, host, walk};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const DEFAULT_LIMIT: u64 = 10;
+const MAX_LIMIT: u64 = 1000;
+/// Longest line text returned per match; agents get the path and line to read more.
+const MAX_TEXT_BYTES: usize = 400;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    query: String,
+    #[serde(default)]
+    regex: bool,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    date_range: Option<String>,
+    #[serde(default, deserialize_with = "optional_count")]
+    limit: Option<u64>,
+    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
+    #[serde(default)]
+    #[allow(dead_code)]
+    workspace_path: Option<String>,
+}
+
+/// A validated request.
+#[derive(Debug)]
+struct Search {
+    pattern: regex::Regex,
+    query: String,
+    kind: Option<String>,
+    date_range: Option<DateRange>,
+    limit: usize,
+}
+
+impl Search {
+    fn from_args(a: Args) -> Result<Self, String> {
+        if a.query.trim().is_empty() {
+            return Err("query must not be empty".into());
+        }
+        let source = if a.regex { a.query.clone() } else { regex::escape(&a.query) };
+        let pattern = regex::RegexBuilder::new(&source)
+            .case_insensitive(true)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| format!("invalid regex {:?}: {e}", a.query))?;
+        let kind = a.kind.filter(|k| !k.is_empty() && !k.eq_ignore_ascii_case("all"));
+        let date_range = a.date_range.filter(|d| !d.is_empty()).map(|d| DateRange::parse(&d)).transpose()?;
+        let limit = a.limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(format!("limit must be between 1 and {MAX_LIMIT}, got {limit}"));
+        }
+        Ok(Self { pattern, query: a.query, kind, date_range, limit: limit as usize })
+    }
+
+    /// True when a file at `path` passes the type and date filters.
+    fn wants(&self, conv: Option<&ConversationPath>) -> bool {
+        if self.kind.is_none() && self.date_range.is_none() {
+            return true;
+        }
+        let Some(conv) = conv else { return false };
+        self.kind.as_ref().is_none_or(|k| conv.kind.eq_ignore_ascii_case(k))
+            && self.date_range.as_ref().is_none_or(|d| d.contains(&conv.date))
+    }
+}
+
+/// Runs the search over the files the guest can see.
+fn search(s: &Search) -> Value {
+    let mut results = Vec::new();
+    let (mut searched, mut skipped, mut more) = (0u64, 0u64, false);
+    let files = walk::files(".", |e| ragbox_sdk::log::debug(&format!("walk: {e}")));
+    'files: for entry in &files {
+        let conv = ConversationPath::parse(&entry.path);
+        if !s.wants(conv.as_ref()) {
+            continue;
+        }
+        if entry.size > walk::DEFAULT_MAX_FILE_BYTES {
+            skipped += 1;
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&entry.path) else {
+            skipped += 1;
+            continue;
+        };
+        if looks_binary(&bytes) {
+            skipped += 1;
+            continue;
+        }
+        searched += 1;
+        let text = String::from_utf8_lossy(&bytes);
+        for (i, line) in text.lines().enumerate() {
+            if !s.pattern.is_match(line) {
+                continue;
+            }
+            if results.len() == s.limit {
+                more = true;
+                break 'files;
+            }
+            let file = entry.path.rsplit('/').next().unwrap_or(&entry.path);
+            results.push(json!({
+                "conversation": conv.as_ref().map(|c| c.conversation.as_str()),
+                "type": conv.as_ref().map(|c| c.kind.as_str()),
+                "date": conv.as_ref().map(|c| c.date.as_str()),
+                "file": file,
+                "line": i + 1,
+                "text": truncate(line.trim(), MAX_TEXT_BYTES),
+                "path": entry.path,
+            }));
+        }
+        if host::cancelled() {
+            break;
+        }
+    }
+    json!({
+        "success": true,
+        "query": s.query,
+        "num_results": results.len(),
+        "more_results": more,
+        "files_searched": searched,
+        "files_skipped": skipped,
+        "results": results,
+    })
+}
+
+fn error_body(message: &str) -> String {
+    json!({ "success": false, "error": message }).to_string()
+}
+
+struct Tool;
+
+impl ragbox_sdk::Guest for Tool {
+    fn describe() -> ToolInfo {
+        ToolInfo {
+            name: "search_workspace".into(),
+            title: Some("Search workspace (keyword)".into()),
+            description: "Keyword search across the workspace's text files (notes, conversations, docs, code). \
+                Finds lines containing the query (case-insensitive), or matching it as a regular expression \
+                when regex is true. Filter by Cortext conversation type and date. Respects .gitignore."
+                .into(),
+            input_schema: input_schema().to_string(),
+            output_schema: Some(output_schema().to_string()),
+            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+        }
+    }
+
+    fn call(arguments: String) -> Result<String, CallError> {
+        if let Err(reason) = host::workspace() {
+            return Err(CallError::Failed(error_body(&reason)));
+        }
+        let parsed: Args = args::parse(&arguments).map_err(|e| CallError::InvalidArguments(error_body(&e)))?;
+        let search_req = Search::from_args(parsed).map_err(|e| CallError::InvalidArguments(error_body(&e)))?;
+        Ok(search(&search_req).to_string())
+    }
+}
+
+fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "query": { "type": "string", "description": "Text to find (case-insensitive), or a regular expression when regex is true" },
+            "regex": { "type": "boolean", "default": false, "description": "Treat query as a regular expression (Rust regex syntax)" },
+            "type": { "type": "string", "default": "all", "description": "Conversation type to search (brainstorm, debug, learn, meeting, plan, review, …) or \"all\"" },
+            "date_range": { "type": "string", "description": "Only conversations from this month or day: YYYY-MM or YYYY-MM-DD" },
+            "limit": { "type": "number", "default": DEFAULT_LIMIT, "minimum": 1, "maximum": MAX_LIMIT, "description": "Maximum number of matching lines" },
+            "workspace_path": { "type": "string", "description": "Optional workspace root path (the served workspace or one allowed in config)" }
+        },
+        "required": ["query"]
+    })
+}
+
+fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "success": { "type": "boolean" },
+            "query": { "type": "string" },
+            "num_results": { "type": "integer" },
+            "more_results": { "type": "boolean", "description": "More lines matched than limit allowed" },
+            "files_searched": { "type": "integer" },
+            "files_skipped": { "type": "integer", "description": "Binary, unreadable or oversized files" },
+            "results": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "conversation": { "type": ["string", "null"] },
+                        "type": { "type": ["string", "null"] },
+                        "date": { "type": ["string", "null"] },
+                        "file": { "type": "string" },
+                        "line": { "type": "integer" },
+                        "text": { "type": "string" },
+                        "path": { "type": "string" }
+                    },
+                    "required": ["conversation", "file", "line", "text", "path"]
+                }
+            }
+        },
+        "required": ["success", "query", "num_results", "results"]
+    })
+}
+
+ragbox_sdk::export!(Tool);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(json: &str) -> Result<Search, String> {
+        Search::from_args(args::parse(json)?)
+    }
+
+    #[test]
+    fn validates_arguments() {
+        assert!(req(r#"{"query":"  "}"#).unwrap_err().contains("must not be empty"));
+        assert!(req(r#"{"query":"x","limit":0}"#).unwrap_err().contains("between 1 and"));
+        assert!(req(r#"{"query":"(","regex":true}"#).unwrap_err().contains("invalid regex"));
+        assert!(req(r#"{"query":"x","date_range":"Nov"}"#).unwrap_err().contains("YYYY-MM"));
+        assert!(req(r#"{"query":"x","limit":"ten"}"#).unwrap_err().contains("'limit'"));
+    }
+
+    #[test]
+    fn literal_queries_are_escaped_and_case_insensitive() {
+        let s = req(r#"{"query":"a.b(c"}"#).unwrap();
+        assert!(s.pattern.is_match("see A.B(C here"));
+        assert!(!s.pattern.is_match("axb(c"));
+    }
+
+    #[test]
+    fn filters_by_type_and_date() {
+        let s = req(r#"{"query":"x","type":"debug","date_range":"2025-11"}"#).unwrap();
+        let yes = ConversationPath::parse("debug/2025-11-03/001-a/c.md");
+        let wrong_type = ConversationPath::parse("plan/2025-11-03/001-a/c.md");
+        let wrong_date = ConversationPath::parse("debug/2025-10-03/001-a/c.md");
+        assert!(s.wants(yes.as_ref()));
+        assert!(!s.wants(wrong_type.as_ref()));
+        assert!(!s.wants(wrong_date.as_ref()));
+        assert!(!s.wants(None));
+        let all = req(r#"{"query":"x","type":"all"}"#).unwrap();
+        assert!(all.wants(None));
+    }
+}

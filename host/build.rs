@@ -1,0 +1,66 @@
+//! Builds the `guest-tools` workspace for wasm32-wasip2 and embeds every tool
+//! component in the `ragbox` binary, so the binary is one self-contained file.
+
+use std::env;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let root = manifest_dir.parent().expect("host/ sits in the repository root").to_path_buf();
+    let guests = root.join("guest-tools");
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo"));
+
+    println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    println!("cargo:rerun-if-changed={}", guests.join("Cargo.toml").display());
+    println!("cargo:rerun-if-changed={}", guests.join("Cargo.lock").display());
+
+    let tools = tool_crates(&guests);
+    for dir in tools.iter().map(|(_, dir)| dir).chain([&guests.join("sdk")]) {
+        println!("cargo:rerun-if-changed={}", dir.join("src").display());
+        println!("cargo:rerun-if-changed={}", dir.join("Cargo.toml").display());
+    }
+
+    // A separate target dir: the outer cargo holds a lock on its own.
+    let target_dir = root.join("target").join("guest-tools");
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&guests)
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"])
+        .arg(&target_dir);
+    // The outer build's flags and target settings are for the host, not for wasm.
+    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WORKSPACE_WRAPPER"] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("failed to run cargo for guest-tools");
+    if !status.success() {
+        panic!(
+            "building guest-tools for wasm32-wasip2 failed (see above). \
+             If the target is missing: `rustup target add wasm32-wasip2` (or `make setup`)."
+        );
+    }
+
+    let mut generated = String::from("/// Tool components built from `guest-tools/`: (crate name, component bytes).\n");
+    generated.push_str("pub const BUILTIN_TOOLS: &[(&str, &[u8])] = &[\n");
+    for (name, _) in &tools {
+        let wasm = target_dir.join("wasm32-wasip2/release").join(format!("{}.wasm", name.replace('-', "_")));
+        assert!(wasm.exists(), "expected {} after building guest-tools", wasm.display());
+        writeln!(generated, "    ({name:?}, include_bytes!({:?})),", wasm.display().to_string()).expect("write to String");
+    }
+    generated.push_str("];\n");
+    std::fs::write(out_dir.join("builtin_tools.rs"), generated).expect("write builtin_tools.rs");
+}
+
+/// The tool crates of the guest workspace: every member folder except `sdk`.
+fn tool_crates(guests: &Path) -> Vec<(String, PathBuf)> {
+    let mut tools: Vec<(String, PathBuf)> = std::fs::read_dir(guests)
+        .expect("read guest-tools/")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("Cargo.toml").exists() && p.file_name().is_some_and(|n| n != "sdk"))
+        .map(|p| (p.file_name().expect("has a name").to_string_lossy().into_owned(), p))
+        .collect();
+    tools.sort();
+    tools
+}

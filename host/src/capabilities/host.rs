@@ -1,0 +1,51 @@
+//! `ragbox:tools/host`: logging, progress, cancellation and the call's workspace.
+
+use crate::runtime::bindings::ragbox::tools::{host, types};
+use crate::runtime::{HostState, Level, Progress};
+
+/// Longest log line or progress message kept from a guest.
+const MAX_MESSAGE_BYTES: usize = 4096;
+
+impl types::Host for HostState {}
+
+impl host::Host for HostState {
+    fn log(&mut self, level: Level, message: String) {
+        let tool = &*self.tool;
+        let message = clip(&message);
+        match level {
+            Level::Trace => tracing::trace!(tool, "{message}"),
+            Level::Debug => tracing::debug!(tool, "{message}"),
+            Level::Info => tracing::info!(tool, "{message}"),
+            Level::Warn => tracing::warn!(tool, "{message}"),
+            Level::Error => tracing::error!(tool, "{message}"),
+        }
+    }
+
+    fn progress(&mut self, done: u64, total: Option<u64>, message: Option<String>) {
+        if let Some(sink) = &self.env.progress {
+            sink(Progress { done, total, message: message.map(|m| clip(&m).to_string()) });
+        }
+    }
+
+    fn cancelled(&mut self) -> bool {
+        self.guard.should_stop()
+    }
+
+    fn workspace(&mut self) -> Result<host::WorkspaceInfo, String> {
+        match &self.env.workspace {
+            Ok(path) => Ok(host::WorkspaceInfo { path: path.display().to_string() }),
+            Err(reason) => Err(reason.clone()),
+        }
+    }
+}
+
+fn clip(s: &str) -> &str {
+    if s.len() <= MAX_MESSAGE_BYTES {
+        return s;
+    }
+    let mut end = MAX_MESSAGE_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}

@@ -1,0 +1,17 @@
+//! ragbox: a local retrieval server for AI agents.
+//!
+//! Data flows one way: [`mcp`] (the MCP server) → [`runtime`] (sandboxed
+//! WebAssembly components) → [`capabilities`] (the WIT interfaces the host lends
+//! to components). [`cli`] is the command-line edge.
+
+pub mod capabilities;
+pub mod cli;
+pub mod config;
+pub mod mcp;
+pub mod runtime;
+pub mod workspace;
+
+/// Tool components built from `guest-tools/` and embedded at build time.
+pub mod builtins {
+    include!(concat!(env!("OUT_DIR"), "/builtin_tools.rs"));
+}

@@ -1,0 +1,8 @@
+//! The MCP server: tools come from the loaded components; each call runs in
+//! its own sandbox on a blocking thread.
+
+mod progress;
+mod reply;
+mod server;
+
+pub use server::{RagboxServer, serve_stdio};

@@ -1,0 +1,71 @@
+//! On-disk cache of compiled components, so a server starts in milliseconds
+//! instead of running Cranelift on every start.
+//!
+//! Entries live at `<dir>/<engine hash>/<wasm sha256>.cwasm`: the engine hash
+//! covers wasmtime's version, target and settings, so a new ragbox build never
+//! loads an old artifact. Only files this cache wrote are ever deserialized.
+
+use super::RuntimeError;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// The compile cache; `None` dir disables it.
+#[derive(Debug, Clone)]
+pub struct CompileCache {
+    dir: Option<PathBuf>,
+}
+
+impl CompileCache {
+    /// A cache under `dir` (created on first write); `None` compiles every time.
+    pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
+        let mut hasher = DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        let dir = dir.map(|d| d.join(format!("{:016x}", hasher.finish())));
+        Self { dir }
+    }
+
+    /// The default location: `$RAGBOX_CACHE_DIR`, else the user cache dir
+    /// (`~/.cache/ragbox/components`); `RAGBOX_CACHE_DIR=off` disables it.
+    pub fn default_dir() -> Option<PathBuf> {
+        match std::env::var_os("RAGBOX_CACHE_DIR") {
+            Some(v) if v == "off" => None,
+            Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+            _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.cache_dir().join("components")),
+        }
+    }
+
+    /// Compiles `wasm` (whose sha256 is `sha256`), or loads it from the cache.
+    pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str, source_name: &str) -> Result<Component, RuntimeError> {
+        let entry = self.dir.as_ref().map(|d| d.join(format!("{sha256}.cwasm")));
+        if let Some(entry) = entry.as_ref().filter(|e| e.exists()) {
+            // SAFETY: the file was written by `store` below from a component this
+            // engine compiled; wasmtime also checks its header against the engine.
+            match unsafe { Component::deserialize_file(engine, entry) } {
+                Ok(component) => return Ok(component),
+                Err(e) => tracing::warn!("compile cache entry {} unusable, recompiling: {e}", entry.display()),
+            }
+        }
+        let component = Component::new(engine, wasm)
+            .map_err(|e| RuntimeError::Compile { source_name: source_name.to_string(), message: format!("{e:#}") })?;
+        if let Some(entry) = entry {
+            if let Err(e) = store(&component, &entry) {
+                tracing::warn!("cannot write compile cache entry {}: {e}", entry.display());
+            }
+        }
+        Ok(component)
+    }
+}
+
+/// Writes atomically: a crash leaves either no entry or a whole one.
+fn store(component: &Component, entry: &Path) -> std::io::Result<()> {
+    let bytes = component.serialize().map_err(std::io::Error::other)?;
+    let dir = entry.parent().ok_or_else(|| std::io::Error::other("cache entry has no parent"))?;
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{}.{}.tmp", std::process::id(), entry.file_name().unwrap_or_default().to_string_lossy()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, entry).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}

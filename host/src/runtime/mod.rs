@@ -1,0 +1,60 @@
+//! The component runtime: a wasmtime engine, an on-disk compile cache, and the
+//! sandbox every tool call runs in (fresh store, read-only workspace, limits).
+
+pub(crate) mod bindings;
+mod cache;
+mod catalog;
+mod engine;
+mod guard;
+mod linker;
+mod sandbox;
+mod stderr;
+mod tool;
+
+pub use bindings::ragbox::tools::host::Level;
+pub use cache::CompileCache;
+pub use catalog::{Catalog, Rejected};
+pub use engine::new_engine;
+use linker::capabilities_linker;
+pub use sandbox::{CallEnv, HostState, Progress, ProgressSink};
+pub use tool::{Failure, LoadedTool, Outcome, Source};
+
+/// Errors loading a component.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The engine could not be configured.
+    #[error("cannot start the WebAssembly engine: {0}")]
+    Engine(String),
+    /// The bytes are not a valid component for this world.
+    #[error("cannot compile component {source_name}: {message}")]
+    Compile {
+        /// Where the component came from.
+        source_name: String,
+        /// The compiler's message.
+        message: String,
+    },
+    /// The component does not fit the `ragbox:tools/tool` world.
+    #[error("component {source_name} does not fit the ragbox tool world: {message}")]
+    Link {
+        /// Where the component came from.
+        source_name: String,
+        /// What is missing or mistyped.
+        message: String,
+    },
+    /// `describe()` failed or returned an invalid description.
+    #[error("component {source_name} gave an invalid description: {message}")]
+    Describe {
+        /// Where the component came from.
+        source_name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Reading a component file failed.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,90 @@
+//! The sandbox a call runs in: a fresh store whose WASI context has the
+//! workspace preopened read-only as its only filesystem, no environment, no
+//! arguments, no sockets, stdout discarded and stderr captured.
+
+use super::guard::{Guard, Interrupt};
+use super::stderr::StderrCapture;
+use crate::config::Limits;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, Store, UpdateDeadline};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+/// One progress report from a tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Units done so far.
+    pub done: u64,
+    /// Units in all, when known.
+    pub total: Option<u64>,
+    /// What is happening now.
+    pub message: Option<String>,
+}
+
+/// Where a call's progress reports go (the MCP layer forwards them to the client).
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// What the host knows about the call being made: who, where, and how to
+/// report back. Built by the caller (the MCP layer or the CLI).
+#[derive(Clone)]
+pub struct CallEnv {
+    /// The folder the call runs in, or why the requested one was refused.
+    pub workspace: Result<PathBuf, String>,
+    /// Receives progress reports, when the client asked for them.
+    pub progress: Option<ProgressSink>,
+    /// Fires when the client cancels the call.
+    pub cancel: CancellationToken,
+}
+
+impl CallEnv {
+    /// A call in `workspace` with no progress reporting and no cancellation.
+    pub fn in_workspace(workspace: PathBuf) -> Self {
+        Self { workspace: Ok(workspace), progress: None, cancel: CancellationToken::new() }
+    }
+}
+
+/// The data of one call's store; the WIT host interfaces are implemented on it
+/// (see `capabilities`).
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(crate) guard: Guard,
+    pub(crate) stderr: StderrCapture,
+    /// The tool's name, for log lines.
+    pub(crate) tool: Arc<str>,
+    pub(crate) env: CallEnv,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Builds the store for one call of `tool` under `limits`.
+pub fn new_store(engine: &Engine, tool: Arc<str>, env: CallEnv, limits: &Limits) -> Result<Store<HostState>, String> {
+    let stderr = StderrCapture::default();
+    let mut wasi = WasiCtxBuilder::new();
+    // Must precede preopened_dir: each preopen captures the flag. Calls already
+    // run on a blocking thread, so filesystem work may block it directly.
+    wasi.allow_blocking_current_thread(true);
+    if let Ok(dir) = &env.workspace {
+        wasi.preopened_dir(dir, ".", FsPerms::ReadOnly)
+            .map_err(|e| format!("cannot open workspace {}: {e:#}", dir.display()))?;
+    }
+    wasi.stderr(stderr.clone()).allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+    let guard = Guard::new(limits.memory_bytes, Instant::now() + limits.timeout, env.cancel.clone());
+    let state = HostState { wasi: wasi.build(), table: ResourceTable::new(), guard, stderr, tool, env };
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.guard);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|mut ctx| match ctx.data_mut().guard.check() {
+        None => Ok(UpdateDeadline::Continue(1)),
+        Some(Interrupt::Deadline) => Err(wasmtime::format_err!("deadline exceeded")),
+        Some(Interrupt::Cancelled) => Err(wasmtime::format_err!("cancelled by the client")),
+    });
+    Ok(store)
+}

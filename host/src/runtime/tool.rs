@@ -1,0 +1,269 @@
+//! A loaded tool component and how one call to it runs and fails.
+
+use super::bindings::ragbox::tools::types::{CallError, ToolInfo};
+use super::bindings::{Tool, ToolPre};
+use super::guard::Interrupt;
+use super::sandbox::{CallEnv, HostState, new_store};
+use super::{RuntimeError, capabilities_linker};
+use crate::config::Limits;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// Where a component came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Embedded in the ragbox binary (crate name).
+    BuiltIn(String),
+    /// A `.wasm` file from a tools folder.
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::BuiltIn(name) => write!(f, "built-in ({name})"),
+            Source::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// A compiled, linked component and its description.
+#[derive(Clone)]
+pub struct LoadedTool {
+    /// What `describe()` returned, validated.
+    pub info: Arc<ToolInfo>,
+    /// Where the component came from.
+    pub source: Source,
+    /// sha256 of the component bytes, hex.
+    pub sha256: String,
+    name: Arc<str>,
+    engine: Engine,
+    pre: Arc<ToolPre<HostState>>,
+}
+
+/// How a call ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The tool answered; JSON text.
+    Ok(String),
+    /// The tool reported an error in its own shape.
+    ToolError {
+        /// True when the arguments were at fault.
+        invalid_arguments: bool,
+        /// The error body the client sees.
+        body: String,
+    },
+    /// The host stopped the call or could not run it.
+    Failed(Failure),
+}
+
+/// Why the host stopped a call; the message is what the client sees.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// Ran past its wall-clock limit.
+    #[error("tool '{tool}' was stopped after {secs:.1} s: it exceeded its time limit of {limit_secs} s \
+             (raise [limits] timeout_secs or [tools.{tool}] timeout_secs in .ragbox/config.toml)",
+             secs = elapsed.as_secs_f64(), limit_secs = limit.as_secs())]
+    Timeout {
+        /// The tool.
+        tool: String,
+        /// Time it ran.
+        elapsed: Duration,
+        /// Its limit.
+        limit: Duration,
+    },
+    /// The client cancelled it.
+    #[error("tool '{tool}' was cancelled by the client")]
+    Cancelled {
+        /// The tool.
+        tool: String,
+    },
+    /// Tried to grow memory past its limit.
+    #[error("tool '{tool}' ran out of memory: it asked for {asked_mib} MiB, over its limit of {limit_mib} MiB \
+             (raise [limits] memory_mib in .ragbox/config.toml)")]
+    OutOfMemory {
+        /// The tool.
+        tool: String,
+        /// What the denied growth asked for, MiB.
+        asked_mib: usize,
+        /// The limit, MiB.
+        limit_mib: usize,
+    },
+    /// Returned more than the output limit.
+    #[error("tool '{tool}' returned {size_mib:.1} MiB, over the {limit_mib} MiB result limit; result discarded")]
+    OutputTooLarge {
+        /// The tool.
+        tool: String,
+        /// Size returned, MiB.
+        size_mib: f64,
+        /// The limit, MiB.
+        limit_mib: usize,
+    },
+    /// Trapped (panicked, hit `unreachable`, ...).
+    #[error("tool '{tool}' crashed: {reason}")]
+    Crashed {
+        /// The tool.
+        tool: String,
+        /// The trap and the guest's last stderr line.
+        reason: String,
+    },
+    /// Returned text that is not the JSON its output schema promises.
+    #[error("tool '{tool}' returned an invalid result: {reason}")]
+    BadResult {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The host could not set the call up.
+    #[error("tool '{tool}' could not be started: {reason}")]
+    Setup {
+        /// The tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl LoadedTool {
+    /// Links `component`, runs `describe()` in a sandbox and validates it.
+    pub fn new(
+        engine: &Engine,
+        component: &Component,
+        source: Source,
+        sha256: String,
+        describe_limits: &Limits,
+    ) -> Result<Self, RuntimeError> {
+        let source_name = source.to_string();
+        let linker = capabilities_linker(engine)
+            .map_err(|e| RuntimeError::Link { source_name: source_name.clone(), message: format!("{e:#}") })?;
+        let pre = linker
+            .instantiate_pre(component)
+            .and_then(ToolPre::new)
+            .map_err(|e| RuntimeError::Link { source_name: source_name.clone(), message: format!("{e:#}") })?;
+        let describe_err = |message: String| RuntimeError::Describe { source_name: source_name.clone(), message };
+        // describe() gets no workspace: it must not depend on files.
+        let env = CallEnv {
+            workspace: Err("describe() runs without a workspace".into()),
+            progress: None,
+            cancel: Default::default(),
+        };
+        let mut store = new_store(engine, Arc::from("(describe)"), env, describe_limits).map_err(describe_err)?;
+        let info = pre
+            .instantiate(&mut store)
+            .and_then(|tool: Tool| tool.call_describe(&mut store))
+            .map_err(|e| describe_err(format!("{e:#}")))?;
+        validate_info(&info).map_err(describe_err)?;
+        Ok(Self { name: Arc::from(info.name.as_str()), info: Arc::new(info), source, sha256, engine: engine.clone(), pre: Arc::new(pre) })
+    }
+
+    /// The tool's MCP name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// True when the tool says it changes nothing (read-only annotation).
+    pub fn read_only(&self) -> bool {
+        self.info.annotations.read_only
+    }
+
+    /// Runs one call in a fresh sandbox. Blocks: call it from a blocking thread.
+    pub fn call(&self, arguments: &str, env: CallEnv, limits: &Limits) -> Outcome {
+        let tool = self.name.to_string();
+        let started = std::time::Instant::now();
+        let mut store = match new_store(&self.engine, self.name.clone(), env, limits) {
+            Ok(store) => store,
+            Err(reason) => return Outcome::Failed(Failure::Setup { tool, reason }),
+        };
+        let result = self.pre.instantiate(&mut store).and_then(|t: Tool| t.call_call(&mut store, arguments));
+        let stderr = store.data().stderr.text();
+        for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
+            tracing::debug!(tool = %tool, "stderr: {line}");
+        }
+        let guard = &store.data().guard;
+        let max = limits.max_output_bytes;
+        let too_large = |size: usize| Failure::OutputTooLarge {
+            tool: tool.clone(),
+            size_mib: size as f64 / (1 << 20) as f64,
+            limit_mib: max >> 20,
+        };
+        match result {
+            Ok(Ok(json)) if json.len() > max => Outcome::Failed(too_large(json.len())),
+            Ok(Ok(json)) => Outcome::Ok(json),
+            Ok(Err(CallError::InvalidArguments(body) | CallError::Failed(body))) if body.len() > max => {
+                Outcome::Failed(too_large(body.len()))
+            }
+            Ok(Err(CallError::InvalidArguments(body))) => Outcome::ToolError { invalid_arguments: true, body },
+            Ok(Err(CallError::Failed(body))) => Outcome::ToolError { invalid_arguments: false, body },
+            Err(trap) => Outcome::Failed(match (guard.interrupted, guard.memory_denied) {
+                (Some(Interrupt::Deadline), _) => Failure::Timeout { tool, elapsed: started.elapsed(), limit: limits.timeout },
+                (Some(Interrupt::Cancelled), _) => Failure::Cancelled { tool },
+                (None, Some(asked)) => {
+                    Failure::OutOfMemory { tool, asked_mib: asked >> 20, limit_mib: limits.memory_bytes >> 20 }
+                }
+                (None, None) => Failure::Crashed { tool, reason: crash_reason(&trap, &stderr) },
+            }),
+        }
+    }
+}
+
+/// "wasm trap: …", plus the guest's panic message when it printed one.
+fn crash_reason(trap: &wasmtime::Error, stderr: &str) -> String {
+    let trap_text = match trap.downcast_ref::<wasmtime::Trap>() {
+        Some(t) => format!("wasm trap: {t}"),
+        None => trap.to_string(),
+    };
+    let panic = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("note:"))
+        .collect::<Vec<_>>();
+    match panic.iter().position(|l| l.contains("panicked at")) {
+        // Rust prints "thread '…' panicked at file:line:col:" then the message.
+        Some(i) => format!("{trap_text}; {}", panic[i..].iter().take(2).copied().collect::<Vec<_>>().join(" ")),
+        None => match panic.last() {
+            Some(last) => format!("{trap_text}; last stderr line: {last}"),
+            None => trap_text,
+        },
+    }
+}
+
+/// Checks what `describe()` returned is usable as an MCP tool.
+fn validate_info(info: &ToolInfo) -> Result<(), String> {
+    let name_ok = !info.name.is_empty()
+        && info.name.len() <= 64
+        && info.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !name_ok {
+        return Err(format!("tool name {:?} must be 1-64 letters, digits, '_' or '-'", info.name));
+    }
+    let object_schema = |what: &str, text: &str| -> Result<(), String> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("{what} is not JSON: {e}"))?;
+        match value.get("type").and_then(|t| t.as_str()) {
+            Some("object") => Ok(()),
+            _ => Err(format!("{what} must be a JSON Schema with \"type\": \"object\"")),
+        }
+    };
+    object_schema("input schema", &info.input_schema)?;
+    if let Some(out) = &info.output_schema {
+        object_schema("output schema", out)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crash_reason_prefers_the_panic_message() {
+        let trap = wasmtime::Error::from(wasmtime::Trap::UnreachableCodeReached);
+        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:10:5:\nboom\nnote: run with `RUST_BACKTRACE=1`\n";
+        let r = crash_reason(&trap, stderr);
+        assert!(r.starts_with("wasm trap: "), "{r}");
+        assert!(r.contains("panicked at src/lib.rs:10:5: boom"), "{r}");
+        assert_eq!(crash_reason(&trap, ""), format!("wasm trap: {}", wasmtime::Trap::UnreachableCodeReached));
+    }
+}
