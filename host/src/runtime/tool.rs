@@ -213,7 +213,7 @@ impl LoadedTool {
 /// "wasm trap: …", plus the guest's panic message when it printed one.
 fn crash_reason(trap: &wasmtime::Error, stderr: &str) -> String {
     let trap_text = match trap.downcast_ref::<wasmtime::Trap>() {
-        Some(t) => format!("wasm trap: {t}"),
+        Some(t) => t.to_string(),
         None => trap.to_string(),
     };
     let panic = stderr
@@ -264,6 +264,6 @@ mod tests {
         let r = crash_reason(&trap, stderr);
         assert!(r.starts_with("wasm trap: "), "{r}");
         assert!(r.contains("panicked at src/lib.rs:10:5: boom"), "{r}");
-        assert_eq!(crash_reason(&trap, ""), format!("wasm trap: {}", wasmtime::Trap::UnreachableCodeReached));
+        assert_eq!(crash_reason(&trap, ""), wasmtime::Trap::UnreachableCodeReached.to_string());
     }
 }

@@ -68,9 +68,9 @@ impl Guest for Hostile {
                 std::hint::black_box(0u64);
             },
             "alloc" => {
-                let mut v: Vec<u8> = Vec::with_capacity(2 << 30);
-                v.resize(2 << 30, 1);
-                Ok(format!("allocated {}", std::hint::black_box(v.len())))
+                // 2 GiB in 1 MiB chunks (one 2 GiB Vec would overflow isize on wasm32).
+                let chunks: Vec<Vec<u8>> = (0..2048).map(|_| vec![1u8; 1 << 20]).collect();
+                Ok(format!("allocated {} MiB", std::hint::black_box(chunks.len())))
             }
             "panic" => panic!("hostile component panicked on purpose"),
             "big_output" => Ok("x".repeat(50 << 20)),

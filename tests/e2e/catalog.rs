@@ -1,0 +1,110 @@
+//! Which components load: built-ins, the workspace's and the user's tools
+//! folders, name clashes and broken files.
+
+use ragbox_tests::{Fixture, hostile_wasm};
+use serde_json::Value;
+
+fn tools_json(f: &Fixture) -> Value {
+    let out = f.command(&["tools", "--json"]).output().expect("run ragbox tools");
+    assert!(out.status.success(), "ragbox tools failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("ragbox tools --json prints JSON")
+}
+
+#[test]
+fn lists_builtins_and_workspace_components_with_sha256() {
+    let f = Fixture::cortext().with_hostile();
+    let v = tools_json(&f);
+    let tools = v["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["search_workspace", "hostile"]);
+    assert_eq!(tools[0]["source"], "built-in (search-workspace)");
+    let hostile_sha = sha256_hex(&std::fs::read(hostile_wasm()).unwrap());
+    assert_eq!(tools[1]["sha256"], hostile_sha);
+    assert!(tools[1]["source"].as_str().unwrap().ends_with(".ragbox/tools/hostile.wasm"));
+    assert_eq!(tools[1]["grants"], serde_json::json!(["workspace:read"]));
+    assert_eq!(v["rejected"], serde_json::json!([]));
+}
+
+#[test]
+fn user_tools_folder_is_loaded_and_clashes_are_refused_naming_both() {
+    let f = Fixture::cortext().with_hostile();
+    let user_tools = f.config_dir.join("tools");
+    std::fs::create_dir_all(&user_tools).unwrap();
+    std::fs::copy(hostile_wasm(), user_tools.join("also-hostile.wasm")).unwrap();
+    std::fs::write(user_tools.join("garbage.wasm"), b"\0asm not really").unwrap();
+    let v = tools_json(&f);
+    assert_eq!(v["tools"].as_array().unwrap().len(), 2);
+    let rejected = v["rejected"].as_array().unwrap();
+    assert_eq!(rejected.len(), 2, "{v}");
+    let clash = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("also-hostile.wasm")).unwrap();
+    let reason = clash["reason"].as_str().unwrap();
+    assert!(reason.contains("tool name 'hostile' is already taken by") && reason.contains(".ragbox/tools/hostile.wasm"), "{reason}");
+    let garbage = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("garbage.wasm")).unwrap();
+    assert!(garbage["reason"].as_str().unwrap().starts_with("cannot compile component"), "{garbage}");
+}
+
+#[test]
+fn a_bad_config_is_a_clear_error() {
+    let f = Fixture::cortext();
+    f.write(".ragbox/config.toml", "[limits]\ntimeout = 5\n");
+    let out = f.command(&["tools"]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("invalid config") && stderr.contains("unknown field `timeout`"), "{stderr}");
+}
+
+#[test]
+fn a_missing_workspace_is_a_clear_error() {
+    let f = Fixture::empty();
+    let out = f.command(&["serve", "--workspace", "/no/such/folder"]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("workspace folder /no/such/folder cannot be opened"), "{stderr}");
+    assert!(out.stdout.is_empty(), "stdout must stay clean");
+}
+
+#[test]
+fn compile_cache_is_written_and_reused() {
+    let f = Fixture::cortext();
+    let cache = f.dir.path().join("cache");
+    let run = || {
+        let out = f.command(&["tools"]).env("RAGBOX_CACHE_DIR", &cache).output().unwrap();
+        assert!(out.status.success());
+    };
+    run();
+    let entries: Vec<_> = walk(&cache).into_iter().filter(|p| p.extension().is_some_and(|e| e == "cwasm")).collect();
+    assert_eq!(entries.len(), 1, "one cached component: {entries:?}");
+    let modified = std::fs::metadata(&entries[0]).unwrap().modified().unwrap();
+    run();
+    assert_eq!(std::fs::metadata(&entries[0]).unwrap().modified().unwrap(), modified, "cache entry rewritten");
+    // A corrupt entry is recompiled, not trusted.
+    std::fs::write(&entries[0], b"corrupt").unwrap();
+    run();
+    assert!(std::fs::metadata(&entries[0]).unwrap().len() > 1000);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// sha256 by the `sha256sum` tool, to check ragbox against an independent implementation.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sha256sum");
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stdout).unwrap()[..64].to_string()
+}

@@ -1,0 +1,193 @@
+//! Raw JSON-RPC over the server's stdio: malformed input, wrong shapes, unknown
+//! tools and cancellation. The server answers what it can and keeps serving.
+
+use ragbox_tests::Fixture;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// A server driven line by line.
+struct Raw {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Raw {
+    fn start(f: &Fixture) -> Self {
+        let mut child = f
+            .command(&["serve"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn ragbox serve");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut stderr_pipe = child.stderr.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr_pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let mut raw = Self { child, stdin, lines, stderr };
+        raw.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+        let init = raw.recv();
+        assert_eq!(init["result"]["serverInfo"]["name"], "ragbox", "{init}");
+        raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        raw
+    }
+
+    fn send(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next stdout line, which must be JSON.
+    fn recv(&mut self) -> Value {
+        let line = self.lines.recv_timeout(Duration::from_secs(20)).expect("a reply within 20 s");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"))
+    }
+
+    /// Nothing arrives on stdout for `wait`.
+    fn silent_for(&mut self, wait: Duration) {
+        match self.lines.recv_timeout(wait) {
+            Err(RecvTimeoutError::Timeout) => {}
+            other => panic!("expected no output, got {other:?}"),
+        }
+    }
+
+    fn ping(&mut self, id: u64) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string());
+        let reply = self.recv();
+        assert_eq!(reply, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn malformed_lines_are_ignored_and_the_server_stays_up() {
+    let f = Fixture::cortext();
+    let mut raw = Raw::start(&f);
+    for junk in ["{not json", "]]]", "\u{1}\u{2}binary", "{\"jsonrpc\":\"2.0\",\"id\":"] {
+        raw.send(junk);
+    }
+    // Unparsable input has no id to answer (the official SDKs ignore it too).
+    raw.silent_for(Duration::from_millis(300));
+    raw.ping(1);
+}
+
+#[test]
+fn invalid_utf8_and_huge_lines_do_not_kill_the_server() {
+    let f = Fixture::cortext();
+    let mut raw = Raw::start(&f);
+    raw.stdin.write_all(b"\xff\xfe\xfd invalid utf-8 \xc3\x28\n").unwrap();
+    // Over rmcp's 16 MiB line cap: dropped without buffering it all.
+    let huge = format!("{{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"pad\":\"{}\"}}", "x".repeat(20 << 20));
+    raw.send(&huge);
+    raw.ping(2);
+    // A large line under the cap is still served.
+    let large = format!("{{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"pad\":\"{}\"}}", "x".repeat(4 << 20));
+    raw.send(&large);
+    assert_eq!(raw.recv()["id"], 6);
+}
+
+#[test]
+fn well_formed_json_that_is_not_a_message_gets_invalid_request() {
+    let f = Fixture::cortext();
+    let mut raw = Raw::start(&f);
+    for line in [r#"{"hello":"world"}"#, "null", "[1,2,3]"] {
+        raw.send(line);
+        let reply = raw.recv();
+        assert_eq!(reply["error"]["code"], -32600, "{line}: {reply}");
+    }
+    raw.ping(3);
+}
+
+#[test]
+fn unknown_tools_and_methods_are_protocol_errors() {
+    let f = Fixture::cortext();
+    let mut raw = Raw::start(&f);
+    raw.send(r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}"#);
+    let reply = raw.recv();
+    assert_eq!(reply["id"], 10);
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    assert!(reply["error"]["message"].as_str().unwrap().contains("unknown tool 'no_such_tool'"), "{reply}");
+
+    raw.send(r#"{"jsonrpc":"2.0","id":11,"method":"no/such/method"}"#);
+    let reply = raw.recv();
+    assert_eq!(reply["id"], 11);
+    assert_eq!(reply["error"]["code"], -32601, "{reply}");
+    raw.ping(12);
+}
+
+#[test]
+fn wrong_argument_types_get_tool_errors() {
+    let f = Fixture::cortext();
+    let mut raw = Raw::start(&f);
+    // arguments must be an object: the protocol layer rejects this shape.
+    raw.send(r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"search_workspace","arguments":"jwt"}}"#);
+    let reply = raw.recv();
+    assert_eq!(reply["id"], 20);
+    assert!(reply.get("error").is_some(), "{reply}");
+    // A well-formed call with a mistyped field is the tool's error, isError: true.
+    raw.send(r#"{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"search_workspace","arguments":{"query":["a"]}}}"#);
+    let reply = raw.recv();
+    assert_eq!(reply["id"], 21);
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let body: Value = serde_json::from_str(reply["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(body["success"], false);
+    assert!(body["error"].as_str().unwrap().starts_with("argument 'query'"), "{body}");
+    raw.ping(22);
+}
+
+#[test]
+fn a_cancelled_call_stops_its_component() {
+    let f = Fixture::cortext().with_hostile();
+    // A long deadline, so only cancellation can stop the loop quickly.
+    f.write(".ragbox/config.toml", "[tools.hostile]\ntimeout_secs = 120\n");
+    let mut raw = Raw::start(&f);
+    raw.send(r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"loop"}}}"#);
+    std::thread::sleep(Duration::from_millis(300));
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":30,"reason":"test"}}"#);
+    let started = Instant::now();
+    while !raw.stderr.lock().unwrap().contains("was cancelled by the client") {
+        assert!(started.elapsed() < Duration::from_secs(10), "component not stopped: {}", raw.stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    raw.ping(31);
+}
+
+#[test]
+fn progress_token_is_accepted() {
+    let f = Fixture::cortext();
+    let mut raw = Raw::start(&f);
+    raw.send(r#"{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"search_workspace","arguments":{"query":"jwt"},"_meta":{"progressToken":"p1"}}}"#);
+    let reply = raw.recv();
+    assert_eq!(reply["id"], 40, "{reply}");
+    assert_eq!(reply["result"]["isError"], false);
+}

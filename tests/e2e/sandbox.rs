@@ -1,0 +1,181 @@
+//! A hostile component tries to escape, exhaust or crash the host. Each attempt
+//! must fail cleanly with a clear message, write nothing, and leave the server
+//! serving the next call.
+
+use ragbox_tests::{Client, Fixture, call, is_error, text};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// A fixture with the hostile tool, a file outside the workspace, and symlinks to it.
+fn hostile_fixture() -> (Fixture, std::path::PathBuf) {
+    let f = Fixture::cortext().with_hostile();
+    let outside = f.dir.path().join("outside-secret.txt");
+    std::fs::write(&outside, "TOP SECRET outside the workspace").unwrap();
+    std::os::unix::fs::symlink(&outside, f.workspace.join("link-abs")).unwrap();
+    std::os::unix::fs::symlink("../outside-secret.txt", f.workspace.join("link-rel")).unwrap();
+    (f, outside)
+}
+
+async fn attempt(client: &Client, args: serde_json::Value) -> String {
+    let result = call(client, "hostile", args.clone()).await;
+    let message = text(&result);
+    assert!(is_error(&result), "{args} should have failed, got: {}", &message[..message.len().min(300)]);
+    assert!(!message.contains("TOP SECRET") && !message.contains("root:"), "{args} leaked data: {message}");
+    message
+}
+
+async fn still_serving(client: &Client) {
+    let ok = call(client, "hostile", json!({"op": "ok"})).await;
+    assert!(!is_error(&ok), "normal call after an attack failed: {}", text(&ok));
+    assert_eq!(text(&ok), "ok");
+    let search = call(client, "search_workspace", json!({"query": "jwt", "limit": 1})).await;
+    assert!(!is_error(&search), "{}", text(&search));
+}
+
+#[tokio::test]
+async fn reads_inside_the_workspace_work() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let r = call(&client, "hostile", json!({"op": "read", "path": "notes/README.md"})).await;
+    assert!(!is_error(&r), "{}", text(&r));
+    assert!(text(&r).starts_with("General notes."));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn filesystem_escapes_are_denied() {
+    let (f, outside) = hostile_fixture();
+    let client = f.connect().await;
+    let cases = [
+        (json!({"op": "read", "path": "/etc/passwd"}), "No such file"),
+        (json!({"op": "read", "path": "../outside-secret.txt"}), "not permitted"),
+        (json!({"op": "read", "path": "notes/../../outside-secret.txt"}), "not permitted"),
+        (json!({"op": "read", "path": outside.to_str().unwrap()}), "No such file"),
+        (json!({"op": "read", "path": "link-abs"}), "not permitted"),
+        (json!({"op": "read", "path": "link-rel"}), "not permitted"),
+        (json!({"op": "list", "path": ".."}), "not permitted"),
+    ];
+    for (args, expected) in cases {
+        let message = attempt(&client, args.clone()).await;
+        assert!(message.contains(expected), "{args}: {message}");
+        still_serving(&client).await;
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn writes_are_denied_and_nothing_is_written() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let before = std::fs::read(f.workspace.join("notes/README.md")).unwrap();
+    for path in ["new-file.txt", "notes/README.md", "/tmp/ragbox-pwned", "../pwned.txt"] {
+        let message = attempt(&client, json!({"op": "write", "path": path})).await;
+        assert!(message.starts_with(&format!("write {path}:")), "{message}");
+    }
+    assert!(!f.workspace.join("new-file.txt").exists());
+    assert!(!f.dir.path().join("pwned.txt").exists());
+    assert!(!std::path::Path::new("/tmp/ragbox-pwned").exists());
+    assert_eq!(std::fs::read(f.workspace.join("notes/README.md")).unwrap(), before);
+    still_serving(&client).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn no_environment_arguments_or_network() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let message = attempt(&client, json!({"op": "env"})).await;
+    assert_eq!(message, "no environment variables and no arguments are visible");
+    let message = attempt(&client, json!({"op": "connect"})).await;
+    assert!(message.starts_with("connect"), "{message}");
+    still_serving(&client).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn guest_stdout_never_reaches_the_client() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    // The guest prints a forged JSON-RPC response; if it reached stdout, the client
+    // would see a protocol error or a stray id.
+    let r = call(&client, "hostile", json!({"op": "stdout"})).await;
+    assert_eq!(text(&r), "printed to stdout");
+    still_serving(&client).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn runaway_loop_is_stopped_at_its_deadline() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let started = Instant::now();
+    let message = attempt(&client, json!({"op": "loop"})).await;
+    let took = started.elapsed();
+    assert!(message.contains("exceeded its time limit of 2 s"), "{message}");
+    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(20), "took {took:?}");
+    still_serving(&client).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn memory_bomb_hits_the_memory_limit() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let message = attempt(&client, json!({"op": "alloc"})).await;
+    assert!(message.contains("ran out of memory") && message.contains("limit of 512 MiB"), "{message}");
+    still_serving(&client).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn panic_is_reported_with_its_message() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let message = attempt(&client, json!({"op": "panic"})).await;
+    assert!(message.starts_with("tool 'hostile' crashed: wasm trap"), "{message}");
+    assert!(message.contains("hostile component panicked on purpose"), "{message}");
+    still_serving(&client).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn huge_output_is_refused() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let message = attempt(&client, json!({"op": "big_output"})).await;
+    assert!(message.contains("returned 50.0 MiB, over the 16 MiB result limit"), "{message}");
+    still_serving(&client).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn chatty_stderr_does_not_break_the_guest() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let r = call(&client, "hostile", json!({"op": "chatty_stderr"})).await;
+    assert!(!is_error(&r), "{}", text(&r));
+    assert_eq!(text(&r), "survived");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn concurrent_attacks_do_not_block_normal_calls() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let peer = client.peer().clone();
+    let looping = tokio::spawn(async move {
+        let args = json!({"op": "loop"}).as_object().unwrap().clone();
+        peer.call_tool(rmcp::model::CallToolRequestParams::new("hostile").with_arguments(args)).await
+    });
+    // While one call spins, others are answered promptly.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    for _ in 0..5 {
+        let r = call(&client, "search_workspace", json!({"query": "jwt"})).await;
+        assert!(!is_error(&r));
+    }
+    assert!(started.elapsed() < Duration::from_secs(2), "normal calls waited on the loop: {:?}", started.elapsed());
+    let looped = looping.await.unwrap().unwrap();
+    assert_eq!(looped.is_error, Some(true));
+    client.cancel().await.unwrap();
+}
