@@ -1,0 +1,64 @@
+# ragbox: `make run` builds and demonstrates it, `make test` runs every test.
+# Both set up what they need first (idempotent): the wasm32-wasip2 target and
+# a Python venv with the official MCP SDK.
+
+SHELL := /bin/bash
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+RAGBOX := target/debug/ragbox
+QUERY ?= jwt
+
+.PHONY: setup build release run test test-rust test-guests test-python lint fmt clean
+
+setup: .setup-stamp $(VENV)/.stamp
+
+.setup-stamp:
+	@command -v rustup >/dev/null || { echo "rustup is required (https://rustup.rs)"; exit 1; }
+	rustup target add wasm32-wasip2
+	@touch $@
+
+$(VENV)/.stamp: tests/python/requirements.txt
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+	@touch $@
+
+# The dev profile builds dependencies optimised (see Cargo.toml): one build
+# serves the tests and the demo.
+build: setup
+	cargo build -p ragbox
+
+# An optimised, stripped binary to install: target/release/ragbox.
+release: setup
+	cargo build --release -p ragbox
+
+run: build
+	$(PYTHON) scripts/demo.py $(RAGBOX) examples/workspace "$(QUERY)"
+
+test: build test-rust test-guests test-python
+
+test-rust:
+	cargo test --workspace
+
+# Guest logic (arguments, Cortext paths, filters) as native unit tests.
+test-guests:
+	cd guest-tools && cargo test --target $(HOST_TRIPLE)
+
+test-python:
+	$(PYTHON) -m pytest -q tests/python
+
+lint:
+	cargo fmt --all --check
+	cd guest-tools && cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cd guest-tools && cargo clippy --all-targets -- -D warnings
+	cd tests/hostile && cargo clippy --target wasm32-wasip2 --target-dir ../../target/guest-tools-tests -- -D warnings
+
+fmt:
+	cargo fmt --all
+	cd guest-tools && cargo fmt --all
+	cd tests/hostile && cargo fmt
+
+clean:
+	cargo clean
+	rm -rf guest-tools/target .setup-stamp $(VENV)

@@ -1,0 +1,129 @@
+"""The official MCP Python SDK drives `ragbox serve`: an outside check that
+ragbox speaks MCP the way other clients expect (the SDK also validates
+structuredContent against each tool's outputSchema)."""
+
+import asyncio
+import json
+import os
+import pathlib
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RAGBOX = os.environ.get("RAGBOX_BIN", str(ROOT / "target" / "debug" / "ragbox"))
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    files = {
+        "brainstorm/2025-11-17/001-auth-ideas/conversation.md": "# Auth ideas\n\nWe compared JWT tokens with server sessions.\n",
+        "debug/2025-10-02/002-token-leak/conversation.md": "# Token leak\n\nFix: redact jwt fields before logging.\n",
+        "notes/todo.md": "Nothing about tokens here.\n",
+        ".gitignore": "private/\n",
+        "private/secret.md": "JWT secret\n",
+    }
+    for rel, text in files.items():
+        path = ws / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (tmp_path / "user-config").mkdir()
+    return ws
+
+
+def server(ws):
+    assert pathlib.Path(RAGBOX).exists(), f"{RAGBOX} not built: run `cargo build -p ragbox` (make test does)"
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", ""),
+        "RAGBOX_CONFIG_DIR": str(ws.parent / "user-config"),
+        "RAGBOX_CACHE_DIR": str(ROOT / "target" / "test-compile-cache"),
+        "RAGBOX_LOG": "warn",
+    }
+    return StdioServerParameters(command=RAGBOX, args=["serve", "--workspace", str(ws)], env=env)
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, timeout=60))
+
+
+def test_initialize_list_and_call(workspace):
+    async def scenario():
+        async with stdio_client(server(workspace)) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                assert init.server_info.name == "ragbox"
+                assert init.capabilities.tools is not None
+
+                tools = (await session.list_tools()).tools
+                tool = next(t for t in tools if t.name == "search_workspace")
+                assert tool.input_schema["required"] == ["query"]
+                assert tool.output_schema["type"] == "object"
+                assert tool.annotations.read_only_hint is True
+
+                result = await session.call_tool("search_workspace", {"query": "JWT"})
+                assert result.is_error is False
+                expected = {
+                    "success": True,
+                    "query": "JWT",
+                    "num_results": 2,
+                    "more_results": False,
+                    "files_searched": 4,
+                    "files_skipped": 0,
+                    "results": [
+                        {
+                            "conversation": "001-auth-ideas",
+                            "type": "brainstorm",
+                            "date": "2025-11-17",
+                            "file": "conversation.md",
+                            "line": 3,
+                            "text": "We compared JWT tokens with server sessions.",
+                            "path": "brainstorm/2025-11-17/001-auth-ideas/conversation.md",
+                        },
+                        {
+                            "conversation": "002-token-leak",
+                            "type": "debug",
+                            "date": "2025-10-02",
+                            "file": "conversation.md",
+                            "line": 3,
+                            "text": "Fix: redact jwt fields before logging.",
+                            "path": "debug/2025-10-02/002-token-leak/conversation.md",
+                        },
+                    ],
+                }
+                assert result.structured_content == expected
+                assert json.loads(result.content[0].text) == expected
+
+                filtered = await session.call_tool(
+                    "search_workspace", {"query": "jwt", "type": "debug", "date_range": "2025-10"}
+                )
+                assert [r["path"] for r in filtered.structured_content["results"]] == [
+                    "debug/2025-10-02/002-token-leak/conversation.md"
+                ]
+
+    run(scenario())
+
+
+def test_errors_come_back_as_tool_errors(workspace):
+    async def scenario():
+        async with stdio_client(server(workspace)) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                bad = await session.call_tool("search_workspace", {"query": "jwt", "limit": "ten"})
+                assert bad.is_error is True
+                body = json.loads(bad.content[0].text)
+                assert body["success"] is False
+                assert body["error"].startswith("argument 'limit'")
+
+                denied = await session.call_tool("search_workspace", {"query": "jwt", "workspace_path": "/"})
+                assert denied.is_error is True
+                assert json.loads(denied.content[0].text)["error"].startswith("Workspace not allowed: /")
+
+                # The server keeps serving after errors.
+                ok = await session.call_tool("search_workspace", {"query": "jwt", "limit": 1})
+                assert ok.is_error is False
+                assert ok.structured_content["more_results"] is True
+
+    run(scenario())
