@@ -26,11 +26,11 @@ fn main() {
     let target_dir = root.join("target").join("guest-tools");
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(&guests)
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"])
-        .arg(&target_dir);
+    cmd.current_dir(&guests).args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"]).arg(&target_dir);
     // The outer build's flags and target settings are for the host, not for wasm.
-    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WORKSPACE_WRAPPER"] {
+    for var in
+        ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WORKSPACE_WRAPPER"]
+    {
         cmd.env_remove(var);
     }
     let status = cmd.status().expect("failed to run cargo for guest-tools");
@@ -46,7 +46,8 @@ fn main() {
     for (name, _) in &tools {
         let wasm = target_dir.join("wasm32-wasip2/release").join(format!("{}.wasm", name.replace('-', "_")));
         assert!(wasm.exists(), "expected {} after building guest-tools", wasm.display());
-        writeln!(generated, "    ({name:?}, include_bytes!({:?})),", wasm.display().to_string()).expect("write to String");
+        writeln!(generated, "    ({name:?}, include_bytes!({:?})),", wasm.display().to_string())
+            .expect("write to String");
     }
     generated.push_str("];\n");
     std::fs::write(out_dir.join("builtin_tools.rs"), generated).expect("write builtin_tools.rs");

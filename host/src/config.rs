@@ -145,7 +145,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(DATA_DIR)).unwrap();
         let file = dir.path().join(DATA_DIR).join("config.toml");
-        std::fs::write(&file, "[limits]\ntimeout_secs = 5\n[tools.slow]\ntimeout_secs = 60\nmemory_mib = 64\n").unwrap();
+        std::fs::write(&file, "[limits]\ntimeout_secs = 5\n[tools.slow]\ntimeout_secs = 60\nmemory_mib = 64\n")
+            .unwrap();
         let c = Config::load(dir.path()).unwrap();
         assert_eq!(c.limits_for("fast", false).timeout, Duration::from_secs(5));
         let slow = c.limits_for("slow", false);

@@ -33,9 +33,8 @@ impl Workspaces {
     /// Opens the served workspace; `allowed` are extra folders from config
     /// (relative ones are taken from the served workspace; missing ones are dropped).
     pub fn new(served: &Path, allowed: &[PathBuf]) -> Result<Self, WorkspaceError> {
-        let served = served
-            .canonicalize()
-            .map_err(|source| WorkspaceError::Open { path: served.to_path_buf(), source })?;
+        let served =
+            served.canonicalize().map_err(|source| WorkspaceError::Open { path: served.to_path_buf(), source })?;
         if !served.is_dir() {
             return Err(WorkspaceError::NotADirectory(served));
         }

@@ -38,7 +38,10 @@ fn user_tools_folder_is_loaded_and_clashes_are_refused_naming_both() {
     assert_eq!(rejected.len(), 2, "{v}");
     let clash = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("also-hostile.wasm")).unwrap();
     let reason = clash["reason"].as_str().unwrap();
-    assert!(reason.contains("tool name 'hostile' is already taken by") && reason.contains(".ragbox/tools/hostile.wasm"), "{reason}");
+    assert!(
+        reason.contains("tool name 'hostile' is already taken by") && reason.contains(".ragbox/tools/hostile.wasm"),
+        "{reason}"
+    );
     let garbage = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("garbage.wasm")).unwrap();
     assert!(garbage["reason"].as_str().unwrap().starts_with("cannot compile component"), "{garbage}");
 }

@@ -150,7 +150,9 @@ fn wrong_argument_types_get_tool_errors() {
     let f = Fixture::cortext();
     let mut raw = Raw::start(&f);
     // arguments must be an object: the protocol layer rejects this shape.
-    raw.send(r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"search_workspace","arguments":"jwt"}}"#);
+    raw.send(
+        r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"search_workspace","arguments":"jwt"}}"#,
+    );
     let reply = raw.recv();
     assert_eq!(reply["id"], 20);
     assert!(reply.get("error").is_some(), "{reply}");
@@ -171,7 +173,9 @@ fn a_cancelled_call_stops_its_component() {
     // A long deadline, so only cancellation can stop the loop quickly.
     f.write(".ragbox/config.toml", "[tools.hostile]\ntimeout_secs = 120\n");
     let mut raw = Raw::start(&f);
-    raw.send(r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"loop"}}}"#);
+    raw.send(
+        r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"loop"}}}"#,
+    );
     std::thread::sleep(Duration::from_millis(300));
     raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":30,"reason":"test"}}"#);
     let started = Instant::now();

@@ -76,13 +76,20 @@ async fn filters_by_type_date_regex_and_limit() {
     let f = Fixture::cortext();
     let client = f.connect().await;
     let paths = |v: &Value| -> Vec<String> {
-        v["results"].as_array().unwrap().iter().map(|r| format!("{}:{}", r["path"].as_str().unwrap(), r["line"])).collect()
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| format!("{}:{}", r["path"].as_str().unwrap(), r["line"]))
+            .collect()
     };
 
     let r = structured(&call(&client, "search_workspace", json!({"query": "jwt", "type": "debug"})).await);
     assert_eq!(paths(&r), ["debug/2025-10-02/002-token-leak/conversation.md:4"]);
 
-    let r = structured(&call(&client, "search_workspace", json!({"query": "jwt", "type": "all", "date_range": "2025-11"})).await);
+    let r = structured(
+        &call(&client, "search_workspace", json!({"query": "jwt", "type": "all", "date_range": "2025-11"})).await,
+    );
     assert_eq!(r["num_results"], 4);
     assert!(r["results"].as_array().unwrap().iter().all(|m| m["date"].as_str().unwrap().starts_with("2025-11")));
 
@@ -93,8 +100,13 @@ async fn filters_by_type_date_regex_and_limit() {
     let r = structured(&call(&client, "search_workspace", json!({"query": "jwt", "type": "review"})).await);
     assert_eq!(paths(&r), ["conversations/review/2025-11-05/004-old-review/notes.md:1"]);
 
-    let r = structured(&call(&client, "search_workspace", json!({"query": r"^#\s+\w+ (ideas|leak)$", "regex": true})).await);
-    assert_eq!(paths(&r), ["brainstorm/2025-11-17/001-auth-ideas/conversation.md:1", "debug/2025-10-02/002-token-leak/conversation.md:1"]);
+    let r = structured(
+        &call(&client, "search_workspace", json!({"query": r"^#\s+\w+ (ideas|leak)$", "regex": true})).await,
+    );
+    assert_eq!(
+        paths(&r),
+        ["brainstorm/2025-11-17/001-auth-ideas/conversation.md:1", "debug/2025-10-02/002-token-leak/conversation.md:1"]
+    );
 
     // Without regex, metacharacters are literal.
     let r = structured(&call(&client, "search_workspace", json!({"query": "/v2."})).await);
@@ -104,7 +116,10 @@ async fn filters_by_type_date_regex_and_limit() {
     assert_eq!((r["num_results"].clone(), r["more_results"].clone()), (json!(2), json!(true)));
 
     let r = structured(&call(&client, "search_workspace", json!({"query": "no such words anywhere"})).await);
-    assert_eq!((r["success"].clone(), r["num_results"].clone(), r["results"].clone()), (json!(true), json!(0), json!([])));
+    assert_eq!(
+        (r["success"].clone(), r["num_results"].clone(), r["results"].clone()),
+        (json!(true), json!(0), json!([]))
+    );
     client.cancel().await.unwrap();
 }
 
@@ -150,7 +165,8 @@ async fn workspace_path_must_be_the_served_workspace() {
     let ok = call(&client, "search_workspace", json!({"query": "jwt", "workspace_path": served})).await;
     assert!(!is_error(&ok), "{}", text(&ok));
 
-    let denied = call(&client, "search_workspace", json!({"query": "jwt", "workspace_path": other.to_str().unwrap()})).await;
+    let denied =
+        call(&client, "search_workspace", json!({"query": "jwt", "workspace_path": other.to_str().unwrap()})).await;
     assert!(is_error(&denied));
     let body: Value = serde_json::from_str(&text(&denied)).unwrap();
     assert_eq!(body["success"], json!(false));

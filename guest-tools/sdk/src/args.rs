@@ -46,10 +46,9 @@ pub fn optional_count<'de, D: Deserializer<'de>>(de: D) -> Result<Option<u64>, D
                 _ => Err(serde::de::Error::custom(format!("expected a whole number >= 0, got {n}"))),
             }
         }
-        Some(other) => Err(serde::de::Error::custom(format!(
-            "invalid type: {}, expected a whole number",
-            describe(&other)
-        ))),
+        Some(other) => {
+            Err(serde::de::Error::custom(format!("invalid type: {}, expected a whole number", describe(&other))))
+        }
     }
 }
 
@@ -77,7 +76,7 @@ mod tests {
     #[test]
     fn accepts_integers_and_integral_floats() {
         let a: Args = parse(r#"{"query":"x","limit":5}"#).unwrap();
-        assert_eq!(a.limit, Some(5));
+        assert_eq!((a.query.as_str(), a.limit), ("x", Some(5)));
         let a: Args = parse(r#"{"query":"x","limit":7.0}"#).unwrap();
         assert_eq!(a.limit, Some(7));
         let a: Args = parse(r#"{"query":"x","limit":null}"#).unwrap();

@@ -88,7 +88,10 @@ mod tests {
     #[test]
     fn parses_current_and_legacy_layouts() {
         let p = ConversationPath::parse("brainstorm/2025-11-17/001-new-idea/conversation.md").unwrap();
-        assert_eq!((p.kind.as_str(), p.date.as_str(), p.conversation.as_str()), ("brainstorm", "2025-11-17", "001-new-idea"));
+        assert_eq!(
+            (p.kind.as_str(), p.date.as_str(), p.conversation.as_str()),
+            ("brainstorm", "2025-11-17", "001-new-idea")
+        );
         let p = ConversationPath::parse("conversations/debug/2025-10-02/004-leak/notes/a.md").unwrap();
         assert_eq!((p.kind.as_str(), p.date.as_str(), p.conversation.as_str()), ("debug", "2025-10-02", "004-leak"));
         let p = ConversationPath::parse("brainstorm/2025-11/001-auth-patterns/conversation.md").unwrap();

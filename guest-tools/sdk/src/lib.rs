@@ -21,6 +21,6 @@ pub mod bindings {
     });
 }
 
-pub use bindings::{Guest, export};
 pub use bindings::ragbox::tools::host;
 pub use bindings::ragbox::tools::types::{Annotations, CallError, ToolInfo};
+pub use bindings::{Guest, export};

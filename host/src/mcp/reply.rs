@@ -17,7 +17,9 @@ pub fn to_result(tool: &LoadedTool, outcome: Outcome) -> CallToolResult {
                     tool: tool.name().to_string(),
                     reason: "its output schema promises a JSON object".into(),
                 }),
-                Err(e) => failed(Failure::BadResult { tool: tool.name().to_string(), reason: format!("not JSON: {e}") }),
+                Err(e) => {
+                    failed(Failure::BadResult { tool: tool.name().to_string(), reason: format!("not JSON: {e}") })
+                }
             }
         }
         Outcome::ToolError { invalid_arguments, body } => {

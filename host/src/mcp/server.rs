@@ -7,8 +7,8 @@ use crate::config::Config;
 use crate::runtime::{CallEnv, Catalog, LoadedTool};
 use crate::workspace::{WORKSPACE_ARG, Workspaces};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};

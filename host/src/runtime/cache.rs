@@ -37,7 +37,13 @@ impl CompileCache {
     }
 
     /// Compiles `wasm` (whose sha256 is `sha256`), or loads it from the cache.
-    pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str, source_name: &str) -> Result<Component, RuntimeError> {
+    pub fn load(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        sha256: &str,
+        source_name: &str,
+    ) -> Result<Component, RuntimeError> {
         let entry = self.dir.as_ref().map(|d| d.join(format!("{sha256}.cwasm")));
         if let Some(entry) = entry.as_ref().filter(|e| e.exists()) {
             // SAFETY: the file was written by `store` below from a component this
@@ -49,10 +55,10 @@ impl CompileCache {
         }
         let component = Component::new(engine, wasm)
             .map_err(|e| RuntimeError::Compile { source_name: source_name.to_string(), message: format!("{e:#}") })?;
-        if let Some(entry) = entry {
-            if let Err(e) = store(&component, &entry) {
-                tracing::warn!("cannot write compile cache entry {}: {e}", entry.display());
-            }
+        if let Some(entry) = entry
+            && let Err(e) = store(&component, &entry)
+        {
+            tracing::warn!("cannot write compile cache entry {}: {e}", entry.display());
         }
         Ok(component)
     }
@@ -63,7 +69,8 @@ fn store(component: &Component, entry: &Path) -> std::io::Result<()> {
     let bytes = component.serialize().map_err(std::io::Error::other)?;
     let dir = entry.parent().ok_or_else(|| std::io::Error::other("cache entry has no parent"))?;
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{}.{}.tmp", std::process::id(), entry.file_name().unwrap_or_default().to_string_lossy()));
+    let tmp =
+        dir.join(format!(".{}.{}.tmp", std::process::id(), entry.file_name().unwrap_or_default().to_string_lossy()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, entry).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);

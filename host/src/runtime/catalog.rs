@@ -2,9 +2,9 @@
 //! `.wasm` components from the tools folders. A component that fails to load or
 //! whose tool name is taken is rejected with a reason; the rest still load.
 
+use super::RuntimeError;
 use super::cache::CompileCache;
 use super::tool::{LoadedTool, Source};
-use super::RuntimeError;
 use crate::config::Limits;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

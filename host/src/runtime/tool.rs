@@ -82,8 +82,10 @@ pub enum Failure {
         tool: String,
     },
     /// Tried to grow memory past its limit.
-    #[error("tool '{tool}' ran out of memory: it asked for {asked_mib} MiB, over its limit of {limit_mib} MiB \
-             (raise [limits] memory_mib in .ragbox/config.toml)")]
+    #[error(
+        "tool '{tool}' ran out of memory: it asked for {asked_mib} MiB, over its limit of {limit_mib} MiB \
+             (raise [limits] memory_mib in .ragbox/config.toml)"
+    )]
     OutOfMemory {
         /// The tool.
         tool: String,
@@ -157,7 +159,14 @@ impl LoadedTool {
             .and_then(|tool: Tool| tool.call_describe(&mut store))
             .map_err(|e| describe_err(format!("{e:#}")))?;
         validate_info(&info).map_err(describe_err)?;
-        Ok(Self { name: Arc::from(info.name.as_str()), info: Arc::new(info), source, sha256, engine: engine.clone(), pre: Arc::new(pre) })
+        Ok(Self {
+            name: Arc::from(info.name.as_str()),
+            info: Arc::new(info),
+            source,
+            sha256,
+            engine: engine.clone(),
+            pre: Arc::new(pre),
+        })
     }
 
     /// The tool's MCP name.
@@ -199,7 +208,9 @@ impl LoadedTool {
             Ok(Err(CallError::InvalidArguments(body))) => Outcome::ToolError { invalid_arguments: true, body },
             Ok(Err(CallError::Failed(body))) => Outcome::ToolError { invalid_arguments: false, body },
             Err(trap) => Outcome::Failed(match (guard.interrupted, guard.memory_denied) {
-                (Some(Interrupt::Deadline), _) => Failure::Timeout { tool, elapsed: started.elapsed(), limit: limits.timeout },
+                (Some(Interrupt::Deadline), _) => {
+                    Failure::Timeout { tool, elapsed: started.elapsed(), limit: limits.timeout }
+                }
                 (Some(Interrupt::Cancelled), _) => Failure::Cancelled { tool },
                 (None, Some(asked)) => {
                     Failure::OutOfMemory { tool, asked_mib: asked >> 20, limit_mib: limits.memory_bytes >> 20 }
@@ -216,11 +227,7 @@ fn crash_reason(trap: &wasmtime::Error, stderr: &str) -> String {
         Some(t) => t.to_string(),
         None => trap.to_string(),
     };
-    let panic = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("note:"))
-        .collect::<Vec<_>>();
+    let panic = stderr.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("note:")).collect::<Vec<_>>();
     match panic.iter().position(|l| l.contains("panicked at")) {
         // Rust prints "thread '…' panicked at file:line:col:" then the message.
         Some(i) => format!("{trap_text}; {}", panic[i..].iter().take(2).copied().collect::<Vec<_>>().join(" ")),

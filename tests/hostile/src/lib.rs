@@ -22,7 +22,9 @@ impl Guest for Hostile {
             name: "hostile".into(),
             title: None,
             description: "Test-only component that attempts sandbox escapes.".into(),
-            input_schema: r#"{"type":"object","properties":{"op":{"type":"string"},"path":{"type":"string"}},"required":["op"]}"#.into(),
+            input_schema:
+                r#"{"type":"object","properties":{"op":{"type":"string"},"path":{"type":"string"}},"required":["op"]}"#
+                    .into(),
             output_schema: None,
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
@@ -39,7 +41,11 @@ impl Guest for Hostile {
                 Err(e) => failed("read", e),
             },
             "list" => match std::fs::read_dir(path) {
-                Ok(entries) => Ok(entries.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect::<Vec<_>>().join("\n")),
+                Ok(entries) => Ok(entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("\n")),
                 Err(e) => failed("list", e),
             },
             "write" => match std::fs::write(path, b"pwned") {
