@@ -9,7 +9,7 @@ HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 RAGBOX := target/debug/ragbox
 QUERY ?= jwt
 
-.PHONY: setup build release run test test-rust test-guests test-python lint fmt clean
+.PHONY: setup build release run test test-rust test-guests test-python bench lint fmt clean
 
 setup: .setup-stamp $(VENV)/.stamp
 
@@ -46,6 +46,10 @@ test-guests:
 
 test-python:
 	$(PYTHON) -m pytest -q tests/python
+
+# Benchmarks on the release binary; results go to bench/results/.
+bench: release
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench runtime
 
 lint:
 	cargo fmt --all --check

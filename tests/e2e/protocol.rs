@@ -187,6 +187,34 @@ fn a_cancelled_call_stops_its_component() {
 }
 
 #[test]
+fn progress_reports_reach_the_client_before_the_result() {
+    let f = Fixture::cortext().with_hostile();
+    let mut raw = Raw::start(&f);
+    raw.send(r#"{"jsonrpc":"2.0","id":50,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"progress"},"_meta":{"progressToken":"tok-7"}}}"#);
+    let mut reports = Vec::new();
+    loop {
+        let msg = raw.recv();
+        if msg["id"] == 50 {
+            assert_eq!(msg["result"]["content"][0]["text"], "progressed", "{msg}");
+            break;
+        }
+        assert_eq!(msg["method"], "notifications/progress", "{msg}");
+        let p = &msg["params"];
+        assert_eq!(p["progressToken"], "tok-7");
+        reports.push((p["progress"].as_f64().unwrap(), p["total"].as_f64().unwrap(), p["message"].clone()));
+    }
+    assert_eq!(
+        reports,
+        [(1.0, 3.0, json!("step 1 of 3")), (2.0, 3.0, json!("step 2 of 3")), (3.0, 3.0, json!("step 3 of 3"))]
+    );
+    // Without a token, no notifications: the reply comes first.
+    raw.send(
+        r#"{"jsonrpc":"2.0","id":51,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"progress"}}}"#,
+    );
+    assert_eq!(raw.recv()["id"], 51);
+}
+
+#[test]
 fn progress_token_is_accepted() {
     let f = Fixture::cortext();
     let mut raw = Raw::start(&f);

@@ -118,6 +118,19 @@ async fn runaway_loop_is_stopped_at_its_deadline() {
 }
 
 #[tokio::test]
+async fn a_cooperative_tool_is_told_to_stop_before_its_deadline() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let r = call(&client, "hostile", json!({"op": "until_cancelled"})).await;
+    // Limit 2 s: cancelled() turns true at 90% of it, and the tool returns
+    // normally (not an error) before the hard stop at 100%.
+    assert!(!is_error(&r), "{}", text(&r));
+    let ms: u64 = text(&r).trim_start_matches("stopped cooperatively after ").trim_end_matches(" ms").parse().unwrap();
+    assert!(ms >= 1790, "told to stop too early, after {ms} ms");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn memory_bomb_hits_the_memory_limit() {
     let (f, _) = hostile_fixture();
     let client = f.connect().await;

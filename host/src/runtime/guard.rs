@@ -22,6 +22,9 @@ pub struct Guard {
     /// The size a denied `memory.grow` asked for, if one was denied.
     pub memory_denied: Option<usize>,
     deadline: Instant,
+    /// When `should_stop` starts saying yes: a cooperative tool then has the
+    /// last tenth of its time to return what it has before the hard stop.
+    soft_deadline: Instant,
     cancel: CancellationToken,
     /// Set when the epoch callback interrupted the guest.
     pub interrupted: Option<Interrupt>,
@@ -29,8 +32,16 @@ pub struct Guard {
 
 impl Guard {
     /// A guard allowing `memory_limit` bytes until `deadline`, or until `cancel` fires.
-    pub fn new(memory_limit: usize, deadline: Instant, cancel: CancellationToken) -> Self {
-        Self { memory_limit, memory_denied: None, deadline, cancel, interrupted: None }
+    pub fn new(memory_limit: usize, timeout: std::time::Duration, cancel: CancellationToken) -> Self {
+        let now = Instant::now();
+        Self {
+            memory_limit,
+            memory_denied: None,
+            deadline: now + timeout,
+            soft_deadline: now + timeout.mul_f64(0.9),
+            cancel,
+            interrupted: None,
+        }
     }
 
     /// Checked on every epoch tick: `Some` means stop the guest now.
@@ -46,9 +57,9 @@ impl Guard {
         reason
     }
 
-    /// True once the call should wind down (cancelled or past its deadline).
+    /// True once the call should wind down: cancelled, or 90% of its time used.
     pub fn should_stop(&self) -> bool {
-        self.cancel.is_cancelled() || Instant::now() >= self.deadline
+        self.cancel.is_cancelled() || Instant::now() >= self.soft_deadline
     }
 }
 

@@ -7,7 +7,6 @@ use super::stderr::StderrCapture;
 use crate::config::Limits;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, UpdateDeadline};
@@ -76,7 +75,7 @@ pub fn new_store(engine: &Engine, tool: Arc<str>, env: CallEnv, limits: &Limits)
             .map_err(|e| format!("cannot open workspace {}: {e:#}", dir.display()))?;
     }
     wasi.stderr(stderr.clone()).allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
-    let guard = Guard::new(limits.memory_bytes, Instant::now() + limits.timeout, env.cancel.clone());
+    let guard = Guard::new(limits.memory_bytes, limits.timeout, env.cancel.clone());
     let state = HostState { wasi: wasi.build(), table: ResourceTable::new(), guard, stderr, tool, env };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.guard);

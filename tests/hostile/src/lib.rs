@@ -3,6 +3,7 @@
 
 wit_bindgen::generate!({ world: "tool", path: "../../wit" });
 
+use ragbox::tools::host;
 use ragbox::tools::types::Annotations;
 
 struct Hostile;
@@ -77,6 +78,22 @@ impl Guest for Hostile {
                 // 2 GiB in 1 MiB chunks (one 2 GiB Vec would overflow isize on wasm32).
                 let chunks: Vec<Vec<u8>> = (0..2048).map(|_| vec![1u8; 1 << 20]).collect();
                 Ok(format!("allocated {} MiB", std::hint::black_box(chunks.len())))
+            }
+            "progress" => {
+                for done in 1..=3 {
+                    host::progress(done, Some(3), Some(&format!("step {done} of 3")));
+                    // Past the host's throttle, so each report is sent.
+                    let until = std::time::Instant::now() + std::time::Duration::from_millis(150);
+                    while std::time::Instant::now() < until {}
+                }
+                Ok("progressed".into())
+            }
+            "until_cancelled" => {
+                let started = std::time::Instant::now();
+                while !host::cancelled() {
+                    std::hint::black_box(0u64);
+                }
+                Ok(format!("stopped cooperatively after {} ms", started.elapsed().as_millis()))
             }
             "panic" => panic!("hostile component panicked on purpose"),
             "big_output" => Ok("x".repeat(50 << 20)),
