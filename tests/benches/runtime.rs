@@ -24,18 +24,22 @@ fn summary(mut samples: Vec<Duration>) -> String {
     format!("{:.3} | {:.3} | {:.3} | {}", p(0.5), p(0.95), mean, samples.len())
 }
 
-/// Spawns `ragbox serve` and times until the initialize response arrives.
-fn time_to_initialize(f: &Fixture, cache: &str) -> Duration {
-    let started = Instant::now();
-    let mut child = f
-        .command(&["serve"])
+/// `ragbox serve` on the fixture with piped stdio and the given compile cache.
+fn spawn_server(f: &Fixture, cache: &str) -> std::process::Child {
+    f.command(&["serve"])
         .env("RAGBOX_CACHE_DIR", cache)
         .env("RAGBOX_LOG", "error")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("spawn ragbox");
+        .expect("spawn ragbox")
+}
+
+/// Spawns `ragbox serve` and times until the initialize response arrives.
+fn time_to_initialize(f: &Fixture, cache: &str) -> Duration {
+    let started = Instant::now();
+    let mut child = spawn_server(f, cache);
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "{INIT}").unwrap();
     let mut line = String::new();
@@ -49,14 +53,7 @@ fn time_to_initialize(f: &Fixture, cache: &str) -> Duration {
 
 /// Round trips of a trivial `tools/call` over one server's stdio.
 fn stdio_calls(f: &Fixture, n: usize) -> Vec<Duration> {
-    let mut child = f
-        .command(&["serve"])
-        .env("RAGBOX_LOG", "error")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn ragbox");
+    let mut child = spawn_server(f, ragbox_tests::shared_cache_dir().to_str().unwrap());
     let mut stdin = child.stdin.take().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
