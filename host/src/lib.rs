@@ -2,11 +2,12 @@
 //!
 //! Data flows one way: [`mcp`] (the MCP server) → [`runtime`] (sandboxed
 //! WebAssembly components) → [`capabilities`] (the WIT interfaces the host lends
-//! to components). [`cli`] is the command-line edge.
+//! to components), which call into [`embed`]. [`cli`] is the command-line edge.
 
 pub mod capabilities;
 pub mod cli;
 pub mod config;
+pub mod embed;
 pub mod mcp;
 pub mod runtime;
 pub mod workspace;

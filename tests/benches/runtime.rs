@@ -27,7 +27,7 @@ fn summary(mut samples: Vec<Duration>) -> String {
 /// `ragbox serve` on the fixture with piped stdio and the given compile cache.
 fn spawn_server(f: &Fixture, cache: &str) -> std::process::Child {
     f.command(&["serve"])
-        .env("RAGBOX_CACHE_DIR", cache)
+        .env("RAGBOX_COMPILE_CACHE", cache)
         .env("RAGBOX_LOG", "error")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -71,7 +71,7 @@ fn compile_cache_is_written_and_reused() {
     let f = Fixture::cortext();
     let cache = f.dir.path().join("cache");
     let run = || {
-        let out = f.command(&["tools"]).env("RAGBOX_CACHE_DIR", &cache).output().unwrap();
+        let out = f.command(&["tools"]).env("RAGBOX_COMPILE_CACHE", &cache).output().unwrap();
         assert!(out.status.success());
     };
     run();

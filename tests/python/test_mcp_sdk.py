@@ -39,7 +39,7 @@ def server(ws):
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", ""),
         "RAGBOX_CONFIG_DIR": str(ws.parent / "user-config"),
-        "RAGBOX_CACHE_DIR": str(ROOT / "target" / "test-compile-cache"),
+        "RAGBOX_COMPILE_CACHE": str(ROOT / "target" / "test-compile-cache"),
         "RAGBOX_LOG": "warn",
     }
     return StdioServerParameters(command=RAGBOX, args=["serve", "--workspace", str(ws)], env=env)

