@@ -2,7 +2,7 @@
 //!
 //! Data flows one way: [`mcp`] (the MCP server) → [`runtime`] (sandboxed
 //! WebAssembly components) → [`capabilities`] (the WIT interfaces the host lends
-//! to components), which call into [`embed`]. [`cli`] is the command-line edge.
+//! to components), which call into [`embed`] and [`store`]. [`cli`] is the command-line edge.
 
 pub mod capabilities;
 pub mod cli;
@@ -10,6 +10,7 @@ pub mod config;
 pub mod embed;
 pub mod mcp;
 pub mod runtime;
+pub mod store;
 pub mod workspace;
 
 /// Tool components built from `guest-tools/` and embedded at build time.

@@ -1,0 +1,179 @@
+//! The redb store: one transaction per document, model and schema guards, a
+//! SIGKILL mid-write, and several processes writing and reading at once.
+//! Child processes are this test binary re-run with `STORE_CHILD` set.
+
+use ragbox::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument, Store, StoreError};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const DIM: usize = 8;
+
+fn doc(path: &str, chunks: usize, seed: f32) -> NewDocument {
+    NewDocument {
+        record: DocumentRecord {
+            path: path.into(),
+            content_hash: format!("hash-{path}-{seed}"),
+            size: 100,
+            mtime: 1_700_000_000,
+            kind: "markdown".into(),
+            embedded_at: 1_700_000_000_000,
+            model_id: "test-model@1".into(),
+            ..Default::default()
+        },
+        dimension: DIM,
+        chunks: (0..chunks)
+            .map(|i| NewChunk {
+                record: ChunkRecord {
+                    text: format!("{path} chunk {i}"),
+                    start: i as u64 * 10,
+                    end: i as u64 * 10 + 10,
+                },
+                vector: vec![seed + i as f32; DIM],
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn put_replace_remove_and_generations() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.stats().unwrap().generation, 0);
+    let g1 = store.put_document(&doc("a.md", 3, 1.0)).unwrap();
+    let g2 = store.put_document(&doc("b.md", 2, 5.0)).unwrap();
+    assert!(g2 > g1);
+    let stats = store.stats().unwrap();
+    assert_eq!((stats.documents, stats.chunks, stats.model_id.as_deref()), (2, 5, Some("test-model@1")));
+
+    // Replacing a document swaps all its chunks in one go.
+    store.put_document(&doc("a.md", 1, 9.0)).unwrap();
+    let chunks = store.chunks("a.md").unwrap();
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(chunks[0].0.text, "a.md chunk 0");
+    assert_eq!(chunks[0].1, vec![9.0; DIM]);
+    assert_eq!(store.document("a.md").unwrap().unwrap().chunks, 1);
+    assert_eq!(store.stats().unwrap().chunks, 3);
+
+    assert!(store.remove_document("a.md").unwrap());
+    assert!(!store.remove_document("a.md").unwrap());
+    assert_eq!(store.document("a.md").unwrap(), None);
+    assert!(store.chunks("a.md").unwrap().is_empty());
+    let paths: Vec<String> = store.documents().unwrap().into_iter().map(|d| d.path).collect();
+    assert_eq!(paths, ["b.md"]);
+
+    // Reopening sees the same state.
+    let again = Store::open(dir.path()).unwrap();
+    assert_eq!(again.stats().unwrap().documents, 1);
+}
+
+#[test]
+fn refuses_mixed_models_and_wrong_dimensions() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.put_document(&doc("a.md", 1, 1.0)).unwrap();
+    let mut other = doc("b.md", 1, 1.0);
+    other.record.model_id = "other-model@2".into();
+    let err = store.put_document(&other).unwrap_err();
+    assert!(matches!(err, StoreError::ModelMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("re-embed"), "{err}");
+    let mut short = doc("c.md", 1, 1.0);
+    short.chunks[0].vector.pop();
+    assert!(matches!(store.put_document(&short).unwrap_err(), StoreError::Dimension { .. }));
+    assert_eq!(store.stats().unwrap().documents, 1, "nothing of the refused writes landed");
+}
+
+#[test]
+fn a_store_from_another_schema_asks_for_a_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    Store::open(dir.path()).unwrap();
+    {
+        let db = redb::Database::create(dir.path().join(ragbox::store::STORE_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(redb::TableDefinition::<&str, u64>::new("meta")).unwrap().insert("schema_version", 99).unwrap();
+        txn.commit().unwrap();
+    }
+    let err = Store::open(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("schema version 99"), "{err}");
+}
+
+#[test]
+fn garbage_file_is_reported_as_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(ragbox::store::STORE_FILE), vec![0xAB; 4096]).unwrap();
+    let err = Store::open(dir.path()).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("ragbox doctor --reset"), "{err}");
+}
+
+/// Re-runs this test binary as a writer child: `STORE_CHILD=<dir>:<prefix>:<count>`.
+fn spawn_writer(dir: &Path, prefix: &str, count: usize) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_writer", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("STORE_CHILD", format!("{}:{prefix}:{count}", dir.display()))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Not a test on its own: the body of the writer children (ignored in normal runs).
+#[test]
+#[ignore = "child process entry point for the multi-process store tests"]
+fn child_writer() {
+    let spec = std::env::var("STORE_CHILD").expect("run only as a child of the store tests");
+    let mut parts = spec.rsplitn(3, ':');
+    let (count, prefix, dir) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+    let store = Store::open(Path::new(dir)).unwrap();
+    for i in 0..count.parse::<usize>().unwrap() {
+        // Every document of a child has i + 1 chunks: a torn write would show.
+        store.put_document(&doc(&format!("{prefix}/{i}.md"), i % 7 + 1, i as f32)).unwrap();
+    }
+}
+
+fn assert_consistent(store: &Store) -> usize {
+    let docs = store.documents().unwrap();
+    for d in &docs {
+        let chunks = store.chunks(&d.path).unwrap();
+        assert_eq!(chunks.len(), d.chunks as usize, "{} is half-written", d.path);
+        let i: usize = d.path.rsplit('/').next().unwrap().trim_end_matches(".md").parse().unwrap();
+        assert_eq!(chunks.len(), i % 7 + 1, "{} has the wrong chunks", d.path);
+        assert!(chunks.iter().all(|(_, v)| v.len() == DIM));
+    }
+    docs.len()
+}
+
+#[test]
+fn sigkill_mid_write_leaves_no_half_written_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_writer(dir.path(), "killed", 1_000_000);
+    std::thread::sleep(Duration::from_millis(1500));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let written = assert_consistent(&store);
+    assert!(written > 10, "the writer got somewhere before the kill ({written})");
+    // The next writer carries on.
+    store.put_document(&doc("after/0.md", 1, 0.0)).unwrap();
+    assert_eq!(assert_consistent(&store), written + 1);
+}
+
+#[test]
+fn two_writers_and_a_reader_at_once_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let mut writers = [spawn_writer(dir.path(), "one", 150), spawn_writer(dir.path(), "two", 150)];
+    // Reads never fail while the writers run.
+    let started = Instant::now();
+    let mut reads = 0;
+    while writers.iter_mut().any(|w| w.try_wait().unwrap().is_none()) {
+        store.stats().expect("a read during concurrent writes");
+        reads += 1;
+        assert!(started.elapsed() < Duration::from_secs(120), "writers did not finish");
+    }
+    for w in &mut writers {
+        assert!(w.wait().unwrap().success(), "a writer failed");
+    }
+    assert!(reads > 0);
+    assert_eq!(assert_consistent(&store), 300);
+    assert_eq!(store.stats().unwrap().generation, 300);
+}
