@@ -98,6 +98,15 @@ pub struct Stats {
     pub model_id: Option<String>,
 }
 
+/// A consistent copy of what the vector index is built from.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// The store generation it reflects.
+    pub generation: u64,
+    /// Each document with its chunk vectors, in chunk order.
+    pub documents: Vec<(DocumentRecord, Vec<Vec<f32>>)>,
+}
+
 /// A handle on the store file; cheap to clone, holds no lock between calls.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -232,6 +241,29 @@ impl Store {
                 ));
             }
             Ok(out)
+        })
+    }
+
+    /// Everything the vector index needs, read in one transaction so it is
+    /// consistent: the generation, each document, and its chunks' vectors.
+    pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        self.read(|txn| {
+            let generation = get(txn, META, "generation", self)?.unwrap_or(0);
+            let (Some(docs), Some(vectors)) = (open_read(txn, DOCS, self)?, open_read(txn, VECTORS, self)?) else {
+                return Ok(Snapshot { generation, documents: Vec::new() });
+            };
+            let mut documents = Vec::new();
+            for item in docs.iter().map_err(|e| self.err(e))? {
+                let (id, bytes) = item.map_err(|e| self.err(e))?;
+                let record = DocumentRecord::decode(bytes.value()).map_err(|m| self.corrupt(m))?;
+                let id = id.value();
+                let mut chunk_vectors = Vec::with_capacity(record.chunks as usize);
+                for v in vectors.range((id, 0)..=(id, u32::MAX)).map_err(|e| self.err(e))? {
+                    chunk_vectors.push(decode_vector(v.map_err(|e| self.err(e))?.1.value()));
+                }
+                documents.push((record, chunk_vectors));
+            }
+            Ok(Snapshot { generation, documents })
         })
     }
 
