@@ -267,6 +267,30 @@ impl Store {
         })
     }
 
+    /// Every document with its chunks' text, in one transaction, for the
+    /// fulltext index; returns the generation they reflect.
+    pub fn texts(&self) -> Result<(u64, Vec<(DocumentRecord, Vec<ChunkRecord>)>), StoreError> {
+        self.read(|txn| {
+            let generation = get(txn, META, "generation", self)?.unwrap_or(0);
+            let (Some(docs), Some(chunks)) = (open_read(txn, DOCS, self)?, open_read(txn, CHUNKS, self)?) else {
+                return Ok((generation, Vec::new()));
+            };
+            let mut out = Vec::new();
+            for item in docs.iter().map_err(|e| self.err(e))? {
+                let (id, bytes) = item.map_err(|e| self.err(e))?;
+                let record = DocumentRecord::decode(bytes.value()).map_err(|m| self.corrupt(m))?;
+                let id = id.value();
+                let mut texts = Vec::with_capacity(record.chunks as usize);
+                for c in chunks.range((id, 0)..=(id, u32::MAX)).map_err(|e| self.err(e))? {
+                    texts
+                        .push(ChunkRecord::decode(c.map_err(|e| self.err(e))?.1.value()).map_err(|m| self.corrupt(m))?);
+                }
+                out.push((record, texts));
+            }
+            Ok((generation, out))
+        })
+    }
+
     /// Counts, generation and model id.
     pub fn stats(&self) -> Result<Stats, StoreError> {
         self.read(|txn| {

@@ -1,0 +1,186 @@
+//! BM25 keyword search over chunk text (tantivy, English stemming).
+//!
+//! Derived from the store and rebuildable: each commit records the store
+//! generation it reflects, and [`Fulltext::is_current`] tells when a rebuild
+//! is due. tantivy allows one writer per index across processes, so a busy
+//! writer lock is retried, as the store does.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tantivy::collector::TopDocs;
+use tantivy::directory::error::LockError;
+use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermSetQuery};
+use tantivy::schema::{Field, INDEXED, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+
+/// Memory the writer may buffer before flushing a segment.
+const WRITER_BUDGET: usize = 50 << 20;
+
+/// Errors from the fulltext index.
+#[derive(Debug, thiserror::Error)]
+pub enum FulltextError {
+    /// Another process held the writer lock for longer than the retry window.
+    #[error("the keyword index at {0} stayed busy (another ragbox process is writing); try again")]
+    Busy(PathBuf),
+    /// tantivy failed.
+    #[error("keyword index at {path}: {message}. If it persists, `ragbox doctor --reset` rebuilds it")]
+    Index {
+        /// The index folder.
+        path: PathBuf,
+        /// tantivy's message.
+        message: String,
+    },
+}
+
+/// One hit: a chunk and its BM25 score.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FulltextHit {
+    /// Workspace-relative document path.
+    pub path: String,
+    /// The chunk's position in the document.
+    pub ordinal: u32,
+    /// BM25 score (unbounded, higher is better).
+    pub score: f32,
+}
+
+/// The keyword index in one folder.
+pub struct Fulltext {
+    dir: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    path: Field,
+    ordinal: Field,
+    text: Field,
+    wait: Duration,
+}
+
+impl Fulltext {
+    /// Opens (creating if needed) the index in `dir`.
+    pub fn open(dir: &Path) -> Result<Self, FulltextError> {
+        let fail = |e: &dyn std::fmt::Display| FulltextError::Index { path: dir.to_path_buf(), message: e.to_string() };
+        std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
+        let mut schema = Schema::builder();
+        let path = schema.add_text_field("path", STRING | STORED);
+        let ordinal = schema.add_u64_field("ordinal", STORED | INDEXED);
+        let text_options = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer("en_stem")
+                .set_index_option(tantivy::schema::IndexRecordOption::WithFreqsAndPositions),
+        );
+        let text = schema.add_text_field("text", text_options);
+        let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| fail(&e))?;
+        let index = Index::open_or_create(directory, schema.build()).map_err(|e| fail(&e))?;
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(|e| fail(&e))?;
+        Ok(Self { dir: dir.to_path_buf(), index, reader, path, ordinal, text, wait: Duration::from_secs(30) })
+    }
+
+    /// The store generation the last commit reflects (0 for a new index).
+    pub fn generation(&self) -> Result<u64, FulltextError> {
+        let metas = self.index.load_metas().map_err(|e| self.err(e))?;
+        Ok(metas.payload.and_then(|p| p.parse().ok()).unwrap_or(0))
+    }
+
+    /// True when the index reflects store generation `generation`.
+    pub fn is_current(&self, generation: u64) -> Result<bool, FulltextError> {
+        Ok(self.generation()? == generation)
+    }
+
+    /// Replaces the whole index with `documents` (path, chunks in order) in one
+    /// commit, recording `generation`.
+    pub fn rebuild<'a>(
+        &self,
+        documents: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>,
+        generation: u64,
+    ) -> Result<(), FulltextError> {
+        let writer = self.writer()?;
+        writer.delete_all_documents().map_err(|e| self.err(e))?;
+        for (path, chunks) in documents {
+            self.add(&writer, path, &chunks)?;
+        }
+        self.commit(writer, generation)
+    }
+
+    /// Replaces one document's chunks (none removes it), recording `generation`.
+    pub fn update(&self, path: &str, chunks: &[&str], generation: u64) -> Result<(), FulltextError> {
+        let writer = self.writer()?;
+        writer.delete_term(Term::from_field_text(self.path, path));
+        self.add(&writer, path, chunks)?;
+        self.commit(writer, generation)
+    }
+
+    /// The `k` best chunks for `query`; with `allowed`, only chunks of those paths.
+    /// Query syntax errors are forgiven: what parses is searched.
+    pub fn search(
+        &self,
+        query: &str,
+        k: usize,
+        allowed: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<FulltextHit>, FulltextError> {
+        if k == 0 || allowed.is_some_and(|a| a.is_empty()) {
+            return Ok(Vec::new());
+        }
+        self.reader.reload().map_err(|e| self.err(e))?;
+        let parser = QueryParser::for_index(&self.index, vec![self.text]);
+        let (parsed, _errors) = parser.parse_query_lenient(query);
+        let query: Box<dyn Query> = match allowed {
+            Some(paths) => {
+                let terms = paths.iter().map(|p| Term::from_field_text(self.path, p));
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Must, parsed),
+                    (Occur::Must, Box::new(TermSetQuery::new(terms)) as Box<dyn Query>),
+                ]))
+            }
+            None => parsed,
+        };
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score()).map_err(|e| self.err(e))?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let stored: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
+            let path = stored.get_first(self.path).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+            let ordinal = stored.get_first(self.ordinal).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+            hits.push(FulltextHit { path, ordinal, score });
+        }
+        Ok(hits)
+    }
+
+    fn add(&self, writer: &IndexWriter, path: &str, chunks: &[&str]) -> Result<(), FulltextError> {
+        for (ordinal, text) in chunks.iter().enumerate() {
+            writer
+                .add_document(doc!(self.path => path, self.ordinal => ordinal as u64, self.text => *text))
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    fn commit(&self, mut writer: IndexWriter, generation: u64) -> Result<(), FulltextError> {
+        let mut prepared = writer.prepare_commit().map_err(|e| self.err(e))?;
+        prepared.set_payload(&generation.to_string());
+        prepared.commit().map_err(|e| self.err(e))?;
+        writer.wait_merging_threads().map_err(|e| self.err(e))
+    }
+
+    /// Takes the writer lock, waiting while another process holds it.
+    fn writer(&self) -> Result<IndexWriter, FulltextError> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match self.index.writer_with_num_threads(1, WRITER_BUDGET) {
+                Ok(writer) => return Ok(writer),
+                Err(tantivy::TantivyError::LockFailure(LockError::LockBusy, _)) if started.elapsed() < self.wait => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                Err(tantivy::TantivyError::LockFailure(LockError::LockBusy, _)) => {
+                    return Err(FulltextError::Busy(self.dir.clone()));
+                }
+                Err(e) => return Err(self.err(e)),
+            }
+        }
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> FulltextError {
+        FulltextError::Index { path: self.dir.clone(), message: e.to_string() }
+    }
+}

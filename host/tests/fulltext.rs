@@ -1,0 +1,86 @@
+//! The BM25 keyword index: stemming, path filters, updates, generations, and
+//! two writers contending for tantivy's writer lock.
+
+use ragbox::fulltext::Fulltext;
+use std::collections::BTreeSet;
+
+fn paths(hits: &[ragbox::fulltext::FulltextHit]) -> Vec<(String, u32)> {
+    hits.iter().map(|h| (h.path.clone(), h.ordinal)).collect()
+}
+
+fn corpus(ft: &Fulltext) {
+    ft.rebuild(
+        [
+            ("auth.md", vec!["We rotate refresh tokens daily.", "JWT access tokens expire in 15 minutes."]),
+            ("ws.md", vec!["WebSocket connections dropped behind the load balancer."]),
+            ("notes/todo.md", vec!["Buy milk.", "Connecting the printer keeps failing."]),
+        ],
+        7,
+    )
+    .unwrap();
+}
+
+#[test]
+fn stems_ranks_and_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let ft = Fulltext::open(dir.path()).unwrap();
+    assert_eq!(ft.generation().unwrap(), 0);
+    corpus(&ft);
+    assert!(ft.is_current(7).unwrap());
+    // "connection" stems to "connect": matches "connections" and "Connecting".
+    let hits = ft.search("connection", 10, None).unwrap();
+    let mut got = paths(&hits);
+    got.sort();
+    assert_eq!(got, [("notes/todo.md".to_string(), 1), ("ws.md".to_string(), 0)]);
+    assert!(hits.iter().all(|h| h.score > 0.0));
+    // Rarer, repeated terms rank higher.
+    let hits = ft.search("tokens jwt", 10, None).unwrap();
+    assert_eq!(paths(&hits)[0], ("auth.md".to_string(), 1));
+    // Only allowed paths come back; an empty allow-list gives nothing.
+    let allowed: BTreeSet<String> = ["notes/todo.md".to_string()].into();
+    assert_eq!(paths(&ft.search("connection", 10, Some(&allowed)).unwrap()), [("notes/todo.md".to_string(), 1)]);
+    assert!(ft.search("connection", 10, Some(&BTreeSet::new())).unwrap().is_empty());
+    // Broken query syntax is forgiven, not an error.
+    assert!(!ft.search("tokens AND (", 10, None).unwrap().is_empty());
+    assert!(ft.search("", 10, None).unwrap().is_empty());
+}
+
+#[test]
+fn updates_replace_a_document_and_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let ft = Fulltext::open(dir.path()).unwrap();
+        corpus(&ft);
+        ft.update("ws.md", &["Server-sent events replaced the sockets."], 8).unwrap();
+        ft.update("auth.md", &[], 9).unwrap();
+    }
+    let ft = Fulltext::open(dir.path()).unwrap();
+    assert_eq!(ft.generation().unwrap(), 9);
+    assert!(!ft.is_current(7).unwrap());
+    assert!(ft.search("websocket", 10, None).unwrap().is_empty());
+    assert_eq!(paths(&ft.search("events", 10, None).unwrap()), [("ws.md".to_string(), 0)]);
+    assert!(ft.search("tokens", 10, None).unwrap().is_empty(), "removed document still found");
+}
+
+#[test]
+fn concurrent_writers_wait_for_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    Fulltext::open(dir.path()).unwrap();
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let dir = dir.path().to_path_buf();
+            std::thread::spawn(move || {
+                // Separate handles, as separate processes would have.
+                let ft = Fulltext::open(&dir).unwrap();
+                for i in 0..15 {
+                    ft.update(&format!("w{w}/{i}.md"), &["shared keyword"], 1).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let ft = Fulltext::open(dir.path()).unwrap();
+    assert_eq!(ft.search("keyword", 100, None).unwrap().len(), 30);
+}
