@@ -107,6 +107,9 @@ pub struct Snapshot {
     pub documents: Vec<(DocumentRecord, Vec<Vec<f32>>)>,
 }
 
+/// A document with the text of its chunks, in order.
+pub type DocumentTexts = (DocumentRecord, Vec<ChunkRecord>);
+
 /// A handle on the store file; cheap to clone, holds no lock between calls.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -269,7 +272,7 @@ impl Store {
 
     /// Every document with its chunks' text, in one transaction, for the
     /// fulltext index; returns the generation they reflect.
-    pub fn texts(&self) -> Result<(u64, Vec<(DocumentRecord, Vec<ChunkRecord>)>), StoreError> {
+    pub fn texts(&self) -> Result<(u64, Vec<DocumentTexts>), StoreError> {
         self.read(|txn| {
             let generation = get(txn, META, "generation", self)?.unwrap_or(0);
             let (Some(docs), Some(chunks)) = (open_read(txn, DOCS, self)?, open_read(txn, CHUNKS, self)?) else {
