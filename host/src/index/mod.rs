@@ -2,11 +2,15 @@
 //!
 //! Exact search: every chunk scored by dot product (vectors are unit length,
 //! so this is cosine similarity). Filters apply before ranking, so when k
-//! chunks match the filter, k come back.
+//! chunks match the filter, k come back. Above a size threshold,
+//! [`VectorIndex`] adds an HNSW graph and falls back to the exact scan
+//! whenever the graph's candidates cannot fill k filtered hits.
 
 mod filter;
+mod hnsw;
 
 pub use filter::Filter;
+pub use hnsw::{HNSW_EF_SEARCH, HNSW_THRESHOLD, VectorIndex};
 
 use crate::store::{DocumentRecord, Snapshot};
 use std::cmp::Ordering;
@@ -32,7 +36,7 @@ pub struct ExactIndex {
     documents: Vec<Arc<DocumentRecord>>,
     /// Per chunk: (index into `documents`, ordinal).
     chunks: Vec<(u32, u32)>,
-    vectors: Vec<f32>,
+    vectors: Arc<[f32]>,
 }
 
 impl ExactIndex {
@@ -40,6 +44,7 @@ impl ExactIndex {
     pub fn build(snapshot: Snapshot) -> Self {
         let dimension = snapshot.documents.iter().flat_map(|(_, v)| v.first()).map(Vec::len).next().unwrap_or(0);
         let mut index = Self { generation: snapshot.generation, dimension, ..Default::default() };
+        let mut block = Vec::new();
         for (record, vectors) in snapshot.documents {
             let doc = index.documents.len() as u32;
             index.documents.push(Arc::new(record));
@@ -47,10 +52,11 @@ impl ExactIndex {
                 // The store refuses wrong lengths; skip rather than misalign if one slipped in.
                 if vector.len() == dimension {
                     index.chunks.push((doc, ordinal as u32));
-                    index.vectors.extend_from_slice(&vector);
+                    block.extend_from_slice(&vector);
                 }
             }
         }
+        index.vectors = block.into();
         index
     }
 
@@ -72,10 +78,30 @@ impl ExactIndex {
     /// The `k` chunks most similar to `query` among those whose document passes
     /// `filter`, best first.
     pub fn search(&self, query: &[f32], k: usize, filter: &Filter) -> Vec<Hit> {
-        if k == 0 || query.len() != self.dimension || self.dimension == 0 {
+        if !self.accepts(query, k) {
             return Vec::new();
         }
-        let allowed: Vec<bool> = self.documents.iter().map(|d| filter.matches(d)).collect();
+        self.search_allowed(query, k, &self.allowed(filter))
+    }
+
+    /// True when a query of this shape can have hits.
+    fn accepts(&self, query: &[f32], k: usize) -> bool {
+        k > 0 && self.dimension > 0 && query.len() == self.dimension
+    }
+
+    /// Per document: does it pass `filter`?
+    fn allowed(&self, filter: &Filter) -> Vec<bool> {
+        self.documents.iter().map(|d| filter.matches(d)).collect()
+    }
+
+    /// The hit for chunk number `chunk`.
+    fn hit(&self, chunk: usize, score: f32) -> Hit {
+        let (doc, ordinal) = self.chunks[chunk];
+        Hit { document: self.documents[doc as usize].clone(), ordinal, score }
+    }
+
+    /// Exact top-k among chunks of allowed documents.
+    fn search_allowed(&self, query: &[f32], k: usize, allowed: &[bool]) -> Vec<Hit> {
         // A min-heap of the best k so far.
         let mut best: BinaryHeap<Scored> = BinaryHeap::with_capacity(k + 1);
         for (i, (doc, _)) in self.chunks.iter().enumerate() {
@@ -93,12 +119,7 @@ impl ExactIndex {
         }
         let mut hits: Vec<Scored> = best.into_vec();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
-        hits.into_iter()
-            .map(|s| {
-                let (doc, ordinal) = self.chunks[s.chunk];
-                Hit { document: self.documents[doc as usize].clone(), ordinal, score: s.score }
-            })
-            .collect()
+        hits.into_iter().map(|s| self.hit(s.chunk, s.score)).collect()
     }
 }
 
