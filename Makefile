@@ -9,7 +9,7 @@ HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 RAGBOX := target/debug/ragbox
 QUERY ?= jwt
 
-.PHONY: setup build model release run test test-rust test-guests test-python bench lint fmt clean
+.PHONY: setup build model release run test test-rust test-guests test-python bench bench-embed lint fmt clean
 
 setup: .setup-stamp $(VENV)/.stamp
 
@@ -53,8 +53,19 @@ test-python:
 	$(PYTHON) -m pytest -q tests/python
 
 # Benchmarks on the release binary; results go to bench/results/.
-bench: release
+bench: release bench-embed
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench runtime
+
+BENCH_VENV := bench/.venv
+
+$(BENCH_VENV)/.stamp: bench/requirements.txt
+	python3 -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	@touch $@
+
+# Embedding throughput vs sentence-transformers on SciFact (../shared/data, or RAGBOX_DATA).
+bench-embed: model $(BENCH_VENV)/.stamp
+	$(BENCH_VENV)/bin/python bench/embed_peers.py
 
 lint:
 	cargo fmt --all --check

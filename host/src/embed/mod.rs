@@ -127,6 +127,13 @@ impl Embedder {
         Ok(out)
     }
 
+    /// Tokens the model sees for `texts` (after truncation), special tokens included.
+    pub fn count_tokens(&self, texts: &[String]) -> Result<usize, EmbedError> {
+        let encodings =
+            self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        Ok(encodings.iter().map(|e| e.get_ids().len()).sum())
+    }
+
     /// One padded batch through the model, pooled and normalised.
     fn forward(&self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let len = ids.iter().map(|t| t.len()).max().unwrap_or(0);
