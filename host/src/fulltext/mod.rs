@@ -24,7 +24,9 @@ pub enum FulltextError {
     #[error("the keyword index at {0} stayed busy (another ragbox process is writing); try again")]
     Busy(PathBuf),
     /// tantivy failed.
-    #[error("keyword index at {path}: {message}. If it persists, `ragbox doctor --reset` rebuilds it")]
+    #[error(
+        "keyword index at {path}: {message}. It is derived from the store: if this persists, delete {path} and it is rebuilt"
+    )]
     Index {
         /// The index folder.
         path: PathBuf,

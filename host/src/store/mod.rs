@@ -37,7 +37,7 @@ pub enum StoreError {
     Busy(PathBuf),
     /// The file is damaged or not a ragbox store.
     #[error(
-        "the index at {path} cannot be opened: {message}. Run `ragbox doctor --reset` to rebuild it (embeddings are lost)"
+        "the index at {path} cannot be opened: {message}. Delete it to start over (embeddings are lost and must be made again)"
     )]
     Corrupt {
         /// The store file.
@@ -47,7 +47,7 @@ pub enum StoreError {
     },
     /// Written by a different schema version.
     #[error(
-        "the index at {path} has schema version {found}, this ragbox uses {SCHEMA_VERSION}; rebuild it with `ragbox doctor --reset`"
+        "the index at {path} has schema version {found}, this ragbox uses {SCHEMA_VERSION}; delete it to start over (embeddings must be made again)"
     )]
     Schema {
         /// The store file.
@@ -57,7 +57,7 @@ pub enum StoreError {
     },
     /// The vectors in the store come from another model.
     #[error(
-        "the index holds vectors from model {stored} but the current model is {current}; re-embed with `ragbox doctor --reset` then `ragbox index`"
+        "the index holds vectors from model {stored} but the current model is {current}; delete the index to re-embed everything with the current model, or switch back to the stored one"
     )]
     ModelMismatch {
         /// Model id in the store.
