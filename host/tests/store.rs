@@ -62,6 +62,12 @@ fn put_replace_remove_and_generations() {
     let paths: Vec<String> = store.documents().unwrap().into_iter().map(|d| d.path).collect();
     assert_eq!(paths, ["b.md"]);
 
+    // The fulltext index's view: chunk texts in order, at the current generation.
+    let (generation, texts) = store.texts().unwrap();
+    assert_eq!(generation, store.stats().unwrap().generation);
+    let b: Vec<&str> = texts[0].1.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!((texts.len(), texts[0].0.path.as_str(), b), (1, "b.md", vec!["b.md chunk 0", "b.md chunk 1"]));
+
     // Reopening sees the same state.
     let again = Store::open(dir.path()).unwrap();
     assert_eq!(again.stats().unwrap().documents, 1);

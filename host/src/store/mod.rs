@@ -252,20 +252,7 @@ impl Store {
     pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
         self.read(|txn| {
             let generation = get(txn, META, "generation", self)?.unwrap_or(0);
-            let (Some(docs), Some(vectors)) = (open_read(txn, DOCS, self)?, open_read(txn, VECTORS, self)?) else {
-                return Ok(Snapshot { generation, documents: Vec::new() });
-            };
-            let mut documents = Vec::new();
-            for item in docs.iter().map_err(|e| self.err(e))? {
-                let (id, bytes) = item.map_err(|e| self.err(e))?;
-                let record = DocumentRecord::decode(bytes.value()).map_err(|m| self.corrupt(m))?;
-                let id = id.value();
-                let mut chunk_vectors = Vec::with_capacity(record.chunks as usize);
-                for v in vectors.range((id, 0)..=(id, u32::MAX)).map_err(|e| self.err(e))? {
-                    chunk_vectors.push(decode_vector(v.map_err(|e| self.err(e))?.1.value()));
-                }
-                documents.push((record, chunk_vectors));
-            }
+            let documents = self.per_document(txn, VECTORS, |bytes| Ok(decode_vector(bytes)))?;
             Ok(Snapshot { generation, documents })
         })
     }
@@ -275,44 +262,47 @@ impl Store {
     pub fn texts(&self) -> Result<(u64, Vec<DocumentTexts>), StoreError> {
         self.read(|txn| {
             let generation = get(txn, META, "generation", self)?.unwrap_or(0);
-            let (Some(docs), Some(chunks)) = (open_read(txn, DOCS, self)?, open_read(txn, CHUNKS, self)?) else {
-                return Ok((generation, Vec::new()));
-            };
-            let mut out = Vec::new();
-            for item in docs.iter().map_err(|e| self.err(e))? {
-                let (id, bytes) = item.map_err(|e| self.err(e))?;
-                let record = DocumentRecord::decode(bytes.value()).map_err(|m| self.corrupt(m))?;
-                let id = id.value();
-                let mut texts = Vec::with_capacity(record.chunks as usize);
-                for c in chunks.range((id, 0)..=(id, u32::MAX)).map_err(|e| self.err(e))? {
-                    texts
-                        .push(ChunkRecord::decode(c.map_err(|e| self.err(e))?.1.value()).map_err(|m| self.corrupt(m))?);
-                }
-                out.push((record, texts));
-            }
-            Ok((generation, out))
+            let documents =
+                self.per_document(txn, CHUNKS, |bytes| ChunkRecord::decode(bytes).map_err(|m| self.corrupt(m)))?;
+            Ok((generation, documents))
         })
+    }
+
+    /// Each document with one decoded row per chunk from `table` (chunk order).
+    fn per_document<V>(
+        &self,
+        txn: &redb::ReadTransaction,
+        table: TableDefinition<(u64, u32), &[u8]>,
+        decode: impl Fn(&[u8]) -> Result<V, StoreError>,
+    ) -> Result<Vec<(DocumentRecord, Vec<V>)>, StoreError> {
+        let (Some(docs), Some(rows)) = (open_read(txn, DOCS, self)?, open_read(txn, table, self)?) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for item in docs.iter().map_err(|e| self.err(e))? {
+            let (id, bytes) = item.map_err(|e| self.err(e))?;
+            let record = DocumentRecord::decode(bytes.value()).map_err(|m| self.corrupt(m))?;
+            let id = id.value();
+            let mut values = Vec::with_capacity(record.chunks as usize);
+            for row in rows.range((id, 0)..=(id, u32::MAX)).map_err(|e| self.err(e))? {
+                values.push(decode(row.map_err(|e| self.err(e))?.1.value())?);
+            }
+            out.push((record, values));
+        }
+        Ok(out)
     }
 
     /// Counts, generation and model id.
     pub fn stats(&self) -> Result<Stats, StoreError> {
         self.read(|txn| {
-            let len = |def| -> Result<u64, StoreError> {
-                Ok(match open_read(txn, def, self)? {
-                    Some(t) => t.len().map_err(|e| self.err(e))?,
-                    None => 0,
-                })
-            };
-            let documents = match open_read(txn, DOCS, self)? {
-                Some(t) => t.len().map_err(|e| self.err(e))?,
-                None => 0,
-            };
+            let documents = table_len(txn, DOCS, self)?;
+            let chunks = table_len(txn, CHUNKS, self)?;
             let generation = get(txn, META, "generation", self)?.unwrap_or(0);
             let model_id = match open_read(txn, MODEL, self)? {
                 Some(t) => t.get("id").map_err(|e| self.err(e))?.map(|v| v.value().to_string()),
                 None => None,
             };
-            Ok(Stats { documents, chunks: len(CHUNKS)?, generation, model_id })
+            Ok(Stats { documents, chunks, generation, model_id })
         })
     }
 
@@ -410,6 +400,18 @@ fn open_read<K: redb::Key + 'static, V: redb::Value + 'static>(
         Ok(table) => Ok(Some(table)),
         Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
         Err(e) => Err(store.err(e)),
+    }
+}
+
+/// Rows in a table; 0 when nothing was ever written to it.
+fn table_len<K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &redb::ReadTransaction,
+    def: TableDefinition<K, V>,
+    store: &Store,
+) -> Result<u64, StoreError> {
+    match open_read(txn, def, store)? {
+        Some(table) => table.len().map_err(|e| store.err(e)),
+        None => Ok(0),
     }
 }
 
