@@ -2,6 +2,7 @@
 //!
 //! ```toml
 //! allowed_workspaces = ["../notes"]   # other folders `workspace_path` may name
+//! model = "/models/bge-small-en-v1.5"  # a sentence-transformers folder (default: all-MiniLM-L6-v2)
 //!
 //! [limits]                # defaults for every tool call
 //! timeout_secs = 30       # read-only tools
@@ -11,6 +12,9 @@
 //!
 //! [tools.search_workspace]   # per-tool overrides of [limits]
 //! timeout_secs = 10
+//!
+//! [tools.my_indexer]      # a third-party tool allowed to change the index
+//! grants = ["corpus-write"]
 //! ```
 
 use serde::Deserialize;
@@ -52,6 +56,10 @@ pub struct Config {
     /// Default limits for every tool call.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// The embedding model folder (relative to the workspace); default
+    /// `$RAGBOX_MODEL`, else all-MiniLM-L6-v2 in the user cache dir.
+    #[serde(default)]
+    pub model: Option<PathBuf>,
     /// Per-tool overrides, keyed by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolOverrides>,
@@ -87,6 +95,24 @@ pub struct ToolOverrides {
     pub memory_mib: Option<u64>,
     /// Result size limit in MiB.
     pub max_output_mib: Option<u64>,
+    /// What the tool may do beyond reading: `"corpus-write"` lets it change the index.
+    /// Built-in tools that write the index hold it already.
+    pub grants: Option<Vec<Grant>>,
+}
+
+/// A permission a tool can be given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Grant {
+    /// Store and remove documents in the index.
+    #[serde(rename = "corpus-write")]
+    CorpusWrite,
+}
+
+/// What one tool may do beyond reading the workspace and the index.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// May store and remove documents.
+    pub corpus_write: bool,
 }
 
 /// The limits one call runs under.
@@ -110,6 +136,14 @@ impl Config {
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
         toml::from_str(&text).map_err(|e| ConfigError::Parse { path, message: e.to_string() })
+    }
+
+    /// What `tool` may do: its `[tools.NAME] grants` when set, else `default`.
+    pub fn grants_for(&self, tool: &str, default: Grants) -> Grants {
+        match self.tools.get(tool).and_then(|o| o.grants.as_ref()) {
+            Some(grants) => Grants { corpus_write: grants.contains(&Grant::CorpusWrite) },
+            None => default,
+        }
     }
 
     /// The limits for a call to `tool`; `indexing` picks the longer default timeout.

@@ -2,11 +2,13 @@
 //!
 //! Data flows one way: [`mcp`] (the MCP server) → [`runtime`] (sandboxed
 //! WebAssembly components) → [`capabilities`] (the WIT interfaces the host lends
-//! to components), which call into [`embed`], [`index`], [`fulltext`] and [`store`]. [`cli`] is the command-line edge.
+//! to components), which call into [`corpus`] (one workspace's index), and from
+//! there into [`embed`], [`index`], [`fulltext`] and [`store`]. [`cli`] is the command-line edge.
 
 pub mod capabilities;
 pub mod cli;
 pub mod config;
+pub mod corpus;
 pub mod embed;
 pub mod fulltext;
 pub mod index;

@@ -3,7 +3,7 @@
 //! that means the same thing.
 
 use ragbox::embed::{EmbedKind, Embedder, ModelDir, default_model_dir};
-use ragbox::index::{ExactIndex, Filter};
+use ragbox::index::{Filter, VectorIndex};
 use ragbox::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument, Store};
 
 const DIM: usize = 16;
@@ -60,7 +60,7 @@ fn agrees_with_a_full_sort() {
         .iter()
         .flat_map(|(d, vs)| vs.iter().enumerate().map(|(i, v)| (d.path.clone(), i as u32, v.clone())))
         .collect();
-    let index = ExactIndex::build(snapshot);
+    let index = VectorIndex::build(snapshot, usize::MAX);
     assert_eq!(index.len(), 600);
     assert_eq!(index.generation(), store.stats().unwrap().generation);
     for q in 0..20u64 {
@@ -82,7 +82,7 @@ fn filters_never_cost_hits() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     fill(&store);
-    let index = ExactIndex::build(store.snapshot().unwrap());
+    let index = VectorIndex::build(store.snapshot().unwrap(), usize::MAX);
     let query = vector(42);
     // 20 debug documents × 10 chunks: k = 50 comes back full, all debug.
     let debug = Filter { conversation_type: Some("debug".into()), ..Default::default() };
@@ -127,7 +127,7 @@ fn real_model_finds_the_chunk_that_means_the_same() {
         };
         store.put_document(&doc).unwrap();
     }
-    let index = ExactIndex::build(store.snapshot().unwrap());
+    let index = VectorIndex::build(store.snapshot().unwrap(), usize::MAX);
     for (query, want) in [
         ("how do users log in?", "auth.md"),
         ("realtime updates stop after a minute", "ws.md"),

@@ -34,7 +34,7 @@ fn snapshot(docs: usize, rng: &mut Lcg) -> (Snapshot, Vec<Vec<f32>>) {
         };
         documents.push((record, chunks));
     }
-    (Snapshot { generation: 1, documents }, centres)
+    (Snapshot { generation: 1, full: true, documents, removed: Vec::new() }, centres)
 }
 
 fn keys(hits: &[ragbox::index::Hit]) -> Vec<(String, u32)> {
@@ -81,4 +81,54 @@ fn filtered_searches_through_the_graph_still_return_k() {
     assert_eq!(index.search(&query, 50, &one).len(), 10);
     // k beyond the graph's candidate count is answered exactly.
     assert_eq!(index.search(&query, 500, &Filter::default()).len(), 500);
+}
+
+/// Replaces documents 0..50, removes 50..100 and adds 30 new ones, as a delta.
+fn changes(snap: &Snapshot, rng: &mut Lcg) -> (Snapshot, Snapshot) {
+    let fresh_doc = |path: String, rng: &mut Lcg| {
+        let chunks = (0..10).map(|_| unit((0..DIM).map(|_| rng.next()).collect())).collect();
+        (DocumentRecord { path, conversation_type: Some("plan".into()), ..Default::default() }, chunks)
+    };
+    let mut delta = Snapshot { generation: 2, full: false, documents: Vec::new(), removed: Vec::new() };
+    for d in 0..50 {
+        delta.documents.push(fresh_doc(format!("d{d}.md"), rng));
+    }
+    delta.removed = (50..100).map(|d| format!("d{d}.md")).collect();
+    for d in 0..30 {
+        delta.documents.push(fresh_doc(format!("new{d}.md"), rng));
+    }
+    let mut after: Vec<_> = snap.documents[100..].to_vec();
+    after.extend(delta.documents.iter().cloned());
+    (delta, Snapshot { generation: 2, full: true, documents: after, removed: Vec::new() })
+}
+
+#[test]
+fn deltas_give_the_same_answers_as_a_fresh_build() {
+    let mut rng = Lcg(23);
+    let (snap, centres) = snapshot(400, &mut rng);
+    let (delta, after) = changes(&snap, &mut rng);
+    let mut exact = VectorIndex::build(snap.clone(), usize::MAX);
+    let mut graph = VectorIndex::build(snap, 1000);
+    exact.apply(delta.clone());
+    graph.apply(delta);
+    let rebuilt = VectorIndex::build(after, usize::MAX);
+    assert_eq!((exact.generation(), exact.len(), graph.len()), (2, rebuilt.len(), rebuilt.len()));
+    assert!(graph.has_graph(), "800 fresh chunks stay in the buffer beside the graph");
+    let (mut found, mut total) = (0, 0);
+    for q in 0..30 {
+        let query = unit(centres[q % centres.len()].iter().map(|c| c + 0.6 * rng.next()).collect());
+        let want = keys(&rebuilt.search(&query, 10, &Filter::default()));
+        assert_eq!(keys(&exact.search(&query, 10, &Filter::default())), want, "exact tier after a delta");
+        let got = keys(&graph.search(&query, 10, &Filter::default()));
+        assert!(got.iter().all(|(p, _)| !(50..100).any(|d| p == &format!("d{d}.md"))), "tombstoned: {got:?}");
+        found += got.iter().filter(|g| want.contains(g)).count();
+        total += want.len();
+    }
+    let recall = found as f64 / total as f64;
+    assert!(recall >= 0.95, "recall@10 after a delta {recall}");
+    // Similar documents: the replaced d0 is compared by its new vectors, removed ones never appear.
+    let similar = exact.similar_documents("d0.md", 5, &Filter::default()).unwrap();
+    assert_eq!(similar.len(), 5);
+    assert!(similar.iter().all(|h| h.document.path != "d0.md" && h.document.path != "d60.md"));
+    assert!(exact.similar_documents("d60.md", 5, &Filter::default()).is_none());
 }

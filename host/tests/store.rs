@@ -63,7 +63,9 @@ fn put_replace_remove_and_generations() {
     assert_eq!(paths, ["b.md"]);
 
     // The fulltext index's view: chunk texts in order, at the current generation.
-    let (generation, texts) = store.texts().unwrap();
+    let all = store.text_delta(0).unwrap();
+    let (generation, texts) = (all.generation, all.documents);
+    assert!(all.full);
     assert_eq!(generation, store.stats().unwrap().generation);
     let b: Vec<&str> = texts[0].1.iter().map(|c| c.text.as_str()).collect();
     assert_eq!((texts.len(), texts[0].0.path.as_str(), b), (1, "b.md", vec!["b.md chunk 0", "b.md chunk 1"]));
@@ -71,6 +73,35 @@ fn put_replace_remove_and_generations() {
     // Reopening sees the same state.
     let again = Store::open(dir.path()).unwrap();
     assert_eq!(again.stats().unwrap().documents, 1);
+}
+
+#[test]
+fn deltas_name_only_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    for (i, path) in ["a.md", "b.md", "c.md"].into_iter().enumerate() {
+        store.put_document(&doc(path, 2, i as f32)).unwrap();
+    }
+    let at = store.generation().unwrap();
+    assert_eq!(at, 3);
+    assert!(store.vector_delta(at).unwrap().documents.is_empty());
+    store.put_document(&doc("b.md", 3, 9.0)).unwrap();
+    store.remove_document("c.md").unwrap();
+    store.put_document(&doc("d.md", 1, 4.0)).unwrap();
+    store.remove_document("d.md").unwrap();
+    let delta = store.vector_delta(at).unwrap();
+    assert!(!delta.full);
+    assert_eq!(delta.generation, at + 4);
+    let changed: Vec<(&str, usize)> = delta.documents.iter().map(|(d, v)| (d.path.as_str(), v.len())).collect();
+    assert_eq!(changed, [("b.md", 3)]);
+    assert_eq!(delta.removed, ["c.md", "d.md"]);
+    // From 0, or from a generation the store never reached (it was recreated), everything comes back.
+    assert!(store.vector_delta(0).unwrap().full);
+    let ahead = store.text_delta(at + 100).unwrap();
+    assert!(ahead.full);
+    assert_eq!(ahead.documents.len(), 2);
+    let chunks = store.chunk_records(&[("b.md", 2), ("b.md", 3), ("zz.md", 0)]).unwrap();
+    assert_eq!(chunks.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false, false]);
 }
 
 #[test]

@@ -5,7 +5,10 @@
 //! Run with `make bench` (or `RAGBOX_BIN=target/release/ragbox cargo bench -p
 //! ragbox-tests --bench runtime`); writes `bench/results/runtime.md`.
 
-use ragbox::config::Config;
+use ragbox::config::{Config, Grants};
+use ragbox::corpus::{Corpora, SharedEmbedder};
+use ragbox::embed::default_model_dir;
+use std::sync::Arc;
 use ragbox::runtime::{CallEnv, Catalog, CompileCache, Outcome, new_engine};
 use ragbox_tests::{Fixture, hostile_wasm, ragbox_bin, repo_root};
 use std::fmt::Write as _;
@@ -161,10 +164,12 @@ fn main() {
     let dirs = [fixture.workspace.join(".ragbox/tools")];
     let catalog = Catalog::load(&engine, &disk, &[], &dirs, &limits);
     let tool = catalog.get("hostile").expect("hostile loaded");
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir()));
+    let corpus = Corpora::new(embedder).get(&fixture.workspace);
     let mut calls = Vec::new();
     for i in 0..2100 {
         let t = Instant::now();
-        let outcome = tool.call(r#"{"op":"ok"}"#, CallEnv::in_workspace(fixture.workspace.clone()), &limits);
+        let outcome = tool.call(r#"{"op":"ok"}"#, CallEnv::in_workspace(fixture.workspace.clone(), corpus.clone(), Grants::default()), &limits);
         if i >= 100 {
             calls.push(t.elapsed());
         }

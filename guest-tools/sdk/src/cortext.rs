@@ -2,6 +2,11 @@
 //! `<type>/<date>/<NNN-name>/…` (or the older `conversations/<type>/<date>/<NNN-name>/…`),
 //! where the date folder is `YYYY-MM-DD` or `YYYY-MM`.
 
+/// A Cortext tool's error result: `{"success": false, "error": message}`.
+pub fn error_body(message: &str) -> String {
+    serde_json::json!({ "success": false, "error": message }).to_string()
+}
+
 /// Where a file sits in the Cortext layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConversationPath {

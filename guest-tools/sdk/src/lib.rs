@@ -5,7 +5,10 @@
 //! Cortext path parsing and a workspace walker that honours `.gitignore`.
 
 pub mod args;
+pub mod chunk;
 pub mod cortext;
+pub mod document;
+pub mod indexer;
 pub mod log;
 pub mod text;
 pub mod walk;
@@ -21,6 +24,6 @@ pub mod bindings {
     });
 }
 
-pub use bindings::ragbox::tools::host;
 pub use bindings::ragbox::tools::types::{Annotations, CallError, ToolInfo};
+pub use bindings::ragbox::tools::{corpus, embedder, fulltext, host, vectors};
 pub use bindings::{Guest, export};

@@ -2,7 +2,7 @@
 //! text files, with conversation type and date filters from Cortext paths.
 
 use ragbox_sdk::args::{self, optional_count};
-use ragbox_sdk::cortext::{ConversationPath, DateRange};
+use ragbox_sdk::cortext::{ConversationPath, DateRange, error_body};
 use ragbox_sdk::text::{looks_binary, truncate};
 use ragbox_sdk::{Annotations, CallError, ToolInfo, host, walk};
 use serde::Deserialize;
@@ -127,10 +127,6 @@ fn search(s: &Search) -> Value {
         "files_skipped": skipped,
         "results": results,
     })
-}
-
-fn error_body(message: &str) -> String {
-    json!({ "success": false, "error": message }).to_string()
 }
 
 struct Tool;

@@ -1,4 +1,8 @@
 //! The host side of the WIT interfaces components import. Thin: each function
-//! checks its inputs and calls into the engine below.
+//! checks its inputs and grants, then calls into the corpus below.
 
+mod convert;
+mod corpus;
+mod embedder;
 mod host;
+mod search;

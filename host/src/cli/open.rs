@@ -2,10 +2,13 @@
 
 use crate::builtins::BUILTIN_TOOLS;
 use crate::config::{Config, DATA_DIR};
-use crate::runtime::{Catalog, CompileCache, new_engine};
+use crate::corpus::{Corpora, SharedEmbedder};
+use crate::embed::default_model_dir;
+use crate::runtime::{CallEnv, Catalog, CompileCache, Outcome, ProgressSink, new_engine};
 use crate::workspace::Workspaces;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// An opened workspace, ready to serve.
@@ -13,6 +16,7 @@ pub struct Opened {
     pub workspaces: Workspaces,
     pub config: Config,
     pub catalog: Catalog,
+    pub corpora: Arc<Corpora>,
 }
 
 /// Folders searched for extra components: the workspace's, then the user's.
@@ -38,5 +42,26 @@ pub fn open(workspace: &Path) -> anyhow::Result<Opened> {
     describe_limits.timeout = Duration::from_secs(5);
     describe_limits.max_output_bytes = 1 << 20;
     let catalog = Catalog::load(&engine, &cache, BUILTIN_TOOLS, &tool_dirs(workspaces.served()), &describe_limits);
-    Ok(Opened { workspaces, config, catalog })
+    let model = config.model.clone().map(|m| served.served().join(m)).unwrap_or_else(default_model_dir);
+    let corpora = Arc::new(Corpora::new(Arc::new(SharedEmbedder::new(model))));
+    Ok(Opened { workspaces, config, catalog, corpora })
+}
+
+impl Opened {
+    /// Runs the tool `name` in the served workspace, as a client's call would.
+    pub fn call(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        progress: Option<ProgressSink>,
+    ) -> anyhow::Result<Outcome> {
+        let tool = self.catalog.get(name).with_context(|| format!("the built-in tool {name} is not loaded"))?;
+        let served = self.workspaces.served().to_path_buf();
+        let corpus = self.corpora.get(&served);
+        let grants = self.config.grants_for(name, tool.default_grants());
+        let mut env = CallEnv::in_workspace(served, corpus, grants);
+        env.progress = progress;
+        let limits = self.config.limits_for(name, !tool.read_only());
+        Ok(tool.call(&arguments.to_string(), env, &limits))
+    }
 }

@@ -63,6 +63,8 @@ pub struct ModelInfo {
 pub struct Embedder {
     model: BertModel,
     tokenizer: Tokenizer,
+    /// The same tokenizer without truncation, for measuring whole texts.
+    untruncated: Tokenizer,
     pooling: Pooling,
     query_prefix: String,
     passage_prefix: String,
@@ -83,6 +85,8 @@ impl Embedder {
             .with_truncation(Some(TruncationParams { max_length: dir.max_tokens, ..Default::default() }))
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         tokenizer.with_padding(None);
+        let mut untruncated = tokenizer.clone();
+        untruncated.with_truncation(None).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         let weights = dir.path.join("model.safetensors");
         // SAFETY: the file is mapped read-only; ragbox never writes model files
         // while a model is loaded.
@@ -93,6 +97,7 @@ impl Embedder {
         Ok(Self {
             model,
             tokenizer,
+            untruncated,
             pooling: dir.pooling,
             query_prefix: dir.query_prefix.clone(),
             passage_prefix: dir.passage_prefix.clone(),
@@ -132,6 +137,16 @@ impl Embedder {
         let encodings =
             self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         Ok(encodings.iter().map(|e| e.get_ids().len()).sum())
+    }
+
+    /// The byte offset where each token of `text` starts (no special tokens, no
+    /// truncation): what a chunker needs to cut pieces that fit the model.
+    pub fn token_offsets(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        let encoding = self.untruncated.encode(text, false).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let mut starts: Vec<u32> = encoding.get_offsets().iter().map(|(start, _)| *start as u32).collect();
+        // Word pieces of one word share its start; a chunker wants each once per token anyway.
+        starts.sort_unstable();
+        Ok(starts)
     }
 
     /// One padded batch through the model, pooled and normalised.

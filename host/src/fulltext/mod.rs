@@ -5,6 +5,7 @@
 //! is due. tantivy allows one writer per index across processes, so a busy
 //! writer lock is retried, as the store does.
 
+use crate::store::TextDelta;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -109,6 +110,25 @@ impl Fulltext {
         writer.delete_term(Term::from_field_text(self.path, path));
         self.add(&writer, path, chunks)?;
         self.commit(writer, generation)
+    }
+
+    /// Applies what changed in the store (from
+    /// [`crate::store::Store::text_delta`] at [`Self::generation`]) in one commit.
+    /// Re-applying a delta is harmless: each changed path is replaced whole.
+    pub fn apply(&self, delta: &TextDelta) -> Result<(), FulltextError> {
+        let writer = self.writer()?;
+        if delta.full {
+            writer.delete_all_documents().map_err(|e| self.err(e))?;
+        }
+        for path in &delta.removed {
+            writer.delete_term(Term::from_field_text(self.path, path));
+        }
+        for (doc, chunks) in &delta.documents {
+            writer.delete_term(Term::from_field_text(self.path, &doc.path));
+            let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+            self.add(&writer, &doc.path, &texts)?;
+        }
+        self.commit(writer, delta.generation)
     }
 
     /// The `k` best chunks for `query`; with `allowed`, only chunks of those paths.

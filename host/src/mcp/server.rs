@@ -4,6 +4,7 @@
 use super::progress;
 use super::reply::to_result;
 use crate::config::Config;
+use crate::corpus::Corpora;
 use crate::runtime::{CallEnv, Catalog, LoadedTool};
 use crate::workspace::{WORKSPACE_ARG, Workspaces};
 use rmcp::model::{
@@ -26,13 +27,14 @@ struct Inner {
     tools: Vec<Tool>,
     workspaces: Workspaces,
     config: Config,
+    corpora: Arc<Corpora>,
 }
 
 impl RagboxServer {
-    /// A server offering the tools in `catalog` for `workspaces`.
-    pub fn new(catalog: Catalog, workspaces: Workspaces, config: Config) -> Self {
+    /// A server offering the tools in `catalog` for `workspaces`, on their indexes in `corpora`.
+    pub fn new(catalog: Catalog, workspaces: Workspaces, config: Config, corpora: Arc<Corpora>) -> Self {
         let tools = catalog.tools().iter().filter_map(mcp_tool).collect();
-        Self { inner: Arc::new(Inner { catalog, tools, workspaces, config }) }
+        Self { inner: Arc::new(Inner { catalog, tools, workspaces, config, corpora }) }
     }
 
     /// The tools as `tools/list` shows them.
@@ -123,7 +125,9 @@ impl ServerHandler for RagboxServer {
             }
             None => (None, None),
         };
-        let env = CallEnv { workspace, progress, cancel: context.ct.clone() };
+        let corpus = workspace.as_ref().ok().map(|dir| self.inner.corpora.get(dir));
+        let grants = self.inner.config.grants_for(tool.name(), tool.default_grants());
+        let env = CallEnv { workspace, corpus, grants, progress, cancel: context.ct.clone() };
         let limits = self.inner.config.limits_for(tool.name(), !tool.read_only());
         let runner = tool.clone();
         let started = std::time::Instant::now();

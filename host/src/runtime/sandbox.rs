@@ -4,7 +4,8 @@
 
 use super::guard::{Guard, Interrupt};
 use super::stderr::StderrCapture;
-use crate::config::Limits;
+use crate::config::{Grants, Limits};
+use crate::corpus::Corpus;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -32,6 +33,10 @@ pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 pub struct CallEnv {
     /// The folder the call runs in, or why the requested one was refused.
     pub workspace: Result<PathBuf, String>,
+    /// That workspace's index; `None` when the workspace was refused.
+    pub corpus: Option<Arc<Corpus>>,
+    /// What the tool may do beyond reading.
+    pub grants: Grants,
     /// Receives progress reports, when the client asked for them.
     pub progress: Option<ProgressSink>,
     /// Fires when the client cancels the call.
@@ -39,9 +44,26 @@ pub struct CallEnv {
 }
 
 impl CallEnv {
-    /// A call in `workspace` with no progress reporting and no cancellation.
-    pub fn in_workspace(workspace: PathBuf) -> Self {
-        Self { workspace: Ok(workspace), progress: None, cancel: CancellationToken::new() }
+    /// A call in `workspace` using `corpus`, with no progress reporting and no cancellation.
+    pub fn in_workspace(workspace: PathBuf, corpus: Arc<Corpus>, grants: Grants) -> Self {
+        Self {
+            workspace: Ok(workspace),
+            corpus: Some(corpus),
+            grants,
+            progress: None,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// A call refused a workspace (`reason`): the tool sees no files and no index.
+    pub fn refused(reason: String) -> Self {
+        Self {
+            workspace: Err(reason),
+            corpus: None,
+            grants: Grants::default(),
+            progress: None,
+            cancel: CancellationToken::new(),
+        }
     }
 }
 
@@ -60,6 +82,29 @@ pub struct HostState {
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl HostState {
+    /// The call's index, or why there is none.
+    pub(crate) fn corpus(&self) -> Result<Arc<Corpus>, String> {
+        match (&self.env.corpus, &self.env.workspace) {
+            (Some(corpus), _) => Ok(corpus.clone()),
+            (None, Err(reason)) => Err(reason.clone()),
+            (None, Ok(_)) => Err("no index is available to this call".into()),
+        }
+    }
+
+    /// Fails unless the tool holds the `corpus-write` grant.
+    pub(crate) fn require_corpus_write(&self) -> Result<(), String> {
+        if self.env.grants.corpus_write {
+            return Ok(());
+        }
+        Err(format!(
+            "tool '{0}' may not change the index: it lacks the corpus-write grant \
+             (add grants = [\"corpus-write\"] under [tools.{0}] in .ragbox/config.toml to allow it)",
+            self.tool
+        ))
     }
 }
 

@@ -5,7 +5,7 @@ use super::bindings::{Tool, ToolPre};
 use super::guard::Interrupt;
 use super::sandbox::{CallEnv, HostState, new_store};
 use super::{RuntimeError, capabilities_linker};
-use crate::config::Limits;
+use crate::config::{Grants, Limits};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -148,11 +148,7 @@ impl LoadedTool {
             .map_err(|e| RuntimeError::Link { source_name: source_name.clone(), message: format!("{e:#}") })?;
         let describe_err = |message: String| RuntimeError::Describe { source_name: source_name.clone(), message };
         // describe() gets no workspace: it must not depend on files.
-        let env = CallEnv {
-            workspace: Err("describe() runs without a workspace".into()),
-            progress: None,
-            cancel: Default::default(),
-        };
+        let env = CallEnv::refused("describe() runs without a workspace".into());
         let mut store = new_store(engine, Arc::from("(describe)"), env, describe_limits).map_err(describe_err)?;
         let info = pre
             .instantiate(&mut store)
@@ -177,6 +173,12 @@ impl LoadedTool {
     /// True when the tool says it changes nothing (read-only annotation).
     pub fn read_only(&self) -> bool {
         self.info.annotations.read_only
+    }
+
+    /// What the tool may do when config says nothing: built-in tools that
+    /// declare they write get `corpus-write`; anything else only reads.
+    pub fn default_grants(&self) -> Grants {
+        Grants { corpus_write: matches!(self.source, Source::BuiltIn(_)) && !self.read_only() }
     }
 
     /// Runs one call in a fresh sandbox. Blocks: call it from a blocking thread.

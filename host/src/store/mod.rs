@@ -7,6 +7,10 @@
 //! open repairs in about 0.1 s with every committed transaction intact.
 //! Each document is written in one transaction (record, chunks and vectors
 //! together), so a crash leaves either its old or its new version.
+//!
+//! Every change bumps the store's generation and logs which path it touched,
+//! so the derived indexes (vectors, fulltext) catch up by reading only what
+//! changed since the generation they reflect (see [`Store::delta`]).
 
 mod records;
 
@@ -17,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Bumped when the tables change shape; an older store asks for a rebuild.
-pub const SCHEMA_VERSION: u64 = 1;
+pub const SCHEMA_VERSION: u64 = 2;
 
 /// File name of the store inside the data dir.
 pub const STORE_FILE: &str = "store.redb";
@@ -28,6 +32,8 @@ const DOC_IDS: TableDefinition<&str, u64> = TableDefinition::new("doc_ids");
 const DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("documents");
 const CHUNKS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("chunks");
 const VECTORS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("vectors");
+/// generation → the path that change touched.
+const CHANGES: TableDefinition<u64, &str> = TableDefinition::new("changes");
 
 /// Errors from the store; each says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -98,17 +104,24 @@ pub struct Stats {
     pub model_id: Option<String>,
 }
 
-/// A consistent copy of what the vector index is built from.
+/// What changed since a generation, read in one transaction so it is consistent.
 #[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    /// The store generation it reflects.
+pub struct Delta<V> {
+    /// The store generation it brings a reader to.
     pub generation: u64,
-    /// Each document with its chunk vectors, in chunk order.
-    pub documents: Vec<(DocumentRecord, Vec<Vec<f32>>)>,
+    /// True when this is everything (not a difference): the reader starts over.
+    pub full: bool,
+    /// Documents added or replaced, with one row per chunk in chunk order.
+    pub documents: Vec<(DocumentRecord, Vec<V>)>,
+    /// Paths removed.
+    pub removed: Vec<String>,
 }
 
-/// A document with the text of its chunks, in order.
-pub type DocumentTexts = (DocumentRecord, Vec<ChunkRecord>);
+/// Everything the vector index is built from: documents with their chunk vectors.
+pub type Snapshot = Delta<Vec<f32>>;
+
+/// Every document with its chunks' text, for the fulltext index.
+pub type TextDelta = Delta<ChunkRecord>;
 
 /// A handle on the store file; cheap to clone, holds no lock between calls.
 #[derive(Debug, Clone)]
@@ -138,6 +151,15 @@ impl Store {
             Ok(())
         })?;
         Ok(store)
+    }
+
+    /// Opens the store in `data_dir` if one was ever created there; `None`
+    /// otherwise (reading tools then see an empty index without creating files).
+    pub fn open_existing(data_dir: &Path) -> Result<Option<Self>, StoreError> {
+        if !data_dir.join(STORE_FILE).exists() {
+            return Ok(None);
+        }
+        Self::open(data_dir).map(Some)
     }
 
     /// The store file.
@@ -185,7 +207,7 @@ impl Store {
                 chunks.insert(key, chunk.record.encode().as_slice()).map_err(|e| self.err(e))?;
                 vectors.insert(key, encode_vector(&chunk.vector).as_slice()).map_err(|e| self.err(e))?;
             }
-            bump(txn, "generation", self)
+            log_change(txn, &doc.record.path, self)
         })
     }
 
@@ -198,7 +220,7 @@ impl Store {
             };
             txn.open_table(DOCS).map_err(|e| self.err(e))?.remove(id).map_err(|e| self.err(e))?;
             remove_chunks(txn, id, self)?;
-            bump(txn, "generation", self)?;
+            log_change(txn, path, self)?;
             Ok(true)
         })
     }
@@ -247,47 +269,131 @@ impl Store {
         })
     }
 
-    /// Everything the vector index needs, read in one transaction so it is
-    /// consistent: the generation, each document, and its chunks' vectors.
+    /// Every document with its chunk vectors, at one generation.
     pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        self.vector_delta(0)
+    }
+
+    /// What the vector index needs to go from generation `since` to now.
+    pub fn vector_delta(&self, since: u64) -> Result<Snapshot, StoreError> {
+        self.delta(since, VECTORS, |bytes| Ok(decode_vector(bytes)))
+    }
+
+    /// What the fulltext index needs to go from generation `since` to now.
+    pub fn text_delta(&self, since: u64) -> Result<TextDelta, StoreError> {
+        self.delta(since, CHUNKS, |bytes| ChunkRecord::decode(bytes).map_err(|m| self.corrupt(m)))
+    }
+
+    /// The store generation: bumped by every committed change.
+    pub fn generation(&self) -> Result<u64, StoreError> {
+        self.read(|txn| Ok(get(txn, META, "generation", self)?.unwrap_or(0)))
+    }
+
+    /// The chunks at `keys` (path, ordinal), in one transaction; `None` where gone.
+    pub fn chunk_records(&self, keys: &[(&str, u32)]) -> Result<Vec<Option<ChunkRecord>>, StoreError> {
         self.read(|txn| {
-            let generation = get(txn, META, "generation", self)?.unwrap_or(0);
-            let documents = self.per_document(txn, VECTORS, |bytes| Ok(decode_vector(bytes)))?;
-            Ok(Snapshot { generation, documents })
+            let (Some(ids), Some(chunks)) = (open_read(txn, DOC_IDS, self)?, open_read(txn, CHUNKS, self)?) else {
+                return Ok(vec![None; keys.len()]);
+            };
+            let mut out = Vec::with_capacity(keys.len());
+            for (path, ordinal) in keys {
+                let Some(id) = ids.get(*path).map_err(|e| self.err(e))?.map(|v| v.value()) else {
+                    out.push(None);
+                    continue;
+                };
+                let row = chunks.get((id, *ordinal)).map_err(|e| self.err(e))?;
+                out.push(row.map(|b| ChunkRecord::decode(b.value()).map_err(|m| self.corrupt(m))).transpose()?);
+            }
+            Ok(out)
         })
     }
 
-    /// Every document with its chunks' text, in one transaction, for the
-    /// fulltext index; returns the generation they reflect.
-    pub fn texts(&self) -> Result<(u64, Vec<DocumentTexts>), StoreError> {
+    /// Reads what changed after generation `since` (everything when `since`
+    /// is 0, ahead of the store, or older than the change log reaches).
+    fn delta<V>(
+        &self,
+        since: u64,
+        table: TableDefinition<(u64, u32), &[u8]>,
+        decode: impl Fn(&[u8]) -> Result<V, StoreError>,
+    ) -> Result<Delta<V>, StoreError> {
         self.read(|txn| {
             let generation = get(txn, META, "generation", self)?.unwrap_or(0);
-            let documents =
-                self.per_document(txn, CHUNKS, |bytes| ChunkRecord::decode(bytes).map_err(|m| self.corrupt(m)))?;
-            Ok((generation, documents))
+            let mut delta = Delta { generation, full: false, documents: Vec::new(), removed: Vec::new() };
+            if since == generation {
+                return Ok(delta);
+            }
+            let changed = match (since, open_read(txn, CHANGES, self)?) {
+                (1.., Some(log)) if since < generation => {
+                    let first = log.first().map_err(|e| self.err(e))?.map(|(k, _)| k.value());
+                    if first.is_some_and(|f| f <= since + 1) {
+                        let mut paths = std::collections::BTreeSet::new();
+                        for item in log.range(since + 1..).map_err(|e| self.err(e))? {
+                            paths.insert(item.map_err(|e| self.err(e))?.1.value().to_string());
+                        }
+                        Some(paths)
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            };
+            let Some(changed) = changed else {
+                delta.full = true;
+                delta.documents = self.per_document(txn, table, None, &decode)?;
+                return Ok(delta);
+            };
+            let ids = open_read(txn, DOC_IDS, self)?;
+            let mut present = Vec::new();
+            for path in changed {
+                let id = match &ids {
+                    Some(ids) => ids.get(path.as_str()).map_err(|e| self.err(e))?.map(|v| v.value()),
+                    None => None,
+                };
+                match id {
+                    Some(id) => present.push(id),
+                    None => delta.removed.push(path),
+                }
+            }
+            delta.documents = self.per_document(txn, table, Some(&present), &decode)?;
+            Ok(delta)
         })
     }
 
-    /// Each document with one decoded row per chunk from `table` (chunk order).
+    /// Documents (all, or those with the given ids) with one decoded row per
+    /// chunk from `table`, in chunk order.
     fn per_document<V>(
         &self,
         txn: &redb::ReadTransaction,
         table: TableDefinition<(u64, u32), &[u8]>,
-        decode: impl Fn(&[u8]) -> Result<V, StoreError>,
+        only: Option<&[u64]>,
+        decode: &impl Fn(&[u8]) -> Result<V, StoreError>,
     ) -> Result<Vec<(DocumentRecord, Vec<V>)>, StoreError> {
         let (Some(docs), Some(rows)) = (open_read(txn, DOCS, self)?, open_read(txn, table, self)?) else {
             return Ok(Vec::new());
         };
-        let mut out = Vec::new();
-        for item in docs.iter().map_err(|e| self.err(e))? {
-            let (id, bytes) = item.map_err(|e| self.err(e))?;
-            let record = DocumentRecord::decode(bytes.value()).map_err(|m| self.corrupt(m))?;
-            let id = id.value();
+        let read_one = |id: u64, bytes: &[u8]| -> Result<(DocumentRecord, Vec<V>), StoreError> {
+            let record = DocumentRecord::decode(bytes).map_err(|m| self.corrupt(m))?;
             let mut values = Vec::with_capacity(record.chunks as usize);
             for row in rows.range((id, 0)..=(id, u32::MAX)).map_err(|e| self.err(e))? {
                 values.push(decode(row.map_err(|e| self.err(e))?.1.value())?);
             }
-            out.push((record, values));
+            Ok((record, values))
+        };
+        let mut out = Vec::new();
+        match only {
+            Some(ids) => {
+                for &id in ids {
+                    if let Some(bytes) = docs.get(id).map_err(|e| self.err(e))? {
+                        out.push(read_one(id, bytes.value())?);
+                    }
+                }
+            }
+            None => {
+                for item in docs.iter().map_err(|e| self.err(e))? {
+                    let (id, bytes) = item.map_err(|e| self.err(e))?;
+                    out.push(read_one(id.value(), bytes.value())?);
+                }
+            }
         }
         Ok(out)
     }
@@ -372,6 +478,13 @@ impl Store {
 
 fn io(path: &Path, e: std::io::Error) -> StoreError {
     StoreError::Io { path: path.to_path_buf(), message: e.to_string() }
+}
+
+/// Bumps the generation and logs that `path` changed in it.
+fn log_change(txn: &redb::WriteTransaction, path: &str, store: &Store) -> Result<u64, StoreError> {
+    let generation = bump(txn, "generation", store)?;
+    txn.open_table(CHANGES).map_err(|e| store.err(e))?.insert(generation, path).map_err(|e| store.err(e))?;
+    Ok(generation)
 }
 
 /// Increments the counter `key` in the meta table and returns its new value.

@@ -1,0 +1,53 @@
+//! Cortext's `embed_workspace`: bring the semantic index in line with every
+//! indexable file of the workspace (seeds 000-001). Unchanged files are
+//! skipped, deleted ones removed; progress is reported while it runs, and a
+//! cancelled or timed-out run keeps every document it finished.
+
+use ragbox_sdk::args;
+use ragbox_sdk::cortext::error_body;
+use ragbox_sdk::indexer::{self, Report};
+use ragbox_sdk::{Annotations, CallError, ToolInfo, host};
+use serde::Deserialize;
+use serde_json::json;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
+    #[serde(default)]
+    #[allow(dead_code)]
+    workspace_path: Option<String>,
+}
+
+struct Tool;
+
+impl ragbox_sdk::Guest for Tool {
+    fn describe() -> ToolInfo {
+        ToolInfo {
+            name: "embed_workspace".into(),
+            title: Some("Embed the whole workspace".into()),
+            description: "Embed all workspace content for semantic search: every text file (notes, \
+                conversations, docs, code; .gitignore respected). Files unchanged since they were embedded \
+                are skipped, deleted files are removed from the index. Reports progress; safe to cancel and \
+                run again, it resumes where it stopped."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
+                }
+            })
+            .to_string(),
+            output_schema: Some(Report::output_schema().to_string()),
+            annotations: Annotations { read_only: false, destructive: false, idempotent: true, open_world: false },
+        }
+    }
+
+    fn call(arguments: String) -> Result<String, CallError> {
+        host::workspace().map_err(|e| CallError::Failed(error_body(&e)))?;
+        let _: Args = args::parse(&arguments).map_err(|e| CallError::InvalidArguments(error_body(&e)))?;
+        let report = indexer::run(".").map_err(|e| CallError::Failed(error_body(&e)))?;
+        Ok(report.to_json().to_string())
+    }
+}
+
+ragbox_sdk::export!(Tool);

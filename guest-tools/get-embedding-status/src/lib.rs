@@ -1,0 +1,145 @@
+//! Cortext's `get_embedding_status`: what the semantic index holds, what was
+//! embedded recently, and which files are waiting to be embedded (seeds 000-002).
+
+use ragbox_sdk::cortext::error_body;
+use ragbox_sdk::indexer::{stored_documents, survey};
+use ragbox_sdk::{Annotations, CallError, ToolInfo, args, corpus, host};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Recent embeddings listed.
+const RECENT: usize = 10;
+/// Paths listed per pending group (counts are always complete).
+const MAX_LISTED: usize = 100;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
+    #[serde(default)]
+    #[allow(dead_code)]
+    workspace_path: Option<String>,
+}
+
+/// Milliseconds since the epoch as RFC 3339 UTC (`2025-11-17T09:30:00.123Z`).
+fn timestamp(millis: i64) -> String {
+    let nanos = i128::from(millis) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_else(|| millis.to_string())
+}
+
+fn listed(paths: &[String]) -> Value {
+    json!({ "count": paths.len(), "paths": paths.iter().take(MAX_LISTED).collect::<Vec<_>>() })
+}
+
+fn status() -> Result<Value, String> {
+    let stats = corpus::stats()?;
+    let stored = stored_documents()?;
+    let mut recent: Vec<_> = stored.values().collect();
+    recent.sort_by(|a, b| b.embedded_at.cmp(&a.embedded_at).then_with(|| a.path.cmp(&b.path)));
+    let recent: Vec<Value> = recent
+        .iter()
+        .take(RECENT)
+        .map(|d| {
+            json!({
+                "path": d.path,
+                "embedded_at": timestamp(d.embedded_at),
+                "chunks": d.chunks,
+                "title": d.title,
+            })
+        })
+        .collect();
+    let s = survey(".", &stored);
+    let pending = s.new.len() + s.changed.len() + s.deleted.len();
+    Ok(json!({
+        "success": true,
+        "total_chunks": stats.chunks,
+        "num_documents": stats.documents,
+        "db_path": stats.db_path,
+        "model": stats.model_id,
+        "recent_embeddings": recent,
+        "pending": {
+            "total": pending,
+            "new": listed(&s.new),
+            "changed": listed(&s.changed),
+            "deleted": listed(&s.deleted),
+        },
+        "up_to_date": pending == 0,
+    }))
+}
+
+struct Tool;
+
+impl ragbox_sdk::Guest for Tool {
+    fn describe() -> ToolInfo {
+        let group = json!({
+            "type": "object",
+            "properties": { "count": { "type": "integer" }, "paths": { "type": "array", "items": { "type": "string" } } },
+            "required": ["count", "paths"]
+        });
+        ToolInfo {
+            name: "get_embedding_status".into(),
+            title: Some("Embedding status".into()),
+            description: "Workspace embedding statistics: total chunks, number of documents, the index \
+                location, recently embedded documents with timestamps, and files pending embedding \
+                (new, changed, deleted since the last run)."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": { "workspace_path": { "type": "string", "description": "Optional workspace root path" } }
+            })
+            .to_string(),
+            output_schema: Some(
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "success": { "type": "boolean" },
+                        "total_chunks": { "type": "integer" },
+                        "num_documents": { "type": "integer" },
+                        "db_path": { "type": "string" },
+                        "model": { "type": ["string", "null"], "description": "Model that made the stored vectors" },
+                        "recent_embeddings": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "path": { "type": "string" },
+                                    "embedded_at": { "type": "string", "description": "RFC 3339, UTC" },
+                                    "chunks": { "type": "integer" },
+                                    "title": { "type": ["string", "null"] }
+                                },
+                                "required": ["path", "embedded_at", "chunks"]
+                            }
+                        },
+                        "pending": {
+                            "type": "object",
+                            "properties": { "total": { "type": "integer" }, "new": group, "changed": group, "deleted": group },
+                            "required": ["total", "new", "changed", "deleted"]
+                        },
+                        "up_to_date": { "type": "boolean" }
+                    },
+                    "required": ["success", "total_chunks", "num_documents", "db_path", "recent_embeddings", "pending"]
+                })
+                .to_string(),
+            ),
+            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+        }
+    }
+
+    fn call(arguments: String) -> Result<String, CallError> {
+        host::workspace().map_err(|e| CallError::Failed(error_body(&e)))?;
+        let _: Args = args::parse(&arguments).map_err(|e| CallError::InvalidArguments(error_body(&e)))?;
+        status().map(|v| v.to_string()).map_err(|e| CallError::Failed(error_body(&e)))
+    }
+}
+
+ragbox_sdk::export!(Tool);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(super::timestamp(1_763_371_800_123), "2025-11-17T09:30:00.123Z");
+    }
+}

@@ -1,0 +1,305 @@
+//! Bringing the index in line with the workspace: the shared engine of
+//! `embed_document` and `embed_workspace` (and `ragbox index`).
+//!
+//! Files whose content hash matches the stored one are skipped; the rest are
+//! read, chunked and embedded in batches across documents (the model is
+//! fastest on full batches), and each document is committed on its own, so an
+//! interrupted run keeps what it finished and the next run resumes there.
+//! Stored documents whose file is gone are removed.
+
+use crate::bindings::ragbox::tools::corpus::{self, Chunk, Document, NewDocument};
+use crate::bindings::ragbox::tools::embedder::{self, EmbedKind};
+use crate::chunk::{Sizes, chunk};
+use crate::document::prepare;
+use crate::text::looks_binary;
+use crate::{host, walk};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Chunks embedded per call to the model.
+const BATCH_CHUNKS: usize = 64;
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Documents embedded (new or changed).
+    pub embedded: u64,
+    /// Documents unchanged since they were embedded.
+    pub skipped: u64,
+    /// Stored documents whose file is gone, removed from the index.
+    pub removed: u64,
+    /// Indexable files in scope (binary files are not).
+    pub total_files: u64,
+    /// Chunks written.
+    pub chunks: u64,
+    /// Files that could not be indexed, with the reason.
+    pub errors: Vec<(String, String)>,
+    /// True when the run stopped early (cancelled or out of time): run again to finish.
+    pub stopped_early: bool,
+}
+
+impl Report {
+    /// The Cortext result: `success`, `embedded`, `skipped`, `total_files`,
+    /// `errors` (null when none) as seeds 000-001 give them, plus `removed`,
+    /// `chunks` and, when the run stopped early, `complete: false` and why.
+    pub fn to_json(&self) -> serde_json::Value {
+        let errors = (!self.errors.is_empty()).then(|| {
+            self.errors
+                .iter()
+                .map(|(path, error)| serde_json::json!({ "path": path, "error": error }))
+                .collect::<Vec<_>>()
+        });
+        let mut out = serde_json::json!({
+            "success": true,
+            "embedded": self.embedded,
+            "skipped": self.skipped,
+            "total_files": self.total_files,
+            "removed": self.removed,
+            "chunks": self.chunks,
+            "errors": errors,
+            "complete": !self.stopped_early,
+        });
+        if self.stopped_early {
+            out["message"] = "stopped before every file was embedded (cancelled or out of time); \
+                              what was embedded is kept: run again to continue"
+                .into();
+        }
+        out
+    }
+
+    /// The JSON Schema of [`Self::to_json`].
+    pub fn output_schema() -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "success": { "type": "boolean" },
+                "embedded": { "type": "integer", "description": "Files embedded (new or changed)" },
+                "skipped": { "type": "integer", "description": "Files unchanged since they were embedded" },
+                "total_files": { "type": "integer", "description": "Indexable (text) files in scope" },
+                "removed": { "type": "integer", "description": "Indexed files that no longer exist, removed from the index" },
+                "chunks": { "type": "integer", "description": "Chunks embedded" },
+                "errors": {
+                    "type": ["array", "null"],
+                    "items": {
+                        "type": "object",
+                        "properties": { "path": { "type": "string" }, "error": { "type": "string" } },
+                        "required": ["path", "error"]
+                    }
+                },
+                "complete": { "type": "boolean", "description": "False when the run stopped early; run again to continue" },
+                "message": { "type": "string" }
+            },
+            "required": ["success", "embedded", "skipped", "total_files", "errors"]
+        })
+    }
+}
+
+/// A file's content as read for indexing.
+struct Content {
+    text: String,
+    hash: String,
+    size: u64,
+    mtime: i64,
+}
+
+/// How the files in scope compare with the index.
+#[derive(Debug, Default)]
+pub struct Survey {
+    /// Indexable files not in the index yet.
+    pub new: Vec<String>,
+    /// Indexed files whose content changed.
+    pub changed: Vec<String>,
+    /// Indexed files that are gone (or no longer indexable).
+    pub deleted: Vec<String>,
+    /// Indexed files that are unchanged.
+    pub unchanged: u64,
+    /// Indexable files in scope.
+    pub total_files: u64,
+    /// Files that cannot be indexed, with the reason.
+    pub errors: Vec<(String, String)>,
+}
+
+/// Every stored document, by path.
+pub fn stored_documents() -> Result<BTreeMap<String, Document>, String> {
+    let all = corpus::Filter {
+        conversation_type: None,
+        date_range: None,
+        path_prefix: None,
+        extensions: Vec::new(),
+        metadata: Vec::new(),
+    };
+    Ok(corpus::list(&all)?.into_iter().map(|d| (d.path.clone(), d)).collect())
+}
+
+/// Compares the files under `scope` (workspace-relative; `.` for all) with
+/// `stored`, by content hash.
+pub fn survey(scope: &str, stored: &BTreeMap<String, Document>) -> Survey {
+    let mut survey = Survey::default();
+    let mut on_disk = BTreeSet::new();
+    for entry in walk::files(scope, |e| host::log(host::Level::Warn, &format!("walk: {e}"))) {
+        let outcome =
+            if entry.size > walk::DEFAULT_MAX_FILE_BYTES { Err(too_large(entry.size)) } else { read(&entry.path) };
+        let content = match outcome {
+            Ok(None) => continue, // binary: not indexable
+            Ok(Some(content)) => content,
+            Err(e) => {
+                survey.total_files += 1;
+                on_disk.insert(entry.path.clone());
+                survey.errors.push((entry.path, e));
+                continue;
+            }
+        };
+        survey.total_files += 1;
+        on_disk.insert(entry.path.clone());
+        match stored.get(&entry.path) {
+            Some(d) if d.content_hash == content.hash => survey.unchanged += 1,
+            Some(_) => survey.changed.push(entry.path),
+            None => survey.new.push(entry.path),
+        }
+    }
+    let prefix = scope.trim_start_matches("./").trim_end_matches('/');
+    let in_scope =
+        |path: &str| prefix.is_empty() || prefix == "." || path == prefix || path.starts_with(&format!("{prefix}/"));
+    survey.deleted = stored.keys().filter(|p| in_scope(p) && !on_disk.contains(*p)).cloned().collect();
+    survey
+}
+
+/// Brings the index in line with the files under `scope` (workspace-relative:
+/// `.` for the whole workspace, a folder, or one file).
+pub fn run(scope: &str) -> Result<Report, String> {
+    let survey = survey(scope, &stored_documents()?);
+    let mut report = Report {
+        skipped: survey.unchanged,
+        total_files: survey.total_files,
+        errors: survey.errors,
+        ..Default::default()
+    };
+    for path in &survey.deleted {
+        if corpus::remove(path)? {
+            report.removed += 1;
+        }
+    }
+    let pending: Vec<String> = survey.new.into_iter().chain(survey.changed).collect();
+    if pending.is_empty() {
+        return Ok(report);
+    }
+    // Loaded only now: an unchanged workspace never waits for the model.
+    let sizes = Sizes::for_model(embedder::model()?.max_tokens as usize);
+
+    // Pass 2: embed what changed, a batch of chunks at a time.
+    let total = pending.len() as u64;
+    let mut batch: Vec<(String, Content, Vec<Chunk>, crate::document::Prepared)> = Vec::new();
+    let mut batch_chunks = 0;
+    let mut done = 0u64;
+    host::progress(0, Some(total), Some(&format!("{total} files to embed, {} unchanged", report.skipped)));
+    for path in pending {
+        if host::cancelled() {
+            report.stopped_early = true;
+            break;
+        }
+        let content = match read(&path) {
+            Ok(Some(c)) => c,
+            Ok(None) => continue,
+            Err(e) => {
+                report.errors.push((path, e));
+                continue;
+            }
+        };
+        let prepared = prepare(&path, &content.text);
+        let body = &content.text[prepared.body_start..];
+        let offsets = embedder::token_offsets(body)?;
+        let chunks: Vec<Chunk> = chunk(body, &offsets, sizes)
+            .into_iter()
+            .map(|s| Chunk {
+                text: body[s.start..s.end].to_string(),
+                start: (prepared.body_start + s.start) as u64,
+                end: (prepared.body_start + s.end) as u64,
+            })
+            .collect();
+        batch_chunks += chunks.len();
+        batch.push((path, content, chunks, prepared));
+        if batch_chunks >= BATCH_CHUNKS {
+            done += flush(&mut batch, &mut report)?;
+            batch_chunks = 0;
+            host::progress(done, Some(total), Some(&format!("embedded {done} of {total} files")));
+        }
+    }
+    done += flush(&mut batch, &mut report)?;
+    host::progress(done, Some(total), Some(&format!("embedded {done} of {total} files")));
+    Ok(report)
+}
+
+/// Embeds every chunk in the batch in one call, then stores each document in
+/// its own transaction.
+fn flush(
+    batch: &mut Vec<(String, Content, Vec<Chunk>, crate::document::Prepared)>,
+    report: &mut Report,
+) -> Result<u64, String> {
+    let texts: Vec<String> = batch.iter().flat_map(|(_, _, chunks, _)| chunks.iter().map(|c| c.text.clone())).collect();
+    let mut vectors = embedder::embed(&texts, EmbedKind::Passage)?.into_iter();
+    let mut stored = 0;
+    for (path, content, chunks, prepared) in batch.drain(..) {
+        let doc_vectors: Vec<Vec<f32>> = vectors.by_ref().take(chunks.len()).collect();
+        let conversation = prepared.conversation;
+        let count = chunks.len() as u64;
+        corpus::put(&NewDocument {
+            path,
+            content_hash: content.hash,
+            size: content.size,
+            mtime: content.mtime,
+            kind: prepared.kind.to_string(),
+            title: prepared.title,
+            conversation_type: conversation.as_ref().map(|c| c.kind.clone()),
+            date: conversation.map(|c| c.date),
+            metadata: prepared.metadata,
+            chunks,
+            vectors: doc_vectors,
+        })?;
+        report.embedded += 1;
+        report.chunks += count;
+        stored += 1;
+    }
+    Ok(stored)
+}
+
+/// Reads a file for indexing: `None` when it is binary.
+fn read(path: &str) -> Result<Option<Content>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if meta.len() > walk::DEFAULT_MAX_FILE_BYTES {
+        return Err(too_large(meta.len()));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    if looks_binary(&bytes) {
+        return Ok(None);
+    }
+    let hash = hex(&Sha256::digest(&bytes));
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs() as i64);
+    let size = bytes.len() as u64;
+    // Invalid UTF-8 is read with replacement characters rather than refused.
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Ok(Some(Content { text, hash, size, mtime }))
+}
+
+/// The content hash the index records: sha256, hex.
+pub fn content_hash(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn too_large(size: u64) -> String {
+    format!(
+        "file is {:.1} MiB, over the {} MiB limit for indexing",
+        size as f64 / (1 << 20) as f64,
+        walk::DEFAULT_MAX_FILE_BYTES >> 20
+    )
+}

@@ -1,0 +1,74 @@
+//! `ragbox index [PATH]`: embed the workspace (or one file or folder) from
+//! the command line, with a progress bar. It runs the same sandboxed
+//! components an agent's `embed_workspace` / `embed_document` call runs.
+
+use super::open::open;
+use crate::runtime::{Outcome, Progress};
+use anyhow::bail;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Indexes `path` (all of `workspace` when `None`) and prints what was done.
+pub fn run(workspace: &Path, path: Option<&str>, as_json: bool) -> anyhow::Result<()> {
+    let opened = open(workspace)?;
+    let (tool, arguments) = match path {
+        Some(p) => ("embed_document", json!({ "path": p })),
+        None => ("embed_workspace", json!({})),
+    };
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} files ({eta} left) {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    if as_json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let sink_bar = bar.clone();
+    let sink = Arc::new(move |p: Progress| {
+        if let Some(total) = p.total {
+            sink_bar.set_length(total);
+        }
+        sink_bar.set_position(p.done);
+    });
+    let outcome = opened.call(tool, arguments, Some(sink))?;
+    bar.finish_and_clear();
+    let body = match outcome {
+        Outcome::Ok(json) => json,
+        Outcome::ToolError { body, .. } => bail!("{}", error_message(&body)),
+        Outcome::Failed(failure) => bail!("{failure}"),
+    };
+    let report: Value = serde_json::from_str(&body)?;
+    if as_json {
+        println!("{report}");
+        return Ok(());
+    }
+    let n = |k: &str| report[k].as_u64().unwrap_or(0);
+    println!(
+        "embedded {} files ({} chunks), {} unchanged, {} removed; {} indexable files",
+        n("embedded"),
+        n("chunks"),
+        n("skipped"),
+        n("removed"),
+        n("total_files")
+    );
+    if let Some(errors) = report["errors"].as_array() {
+        println!("{} files could not be indexed:", errors.len());
+        for e in errors {
+            println!("  {}: {}", e["path"].as_str().unwrap_or("?"), e["error"].as_str().unwrap_or("?"));
+        }
+    }
+    if report["complete"] == false {
+        println!("stopped early: run `ragbox index` again to finish");
+    }
+    Ok(())
+}
+
+/// The `error` of a Cortext error body, or the body itself.
+pub fn error_message(body: &str) -> String {
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v["error"].as_str().map(str::to_string))
+        .unwrap_or_else(|| body.to_string())
+}

@@ -1,0 +1,54 @@
+//! `ragbox status`: what is indexed and what waits to be, via the
+//! `get_embedding_status` tool.
+
+use super::index::error_message;
+use super::open::open;
+use crate::runtime::Outcome;
+use anyhow::bail;
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// Prints the index's status for `workspace`.
+pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
+    let opened = open(workspace)?;
+    let body = match opened.call("get_embedding_status", json!({}), None)? {
+        Outcome::Ok(json) => json,
+        Outcome::ToolError { body, .. } => bail!("{}", error_message(&body)),
+        Outcome::Failed(failure) => bail!("{failure}"),
+    };
+    let s: Value = serde_json::from_str(&body)?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(());
+    }
+    println!("index:     {}", s["db_path"].as_str().unwrap_or("?"));
+    println!("model:     {}", s["model"].as_str().unwrap_or("(nothing embedded yet)"));
+    println!("documents: {}", s["num_documents"]);
+    println!("chunks:    {}", s["total_chunks"]);
+    if let Some(recent) = s["recent_embeddings"].as_array().filter(|r| !r.is_empty()) {
+        println!("recently embedded:");
+        for r in recent {
+            println!("  {}  {}", r["embedded_at"].as_str().unwrap_or("?"), r["path"].as_str().unwrap_or("?"));
+        }
+    }
+    let pending = &s["pending"];
+    if pending["total"].as_u64().unwrap_or(0) == 0 {
+        println!("up to date: nothing pending");
+        return Ok(());
+    }
+    for group in ["new", "changed", "deleted"] {
+        let count = pending[group]["count"].as_u64().unwrap_or(0);
+        if count == 0 {
+            continue;
+        }
+        println!("{group}: {count}");
+        for p in pending[group]["paths"].as_array().into_iter().flatten().take(10) {
+            println!("  {}", p.as_str().unwrap_or("?"));
+        }
+        if count > 10 {
+            println!("  … and {} more", count - 10);
+        }
+    }
+    println!("run `ragbox index` to embed what is pending");
+    Ok(())
+}

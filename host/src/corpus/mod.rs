@@ -1,0 +1,251 @@
+//! One workspace's index as the tools see it: the store (source of truth),
+//! the vector and keyword indexes derived from it, and the shared embedder.
+//!
+//! Derived indexes catch up with the store before each search by reading only
+//! what changed since the generation they reflect, so a document written by
+//! another process (a second server, `ragbox index`) is found by the next
+//! search here.
+
+mod embedder;
+
+pub use embedder::SharedEmbedder;
+
+use crate::config::DATA_DIR;
+use crate::embed::EmbedError;
+use crate::fulltext::{Fulltext, FulltextError};
+use crate::index::{DocumentHit, Filter, HNSW_THRESHOLD, Hit, VectorIndex};
+use crate::store::{ChunkRecord, DocumentRecord, NewDocument, Stats, Store, StoreError};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Folder of the keyword index inside the data dir.
+pub const FULLTEXT_DIR: &str = "fulltext";
+
+/// Errors a tool sees from the index; each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The keyword index failed.
+    #[error(transparent)]
+    Fulltext(#[from] FulltextError),
+    /// The model is missing or failed.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+/// A chunk hit with its text.
+#[derive(Debug, Clone)]
+pub struct ChunkHit {
+    /// The document, position and score.
+    pub hit: Hit,
+    /// The chunk's text and byte range.
+    pub chunk: ChunkRecord,
+}
+
+/// The index of one workspace, shared by every call in this process.
+pub struct Corpus {
+    data_dir: PathBuf,
+    store: Mutex<Option<Store>>,
+    vectors: Mutex<Option<VectorIndex>>,
+    fulltext: Mutex<Option<Fulltext>>,
+    embedder: Arc<SharedEmbedder>,
+}
+
+impl Corpus {
+    /// The index kept in `data_dir`, embedding with `embedder`.
+    pub fn new(data_dir: PathBuf, embedder: Arc<SharedEmbedder>) -> Self {
+        Self { data_dir, store: Mutex::new(None), vectors: Mutex::new(None), fulltext: Mutex::new(None), embedder }
+    }
+
+    /// The embedding model.
+    pub fn embedder(&self) -> &SharedEmbedder {
+        &self.embedder
+    }
+
+    /// The store file (which may not exist yet).
+    pub fn db_path(&self) -> PathBuf {
+        self.data_dir.join(crate::store::STORE_FILE)
+    }
+
+    /// The store if one exists; reading never creates files.
+    fn existing_store(&self) -> Result<Option<Store>, CorpusError> {
+        let mut slot = lock(&self.store);
+        if slot.is_none() {
+            *slot = Store::open_existing(&self.data_dir)?;
+        }
+        Ok(slot.clone())
+    }
+
+    /// The store, created when missing.
+    fn store(&self) -> Result<Store, CorpusError> {
+        let mut slot = lock(&self.store);
+        if slot.is_none() {
+            *slot = Some(Store::open(&self.data_dir)?);
+        }
+        Ok(slot.clone().expect("just set"))
+    }
+
+    /// The stored document at `path`.
+    pub fn document(&self, path: &str) -> Result<Option<DocumentRecord>, CorpusError> {
+        Ok(match self.existing_store()? {
+            Some(store) => store.document(path)?,
+            None => None,
+        })
+    }
+
+    /// Every stored document passing `filter`, in path order.
+    pub fn documents(&self, filter: &Filter) -> Result<Vec<DocumentRecord>, CorpusError> {
+        let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
+        Ok(store.documents()?.into_iter().filter(|d| filter.matches(d)).collect())
+    }
+
+    /// The chunks of the document at `path`, in order.
+    pub fn chunks(&self, path: &str) -> Result<Vec<ChunkRecord>, CorpusError> {
+        let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
+        Ok(store.chunks(path)?.into_iter().map(|(c, _)| c).collect())
+    }
+
+    /// Counts, generation and model id (zeros before anything is stored).
+    pub fn stats(&self) -> Result<Stats, CorpusError> {
+        Ok(match self.existing_store()? {
+            Some(store) => store.stats()?,
+            None => Stats { documents: 0, chunks: 0, generation: 0, model_id: None },
+        })
+    }
+
+    /// Stores `doc` in one transaction, stamped with the current model and time.
+    pub fn put(&self, mut doc: NewDocument) -> Result<(), CorpusError> {
+        let embedder = self.embedder.get()?;
+        let info = embedder.info();
+        doc.record.model_id = info.id.clone();
+        doc.dimension = info.dimension;
+        doc.record.embedded_at = now_millis();
+        self.store()?.put_document(&doc)?;
+        Ok(())
+    }
+
+    /// Removes the document at `path`; false when it was not stored.
+    pub fn remove(&self, path: &str) -> Result<bool, CorpusError> {
+        match self.existing_store()? {
+            Some(store) => Ok(store.remove_document(path)?),
+            None => Ok(false),
+        }
+    }
+
+    /// The vector index brought up to the store's generation.
+    fn current_vectors(&self) -> Result<MutexGuard<'_, Option<VectorIndex>>, CorpusError> {
+        let mut slot = lock(&self.vectors);
+        let Some(store) = self.existing_store()? else {
+            *slot = None;
+            return Ok(slot);
+        };
+        match slot.as_mut() {
+            Some(index) => {
+                if store.generation()? != index.generation() {
+                    index.apply(store.vector_delta(index.generation())?);
+                }
+            }
+            None => *slot = Some(VectorIndex::build(store.snapshot()?, HNSW_THRESHOLD)),
+        }
+        Ok(slot)
+    }
+
+    /// The `k` chunks nearest `vector` among documents passing `filter`, with their text.
+    pub fn search_vectors(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<ChunkHit>, CorpusError> {
+        let hits = match self.current_vectors()?.as_ref() {
+            Some(index) => index.search(vector, k, filter),
+            None => return Ok(Vec::new()),
+        };
+        self.with_text(hits)
+    }
+
+    /// The `k` documents most like the one at `path`; `None` when it is not indexed.
+    pub fn similar_documents(
+        &self,
+        path: &str,
+        k: usize,
+        filter: &Filter,
+    ) -> Result<Option<Vec<DocumentHit>>, CorpusError> {
+        Ok(self.current_vectors()?.as_ref().and_then(|index| index.similar_documents(path, k, filter)))
+    }
+
+    /// The `k` best BM25 chunks for `query` among documents passing `filter`, with their text.
+    pub fn search_fulltext(&self, query: &str, k: usize, filter: &Filter) -> Result<Vec<ChunkHit>, CorpusError> {
+        let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
+        // Documents (and the filter's allow-list) come from the vector index's copy.
+        let vectors = self.current_vectors()?;
+        let Some(index) = vectors.as_ref() else { return Ok(Vec::new()) };
+        let allowed: Option<BTreeSet<String>> = (*filter != Filter::default()).then(|| index.paths_matching(filter));
+        let mut slot = lock(&self.fulltext);
+        if slot.is_none() {
+            *slot = Some(Fulltext::open(&self.data_dir.join(FULLTEXT_DIR))?);
+        }
+        let fulltext = slot.as_ref().expect("just set");
+        let behind = fulltext.generation()?;
+        if behind != index.generation() {
+            match fulltext.apply(&store.text_delta(behind)?) {
+                Ok(()) => {}
+                // Another process is updating it: search what is there.
+                Err(FulltextError::Busy(dir)) => {
+                    tracing::warn!("keyword index {} busy; searching it as it is", dir.display());
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let found = fulltext.search(query, k, allowed.as_ref())?;
+        let hits = found
+            .into_iter()
+            .filter_map(|f| {
+                let document = index.document(&f.path)?.clone();
+                Some(Hit { document, ordinal: f.ordinal, score: f.score })
+            })
+            .collect();
+        drop(slot);
+        drop(vectors);
+        self.with_text(hits)
+    }
+
+    /// Adds each hit's chunk text; hits whose chunk vanished meanwhile are dropped.
+    fn with_text(&self, hits: Vec<Hit>) -> Result<Vec<ChunkHit>, CorpusError> {
+        if hits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let store = self.store()?;
+        let keys: Vec<(&str, u32)> = hits.iter().map(|h| (h.document.path.as_str(), h.ordinal)).collect();
+        let chunks = store.chunk_records(&keys)?;
+        Ok(hits.into_iter().zip(chunks).filter_map(|(hit, chunk)| Some(ChunkHit { hit, chunk: chunk? })).collect())
+    }
+}
+
+/// The corpora of every workspace this process serves, opened on first use.
+pub struct Corpora {
+    embedder: Arc<SharedEmbedder>,
+    open: Mutex<HashMap<PathBuf, Arc<Corpus>>>,
+}
+
+impl Corpora {
+    /// Corpora that embed with `embedder`.
+    pub fn new(embedder: Arc<SharedEmbedder>) -> Self {
+        Self { embedder, open: Mutex::new(HashMap::new()) }
+    }
+
+    /// The corpus of `workspace` (data in `<workspace>/.ragbox/`).
+    pub fn get(&self, workspace: &Path) -> Arc<Corpus> {
+        lock(&self.open)
+            .entry(workspace.to_path_buf())
+            .or_insert_with(|| Arc::new(Corpus::new(workspace.join(DATA_DIR), self.embedder.clone())))
+            .clone()
+    }
+}
+
+/// Locks `m`; a panic elsewhere while holding it leaves data that is still usable.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn now_millis() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
