@@ -8,12 +8,12 @@
 use ragbox::config::{Config, Grants};
 use ragbox::corpus::{Corpora, SharedEmbedder};
 use ragbox::embed::default_model_dir;
-use std::sync::Arc;
 use ragbox::runtime::{CallEnv, Catalog, CompileCache, Outcome, new_engine};
 use ragbox_tests::{Fixture, hostile_wasm, ragbox_bin, repo_root};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
@@ -169,7 +169,11 @@ fn main() {
     let mut calls = Vec::new();
     for i in 0..2100 {
         let t = Instant::now();
-        let outcome = tool.call(r#"{"op":"ok"}"#, CallEnv::in_workspace(fixture.workspace.clone(), corpus.clone(), Grants::default()), &limits);
+        let outcome = tool.call(
+            r#"{"op":"ok"}"#,
+            CallEnv::in_workspace(fixture.workspace.clone(), corpus.clone(), Grants::default()),
+            &limits,
+        );
         if i >= 100 {
             calls.push(t.elapsed());
         }

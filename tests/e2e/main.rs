@@ -2,6 +2,7 @@
 //! and by raw JSON-RPC lines.
 
 mod catalog;
+mod embedding;
 mod protocol;
 mod sandbox;
 mod search_workspace;

@@ -1,93 +1,10 @@
 //! Raw JSON-RPC over the server's stdio: malformed input, wrong shapes, unknown
 //! tools and cancellation. The server answers what it can and keeps serving.
 
-use ragbox_tests::Fixture;
+use ragbox_tests::{Fixture, Raw};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::io::Write;
 use std::time::{Duration, Instant};
-
-/// A server driven line by line.
-struct Raw {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-    stderr: std::sync::Arc<std::sync::Mutex<String>>,
-}
-
-impl Raw {
-    fn start(f: &Fixture) -> Self {
-        let mut child = f
-            .command(&["serve"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn ragbox serve");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let mut stderr_pipe = child.stderr.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        let mut raw = Self { child, stdin, lines, stderr };
-        raw.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
-        let init = raw.recv();
-        assert_eq!(init["result"]["serverInfo"]["name"], "ragbox", "{init}");
-        raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        raw
-    }
-
-    fn send(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// The next stdout line, which must be JSON.
-    fn recv(&mut self) -> Value {
-        let line = self.lines.recv_timeout(Duration::from_secs(20)).expect("a reply within 20 s");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"))
-    }
-
-    /// Nothing arrives on stdout for `wait`.
-    fn silent_for(&mut self, wait: Duration) {
-        match self.lines.recv_timeout(wait) {
-            Err(RecvTimeoutError::Timeout) => {}
-            other => panic!("expected no output, got {other:?}"),
-        }
-    }
-
-    fn ping(&mut self, id: u64) {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string());
-        let reply = self.recv();
-        assert_eq!(reply, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 fn malformed_lines_are_ignored_and_the_server_stays_up() {

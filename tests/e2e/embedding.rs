@@ -1,0 +1,277 @@
+//! The embedding tools on the real model: seed 000's scenarios, re-runs that
+//! embed only what changed, progress and cancellation, a `ragbox index`
+//! killed mid-run, and several processes on one workspace at once.
+
+use ragbox::store::Store;
+use ragbox_tests::{Client, Fixture, Raw, call, is_error, text};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// Ten conversations in the Cortext layout: (folder, text).
+const CONVERSATIONS: [(&str, &str); 10] = [
+    ("brainstorm/2025-11-17/001-new-idea", "# New idea\n\nA command palette for the notes app, searchable by meaning."),
+    (
+        "brainstorm/2025-11-18/002-auth-patterns",
+        "# Auth patterns\n\nJWT access tokens with short expiry and rotating refresh tokens.",
+    ),
+    (
+        "debug/2025-11-03/003-websocket-drops",
+        "# WebSocket drops\n\nConnections dropped after 60 s behind the load balancer idle timeout.",
+    ),
+    (
+        "debug/2025-10-21/004-memory-leak",
+        "# Memory leak\n\nThe image cache never evicted entries; RSS grew until the OOM killer fired.",
+    ),
+    (
+        "plan/2025-11-20/005-api-v2",
+        "# API v2\n\nVersion the public API under /v2 and deprecate the old endpoints in March.",
+    ),
+    (
+        "plan/2025-09-02/006-search-rollout",
+        "# Search rollout\n\nShip semantic search to 10% of users first, then everyone.",
+    ),
+    (
+        "learn/2025-11-05/007-kubernetes",
+        "# Kubernetes\n\nPods, deployments and services; liveness probes restart stuck containers.",
+    ),
+    (
+        "meeting/2025-11-12/008-weekly-sync",
+        "# Weekly sync\n\nDecided to freeze features for the release; QA owns the checklist.",
+    ),
+    (
+        "review/2025-10-30/009-pr-review",
+        "# PR review\n\nThe retry loop needs jitter; otherwise clients stampede the server.",
+    ),
+    (
+        "learn/2025-11-19/010-rust-async",
+        "# Rust async\n\nFutures are lazy; tokio drives them; never block inside an async task.",
+    ),
+];
+
+fn conversations() -> Fixture {
+    let f = Fixture::empty();
+    for (folder, text) in CONVERSATIONS {
+        f.write(&format!("{folder}/conversation.md"), text);
+    }
+    f
+}
+
+/// The structured result of a call that must succeed.
+async fn ok(client: &Client, tool: &str, args: Value) -> Value {
+    let result = call(client, tool, args).await;
+    let body = result.structured_content.clone().unwrap_or(Value::Null);
+    assert!(!is_error(&result), "{tool} failed: {body}");
+    body
+}
+
+/// `ragbox status --json` on the fixture.
+fn status(f: &Fixture) -> Value {
+    let out = f.command(&["status", "--json"]).output().expect("run ragbox status");
+    assert!(out.status.success(), "ragbox status failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("status JSON")
+}
+
+/// `ragbox index --json` on the fixture.
+fn index(f: &Fixture) -> Value {
+    let out = f.command(&["index", "--json"]).output().expect("run ragbox index");
+    assert!(out.status.success(), "ragbox index failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("index JSON")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn seed_000_scenarios_and_incremental_runs() {
+    let f = conversations();
+    let client = f.connect().await;
+
+    // Agent embeds single conversations: {"success": true, "embedded": 1, "skipped": 0, "total_files": 1}.
+    for (folder, _) in &CONVERSATIONS[..5] {
+        let r = ok(&client, "embed_document", json!({ "path": folder })).await;
+        assert_eq!(
+            (&r["success"], &r["embedded"], &r["skipped"], &r["total_files"], &r["errors"]),
+            (&json!(true), &json!(1), &json!(0), &json!(1), &Value::Null),
+            "{r}"
+        );
+    }
+    // A workspace with 10 conversations, 5 already embedded.
+    let r = ok(&client, "embed_workspace", json!({})).await;
+    assert_eq!((&r["success"], &r["embedded"], &r["skipped"]), (&json!(true), &json!(5), &json!(5)), "{r}");
+    // Unchanged: nothing embedded.
+    let r = ok(&client, "embed_workspace", json!({})).await;
+    assert_eq!((&r["embedded"], &r["skipped"]), (&json!(0), &json!(10)), "{r}");
+
+    // Embedding a non-existent path.
+    let result = call(&client, "embed_document", json!({ "path": "nonexistent/path" })).await;
+    assert!(is_error(&result));
+    let body: Value = serde_json::from_str(&text(&result)).unwrap();
+    assert_eq!(body, json!({"success": false, "error": "Path not found: nonexistent/path"}));
+    let outside = call(&client, "embed_document", json!({ "path": "/etc/passwd" })).await;
+    assert!(is_error(&outside));
+    // An absolute path inside the workspace works.
+    let abs = f.workspace.canonicalize().unwrap().join(CONVERSATIONS[0].0);
+    let r = ok(&client, "embed_document", json!({ "path": abs.display().to_string() })).await;
+    assert_eq!((&r["embedded"], &r["skipped"]), (&json!(0), &json!(1)), "{r}");
+
+    // Editing one file re-embeds only it; status shows it pending first.
+    let edited = format!("{}/conversation.md", CONVERSATIONS[3].0);
+    f.write(&edited, "# Memory leak\n\nFixed: the cache now evicts by size (LRU, 256 MiB cap).");
+    let s = ok(&client, "get_embedding_status", json!({})).await;
+    assert_eq!(s["pending"]["changed"], json!({"count": 1, "paths": [edited]}), "{s}");
+    assert_eq!(s["up_to_date"], false);
+    let r = ok(&client, "embed_workspace", json!({})).await;
+    assert_eq!((&r["embedded"], &r["skipped"]), (&json!(1), &json!(9)), "{r}");
+
+    // A deleted file leaves the index; a new one enters it.
+    let deleted = format!("{}/conversation.md", CONVERSATIONS[9].0);
+    std::fs::remove_file(f.workspace.join(&deleted)).unwrap();
+    f.write("notes/todo.md", "Renew the TLS certificate before December.");
+    let s = ok(&client, "get_embedding_status", json!({})).await;
+    assert_eq!(s["pending"]["deleted"]["paths"], json!([deleted]), "{s}");
+    assert_eq!(s["pending"]["new"]["paths"], json!(["notes/todo.md"]), "{s}");
+    let r = ok(&client, "embed_workspace", json!({})).await;
+    assert_eq!((&r["embedded"], &r["skipped"], &r["removed"]), (&json!(1), &json!(9), &json!(1)), "{r}");
+
+    // Status: counts, where the index is, recent embeddings with timestamps.
+    let s = ok(&client, "get_embedding_status", json!({})).await;
+    assert_eq!((&s["success"], &s["num_documents"], &s["up_to_date"]), (&json!(true), &json!(10), &json!(true)), "{s}");
+    assert!(s["total_chunks"].as_u64().unwrap() >= 10, "{s}");
+    assert!(s["db_path"].as_str().unwrap().ends_with(".ragbox/store.redb"), "{s}");
+    let recent = s["recent_embeddings"].as_array().unwrap();
+    assert_eq!(recent[0]["path"], "notes/todo.md", "most recent first: {s}");
+    let stamp = recent[0]["embedded_at"].as_str().unwrap();
+    assert!(stamp.len() >= 20 && stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T', "{stamp}");
+
+    // Cortext metadata reached the store: type and date from the path, title from the heading.
+    let store = Store::open(&f.workspace.join(".ragbox")).unwrap();
+    let doc = store.document(&format!("{}/conversation.md", CONVERSATIONS[6].0)).unwrap().unwrap();
+    assert_eq!(
+        (doc.conversation_type.as_deref(), doc.date.as_deref(), doc.title.as_deref(), doc.kind.as_str()),
+        (Some("learn"), Some("2025-11-05"), Some("Kubernetes"), "markdown")
+    );
+    assert_eq!(doc.metadata.get("conversation").map(String::as_str), Some("007-kubernetes"));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_before_anything_is_embedded_creates_nothing() {
+    let f = conversations();
+    let client = f.connect().await;
+    let s = ok(&client, "get_embedding_status", json!({})).await;
+    assert_eq!((&s["num_documents"], &s["total_chunks"]), (&json!(0), &json!(0)), "{s}");
+    assert_eq!(s["pending"]["new"]["count"], 10);
+    assert!(!f.workspace.join(".ragbox/store.redb").exists(), "a read must not create the store");
+    // A workspace that is not allowed gets the Cortext error shape.
+    let r = call(&client, "embed_workspace", json!({ "workspace_path": "/" })).await;
+    assert!(is_error(&r));
+    let body: Value = serde_json::from_str(&text(&r)).unwrap();
+    assert!(body["error"].as_str().unwrap().starts_with("Workspace not allowed"), "{body}");
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn progress_while_embedding_and_cancel_keeps_finished_documents() {
+    let f = Fixture::tldr(300);
+    let mut raw = Raw::start(&f);
+    raw.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"embed_workspace","arguments":{},"_meta":{"progressToken":"emb"}}}"#);
+    // Wait for a report that says some documents are done, then cancel.
+    let started = Instant::now();
+    loop {
+        let msg = raw.recv();
+        assert_ne!(msg["id"], 7, "finished before it could be cancelled: {msg}");
+        assert_eq!(msg["method"], "notifications/progress", "{msg}");
+        assert_eq!(msg["params"]["total"], 300.0, "{msg}");
+        if msg["params"]["progress"].as_f64().unwrap() > 0.0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "no progress in 120 s");
+    }
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}"#);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !raw.stderr.lock().unwrap().contains("was cancelled by the client") {
+        assert!(Instant::now() < deadline, "embed_workspace did not stop after cancellation");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    raw.ping(8);
+    drop(raw);
+    // What was committed stays; the next run embeds only the rest.
+    let kept = status(&f)["num_documents"].as_u64().unwrap();
+    assert!((1..300).contains(&kept), "{kept} documents kept after cancelling");
+    let r = index(&f);
+    assert_eq!((r["skipped"].as_u64(), r["embedded"].as_u64()), (Some(kept), Some(300 - kept)), "{r}");
+}
+
+#[test]
+fn sigkill_during_ragbox_index_loses_nothing_committed() {
+    let f = Fixture::tldr(400);
+    let mut child = f.command(&["index", "--json"]).stderr(std::process::Stdio::null()).spawn().unwrap();
+    // Watch from another process until some documents are committed, then kill -9.
+    let started = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        if f.workspace.join(".ragbox/store.redb").exists() && status(&f)["num_documents"].as_u64().unwrap() > 0 {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "ragbox index ended before it could be killed");
+        assert!(started.elapsed() < Duration::from_secs(180), "nothing committed in 180 s");
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    // The store opens, and every document in it is whole.
+    let store = Store::open(&f.workspace.join(".ragbox")).unwrap();
+    let docs = store.documents().unwrap();
+    assert!(!docs.is_empty() && docs.len() < 400, "{} documents after the kill", docs.len());
+    for doc in &docs {
+        let chunks = store.chunks(&doc.path).unwrap();
+        assert_eq!(chunks.len(), doc.chunks as usize, "{} is half-written", doc.path);
+        assert!(chunks.iter().all(|(_, v)| v.len() == 384));
+    }
+    // The next run finishes the job and embeds nothing twice.
+    let r = index(&f);
+    assert_eq!(r["skipped"].as_u64(), Some(docs.len() as u64), "{r}");
+    assert_eq!(r["embedded"].as_u64(), Some(400 - docs.len() as u64), "{r}");
+    assert_eq!(r["errors"], Value::Null);
+    assert_eq!(status(&f)["up_to_date"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_servers_and_a_cli_index_on_one_workspace() {
+    let f = Fixture::tldr(120);
+    let a = f.connect().await;
+    let b = f.connect().await;
+    let cli = f
+        .command(&["index", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // A embeds the workspace while B reads status and embeds a file of its own.
+    let embed_all = ok(&a, "embed_workspace", json!({}));
+    let reads_and_writes = async {
+        let mut reads = 0;
+        for i in 0..5 {
+            let s = ok(&b, "get_embedding_status", json!({})).await;
+            assert_eq!(s["success"], true);
+            reads += 1;
+            f.write(&format!("mine/note{i}.md"), &format!("Note {i} written while others index."));
+            let r = ok(&b, "embed_document", json!({ "path": format!("mine/note{i}.md") })).await;
+            assert_eq!(r["embedded"].as_u64().unwrap() + r["skipped"].as_u64().unwrap(), 1, "{r}");
+        }
+        reads
+    };
+    let (r, reads) = tokio::join!(embed_all, reads_and_writes);
+    assert_eq!(reads, 5);
+    assert_eq!(r["errors"], Value::Null, "{r}");
+    let out = tokio::task::spawn_blocking(move || cli.wait_with_output()).await.unwrap().unwrap();
+    assert!(out.status.success());
+    let cli_report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cli_report["errors"], Value::Null, "{cli_report}");
+
+    // Nothing lost: every page and every note is indexed exactly once, and a
+    // new run has nothing to do.
+    let s = ok(&b, "get_embedding_status", json!({})).await;
+    assert_eq!((&s["num_documents"], &s["up_to_date"]), (&json!(125), &json!(true)), "{s}");
+    let again = ok(&a, "embed_workspace", json!({})).await;
+    assert_eq!((&again["embedded"], &again["skipped"]), (&json!(0), &json!(125)), "{again}");
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+}
