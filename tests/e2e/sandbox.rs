@@ -81,6 +81,29 @@ async fn writes_are_denied_and_nothing_is_written() {
 }
 
 #[tokio::test]
+async fn the_index_is_read_only_without_the_corpus_write_grant() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let embedded = call(&client, "embed_document", json!({"path": "notes/README.md"})).await;
+    assert!(!is_error(&embedded), "{}", text(&embedded));
+    let read = call(&client, "hostile", json!({"op": "read_index"})).await;
+    assert_eq!(text(&read), "1 documents");
+    let message = attempt(&client, json!({"op": "remove_from_index", "path": "notes/README.md"})).await;
+    assert!(message.contains("lacks the corpus-write grant"), "{message}");
+    assert!(message.contains("grants = [\"corpus-write\"]"), "{message}");
+    let read = call(&client, "hostile", json!({"op": "read_index"})).await;
+    assert_eq!(text(&read), "1 documents", "nothing was removed");
+    client.cancel().await.unwrap();
+
+    // Granted in config, the same call works.
+    f.write(".ragbox/config.toml", "[tools.hostile]\ntimeout_secs = 2\ngrants = [\"corpus-write\"]\n");
+    let client = f.connect().await;
+    let r = call(&client, "hostile", json!({"op": "remove_from_index", "path": "notes/README.md"})).await;
+    assert_eq!(text(&r), "removed notes/README.md from the index: true");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn no_environment_arguments_or_network() {
     let (f, _) = hostile_fixture();
     let client = f.connect().await;

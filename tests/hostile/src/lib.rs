@@ -95,6 +95,15 @@ impl Guest for Hostile {
                 }
                 Ok(format!("stopped cooperatively after {} ms", started.elapsed().as_millis()))
             }
+            // Without the corpus-write grant, changing the index must be refused.
+            "remove_from_index" => match ragbox::tools::corpus::remove(path) {
+                Ok(removed) => Ok(format!("removed {path} from the index: {removed}")),
+                Err(e) => Err(CallError::Failed(format!("remove_from_index {path}: {e}"))),
+            },
+            "read_index" => match ragbox::tools::corpus::stats() {
+                Ok(stats) => Ok(format!("{} documents", stats.documents)),
+                Err(e) => Err(CallError::Failed(format!("read_index: {e}"))),
+            },
             "panic" => panic!("hostile component panicked on purpose"),
             "big_output" => Ok("x".repeat(50 << 20)),
             "chatty_stderr" => {

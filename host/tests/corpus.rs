@@ -1,0 +1,82 @@
+//! One workspace's index seen from two "processes" (two `Corpus` values on one
+//! data dir): what one writes, the other's vector and keyword searches find,
+//! through the store's change log, without rebuilding from scratch.
+
+use ragbox::corpus::{Corpus, SharedEmbedder};
+use ragbox::embed::{EmbedKind, default_model_dir};
+use ragbox::index::Filter;
+use ragbox::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
+use std::sync::Arc;
+
+fn document(corpus: &Corpus, path: &str, kind: &str, texts: &[&str]) -> NewDocument {
+    let texts: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+    let vectors = corpus.embedder().get().unwrap().embed(&texts, EmbedKind::Passage).unwrap();
+    NewDocument {
+        record: DocumentRecord {
+            path: path.into(),
+            content_hash: format!("{path}:{}", texts.join("|")),
+            kind: "markdown".into(),
+            conversation_type: Some(kind.into()),
+            date: Some("2025-11-17".into()),
+            ..Default::default()
+        },
+        dimension: 0, // set by Corpus::put from the model
+        chunks: texts
+            .into_iter()
+            .zip(vectors)
+            .map(|(text, vector)| NewChunk { record: ChunkRecord { text, start: 0, end: 0 }, vector })
+            .collect(),
+    }
+}
+
+fn query(corpus: &Corpus, text: &str) -> Vec<f32> {
+    corpus.embedder().get().unwrap().embed(&[text.to_string()], EmbedKind::Query).unwrap().remove(0)
+}
+
+#[test]
+fn a_second_reader_follows_every_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir()));
+    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone());
+    let reader = Corpus::new(dir.path().to_path_buf(), embedder);
+
+    // Nothing stored yet: searches are empty and create no files.
+    let q = query(&reader, "jwt refresh tokens");
+    assert!(reader.search_vectors(&q, 5, &Filter::default()).unwrap().is_empty());
+    assert!(reader.search_fulltext("tokens", 5, &Filter::default()).unwrap().is_empty());
+    assert!(!dir.path().join("store.redb").exists());
+
+    let auth = ["JWT access tokens expire after 15 minutes.", "Refresh tokens rotate on every use."];
+    writer.put(document(&writer, "brainstorm/a.md", "brainstorm", &auth)).unwrap();
+    writer.put(document(&writer, "debug/b.md", "debug", &["The websocket dropped behind the proxy."])).unwrap();
+    let hits = reader.search_vectors(&q, 5, &Filter::default()).unwrap();
+    assert_eq!(hits.len(), 3);
+    assert_eq!(hits[0].hit.document.path, "brainstorm/a.md");
+    assert!(auth.contains(&hits[0].chunk.text.as_str()));
+    assert!(hits[0].hit.document.model_id.starts_with("all-MiniLM-L6-v2@"), "stamped by put");
+    let words = reader.search_fulltext("websockets", 5, &Filter::default()).unwrap();
+    assert_eq!(words.len(), 1, "stemmed keyword match");
+    assert_eq!(words[0].chunk.text, "The websocket dropped behind the proxy.");
+
+    // A replaced document is searched by its new text only, a removed one not at all.
+    writer.put(document(&writer, "debug/b.md", "debug", &["Rotating refresh tokens fixed the leak."])).unwrap();
+    assert!(writer.remove("brainstorm/a.md").unwrap());
+    let hits = reader.search_vectors(&q, 5, &Filter::default()).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].chunk.text, "Rotating refresh tokens fixed the leak.");
+    assert!(reader.search_fulltext("websocket", 5, &Filter::default()).unwrap().is_empty());
+    assert_eq!(reader.search_fulltext("refresh", 5, &Filter::default()).unwrap().len(), 1);
+
+    // Filters apply to both searches.
+    writer.put(document(&writer, "plan/c.md", "plan", &["Plan: adopt refresh token rotation."])).unwrap();
+    let plan = Filter { conversation_type: Some("plan".into()), ..Default::default() };
+    let hits = reader.search_vectors(&q, 5, &plan).unwrap();
+    assert_eq!(hits.iter().map(|h| h.hit.document.path.as_str()).collect::<Vec<_>>(), ["plan/c.md"]);
+    let words = reader.search_fulltext("refresh", 5, &plan).unwrap();
+    assert_eq!(words.iter().map(|h| h.hit.document.path.as_str()).collect::<Vec<_>>(), ["plan/c.md"]);
+    let similar = reader.similar_documents("plan/c.md", 5, &Filter::default()).unwrap().unwrap();
+    assert_eq!(similar.iter().map(|h| h.document.path.as_str()).collect::<Vec<_>>(), ["debug/b.md"]);
+    assert!(reader.similar_documents("brainstorm/a.md", 5, &Filter::default()).unwrap().is_none());
+    let stats = reader.stats().unwrap();
+    assert_eq!((stats.documents, stats.chunks), (2, 2));
+}
