@@ -55,6 +55,8 @@ test-python:
 # Benchmarks on the release binary; results go to bench/results/.
 bench: release bench-embed
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench runtime
+	cargo bench -p ragbox-tests --bench vectors
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench index
 
 BENCH_VENV := bench/.venv
 

@@ -16,12 +16,15 @@ fn lists_builtins_and_workspace_components_with_sha256() {
     let v = tools_json(&f);
     let tools = v["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["search_workspace", "hostile"]);
-    assert_eq!(tools[0]["source"], "built-in (search-workspace)");
+    assert_eq!(names, ["embed_document", "embed_workspace", "get_embedding_status", "search_workspace", "hostile"]);
+    assert_eq!(tools[3]["source"], "built-in (search-workspace)");
+    // Built-in writers hold corpus-write; readers and third-party tools only read.
+    assert_eq!(tools[1]["grants"], serde_json::json!(["workspace:read", "index:read", "corpus-write"]));
+    assert_eq!(tools[3]["grants"], serde_json::json!(["workspace:read", "index:read"]));
     let hostile_sha = sha256_hex(&std::fs::read(hostile_wasm()).unwrap());
-    assert_eq!(tools[1]["sha256"], hostile_sha);
-    assert!(tools[1]["source"].as_str().unwrap().ends_with(".ragbox/tools/hostile.wasm"));
-    assert_eq!(tools[1]["grants"], serde_json::json!(["workspace:read"]));
+    assert_eq!(tools[4]["sha256"], hostile_sha);
+    assert!(tools[4]["source"].as_str().unwrap().ends_with(".ragbox/tools/hostile.wasm"));
+    assert_eq!(tools[4]["grants"], serde_json::json!(["workspace:read", "index:read"]));
     assert_eq!(v["rejected"], serde_json::json!([]));
 }
 
@@ -33,7 +36,7 @@ fn user_tools_folder_is_loaded_and_clashes_are_refused_naming_both() {
     std::fs::copy(hostile_wasm(), user_tools.join("also-hostile.wasm")).unwrap();
     std::fs::write(user_tools.join("garbage.wasm"), b"\0asm not really").unwrap();
     let v = tools_json(&f);
-    assert_eq!(v["tools"].as_array().unwrap().len(), 2);
+    assert_eq!(v["tools"].as_array().unwrap().len(), 5);
     let rejected = v["rejected"].as_array().unwrap();
     assert_eq!(rejected.len(), 2, "{v}");
     let clash = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("also-hostile.wasm")).unwrap();
@@ -76,7 +79,8 @@ fn compile_cache_is_written_and_reused() {
     };
     run();
     let entries: Vec<_> = walk(&cache).into_iter().filter(|p| p.extension().is_some_and(|e| e == "cwasm")).collect();
-    assert_eq!(entries.len(), 1, "one cached component: {entries:?}");
+    let builtins = ragbox::builtins::BUILTIN_TOOLS.len();
+    assert_eq!(entries.len(), builtins, "one cached component per built-in: {entries:?}");
     let modified = std::fs::metadata(&entries[0]).unwrap().modified().unwrap();
     run();
     assert_eq!(std::fs::metadata(&entries[0]).unwrap().modified().unwrap(), modified, "cache entry rewritten");

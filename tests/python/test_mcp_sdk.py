@@ -42,6 +42,10 @@ def server(ws):
         "RAGBOX_COMPILE_CACHE": str(ROOT / "target" / "test-compile-cache"),
         "RAGBOX_LOG": "warn",
     }
+    # Where the embedding model is: the same place the Makefile fetched it to.
+    for var in ("XDG_CACHE_HOME", "RAGBOX_MODEL"):
+        if var in os.environ:
+            env[var] = os.environ[var]
     return StdioServerParameters(command=RAGBOX, args=["serve", "--workspace", str(ws)], env=env)
 
 
@@ -125,5 +129,40 @@ def test_errors_come_back_as_tool_errors(workspace):
                 ok = await session.call_tool("search_workspace", {"query": "jwt", "limit": 1})
                 assert ok.is_error is False
                 assert ok.structured_content["more_results"] is True
+
+    run(scenario())
+
+
+def test_embedding_tools_with_progress(workspace):
+    async def scenario():
+        async with stdio_client(server(workspace)) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                reports = []
+
+                async def on_progress(progress, total, message):
+                    reports.append((progress, total, message))
+
+                result = await session.call_tool("embed_workspace", {}, progress_callback=on_progress)
+                assert not result.is_error, result.content
+                body = result.structured_content
+                # .gitignore'd private/ is not indexed.
+                assert (body["success"], body["embedded"], body["skipped"], body["total_files"]) == (True, 4, 0, 4)
+                assert reports and reports[-1][0] == reports[-1][1] == 4, reports
+
+                again = await session.call_tool("embed_workspace", {})
+                assert (again.structured_content["embedded"], again.structured_content["skipped"]) == (0, 4)
+
+                status = await session.call_tool("get_embedding_status", {})
+                s = status.structured_content
+                assert (s["num_documents"], s["up_to_date"]) == (4, True), s
+                assert s["recent_embeddings"][0]["embedded_at"].endswith("Z")
+
+                missing = await session.call_tool("embed_document", {"path": "nonexistent/path"})
+                assert missing.is_error
+                assert json.loads(missing.content[0].text) == {
+                    "success": False,
+                    "error": "Path not found: nonexistent/path",
+                }
 
     run(scenario())
