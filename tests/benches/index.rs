@@ -8,7 +8,7 @@
 //! ragbox-tests --bench index`); `RAGBOX_BENCH_DOCS=500` indexes a subset.
 //! Writes `bench/results/index.md`.
 
-use ragbox_tests::{ragbox_bin, repo_root, shared_data};
+use ragbox_tests::{cpu_model, ragbox_bin, repo_root, shared_data};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::process::Command;
@@ -65,14 +65,14 @@ fn main() {
     assert_eq!(third["embedded"].as_u64(), Some(1), "{third}");
 
     let chunks = first["chunks"].as_u64().unwrap_or(0);
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
-        .unwrap_or_else(|| "unknown CPU".into());
+    let cpu = cpu_model();
     let mut report = String::new();
     writeln!(report, "# Index build: SciFact through `ragbox index`\n").unwrap();
-    writeln!(report, "Command: `RAGBOX_BIN=target/release/ragbox cargo bench -p ragbox-tests --bench index` (part of `make bench`).")
-        .unwrap();
+    writeln!(
+        report,
+        "Command: `RAGBOX_BIN=target/release/ragbox cargo bench -p ragbox-tests --bench index` (part of `make bench`)."
+    )
+    .unwrap();
     writeln!(
         report,
         "Machine: {cpu}, {} threads available. Release binary; model all-MiniLM-L6-v2 on the CPU.\n",

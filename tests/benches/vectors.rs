@@ -7,7 +7,7 @@
 
 use ragbox::index::{Filter, VectorIndex};
 use ragbox::store::{DocumentRecord, Snapshot};
-use ragbox_tests::repo_root;
+use ragbox_tests::{cpu_model, repo_root};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
@@ -98,14 +98,7 @@ fn main() {
     let apply = t.elapsed();
     let (recall_after, mut fast_after, _) = measure(&graph, &exact_after, &queries);
 
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
+    let cpu = cpu_model();
     let mut report = String::new();
     writeln!(report, "# Vector index: HNSW recall and latency\n").unwrap();
     writeln!(report, "Command: `cargo bench -p ragbox-tests --bench vectors` (part of `make bench`).").unwrap();
