@@ -132,3 +132,33 @@ fn deltas_give_the_same_answers_as_a_fresh_build() {
     assert!(similar.iter().all(|h| h.document.path != "d0.md" && h.document.path != "d60.md"));
     assert!(exact.similar_documents("d60.md", 5, &Filter::default()).is_none());
 }
+
+#[test]
+fn a_saved_index_loads_with_its_graph_and_answers_the_same() {
+    let mut rng = Lcg(31);
+    let (snap, centres) = snapshot(300, &mut rng);
+    let (delta, _) = changes(&snap, &mut rng);
+    let mut index = VectorIndex::build(snap, 1000);
+    index.apply(delta); // tombstones and a fresh buffer are saved too
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vectors.idx");
+    index.save(&path).unwrap();
+    let loaded = VectorIndex::load(&path, 1000).expect("loads");
+    assert!(loaded.has_graph());
+    assert_eq!((loaded.generation(), loaded.len()), (index.generation(), index.len()));
+    for centre in centres.iter().take(10) {
+        let query = unit(centre.iter().map(|c| c + 0.6 * rng.next()).collect());
+        let debug = Filter { conversation_type: Some("debug".into()), ..Default::default() };
+        assert_eq!(
+            keys(&loaded.search(&query, 10, &Filter::default())),
+            keys(&index.search(&query, 10, &Filter::default()))
+        );
+        assert_eq!(keys(&loaded.search(&query, 10, &debug)), keys(&index.search(&query, 10, &debug)));
+    }
+    // A damaged file is ignored (the caller rebuilds), never trusted.
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(VectorIndex::load(&path, 1000).is_none());
+    std::fs::write(&path, b"not an index").unwrap();
+    assert!(VectorIndex::load(&path, 1000).is_none());
+}

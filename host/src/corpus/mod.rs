@@ -22,6 +22,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// Folder of the keyword index inside the data dir.
 pub const FULLTEXT_DIR: &str = "fulltext";
 
+/// The saved vector index (written only once it has an HNSW graph) in the data dir.
+pub const VECTORS_FILE: &str = "vectors.idx";
+
 /// Errors a tool sees from the index; each says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
@@ -142,13 +145,32 @@ impl Corpus {
             *slot = None;
             return Ok(slot);
         };
-        match slot.as_mut() {
+        let saved = self.data_dir.join(VECTORS_FILE);
+        let rebuilt = match slot.as_mut() {
             Some(index) => {
-                if store.generation()? != index.generation() {
-                    index.apply(store.vector_delta(index.generation())?);
-                }
+                store.generation()? != index.generation() && index.apply(store.vector_delta(index.generation())?)
             }
-            None => *slot = Some(VectorIndex::build(store.snapshot()?, HNSW_THRESHOLD)),
+            None => match VectorIndex::load(&saved, HNSW_THRESHOLD) {
+                // A saved index catches up through the change log, like one in memory.
+                Some(mut index) => {
+                    let rebuilt = store.generation()? != index.generation()
+                        && index.apply(store.vector_delta(index.generation())?);
+                    *slot = Some(index);
+                    rebuilt
+                }
+                None => {
+                    *slot = Some(VectorIndex::build(store.snapshot()?, HNSW_THRESHOLD));
+                    true
+                }
+            },
+        };
+        // Only a graph is worth saving: smaller indexes rebuild in milliseconds.
+        if let Some(index) = slot.as_ref().filter(|i| rebuilt && i.has_graph()) {
+            let started = std::time::Instant::now();
+            match index.save(&saved) {
+                Ok(()) => tracing::info!(ms = started.elapsed().as_millis() as u64, "saved the vector index"),
+                Err(e) => tracing::warn!("cannot save the vector index to {}: {e}", saved.display()),
+            }
         }
         Ok(slot)
     }

@@ -3,6 +3,8 @@
 
 use super::dot;
 use instant_distance::{Builder, HnswMap, Point, Search};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::cell::RefCell;
 use std::sync::Arc;
 
 /// Below this many chunks an exact scan is fast enough (a few ms) and exact.
@@ -32,6 +34,31 @@ impl Point for ChunkPoint {
     }
 }
 
+thread_local! {
+    /// The vector block points being deserialized refer to (see [`Graph::read`]).
+    static LOADING: RefCell<Option<(Arc<[f32]>, u32)>> = const { RefCell::new(None) };
+}
+
+/// A point is saved as its chunk number: the vectors are saved once, as the block.
+impl Serialize for ChunkPoint {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.index.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ChunkPoint {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let index = u32::deserialize(d)?;
+        let (block, dimension) = LOADING
+            .with(|l| l.borrow().clone())
+            .ok_or_else(|| serde::de::Error::custom("graph points read without their vectors"))?;
+        if (index as usize + 1) * dimension as usize > block.len() {
+            return Err(serde::de::Error::custom(format!("graph point {index} is past the saved vectors")));
+        }
+        Ok(Self { block, dimension, index })
+    }
+}
+
 /// An HNSW graph whose values are chunk numbers.
 pub(super) struct Graph {
     map: HnswMap<ChunkPoint, u32>,
@@ -48,6 +75,19 @@ impl Graph {
         // A fixed seed: the same vectors give the same graph.
         let map = Builder::default().ef_search(HNSW_EF_SEARCH).ef_construction(200).seed(0x5EED).build(points, values);
         Self { map, dimension }
+    }
+
+    /// The graph as bytes (its points as chunk numbers).
+    pub(super) fn write(&self) -> Result<Vec<u8>, String> {
+        postcard::to_stdvec(&self.map).map_err(|e| e.to_string())
+    }
+
+    /// Reads a graph written by [`Self::write`] over the vectors in `block`.
+    pub(super) fn read(bytes: &[u8], block: Arc<[f32]>, dimension: usize) -> Result<Self, String> {
+        LOADING.with(|l| *l.borrow_mut() = Some((block, dimension as u32)));
+        let map = postcard::from_bytes(bytes).map_err(|e| e.to_string());
+        LOADING.with(|l| *l.borrow_mut() = None);
+        Ok(Self { map: map?, dimension: dimension as u32 })
     }
 
     /// Chunk numbers nearest `query`, nearest first (up to [`HNSW_EF_SEARCH`]).

@@ -13,6 +13,7 @@
 
 mod filter;
 mod hnsw;
+mod saved;
 
 pub use filter::Filter;
 pub use hnsw::{HNSW_EF_SEARCH, HNSW_THRESHOLD};
@@ -140,11 +141,12 @@ impl VectorIndex {
     }
 
     /// Brings the index to the store generation in `delta` (from
-    /// [`crate::store::Store::vector_delta`] at [`Self::generation`]).
-    pub fn apply(&mut self, delta: Snapshot) {
+    /// [`crate::store::Store::vector_delta`] at [`Self::generation`]); true
+    /// when that rebuilt it (worth saving again).
+    pub fn apply(&mut self, delta: Snapshot) -> bool {
         if delta.full {
             *self = Self::build(delta, self.threshold);
-            return;
+            return true;
         }
         for path in &delta.removed {
             self.tombstone(path);
@@ -156,9 +158,11 @@ impl VectorIndex {
         let fresh_len = self.chunks.len() - self.base_len;
         let graph_due = self.live_chunks() >= self.threshold
             && (self.graph.is_none() || fresh_len > FRESH_LIMIT.max(self.base_len / 10));
-        if graph_due || self.dead_chunks > self.live_chunks().max(FRESH_LIMIT) {
+        let due = graph_due || self.dead_chunks > self.live_chunks().max(FRESH_LIMIT);
+        if due {
             self.compact();
         }
+        due
     }
 
     /// Rebuilds from the live documents only, dropping tombstones.
