@@ -275,3 +275,25 @@ async fn two_servers_and_a_cli_index_on_one_workspace() {
     a.cancel().await.unwrap();
     b.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_model_says_how_to_get_it() {
+    let f = conversations();
+    let mut cmd = tokio::process::Command::from(f.command(&["serve"]));
+    cmd.env("RAGBOX_MODEL", f.dir.path().join("no-model-here"));
+    let transport = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn ragbox serve")
+        .0;
+    let client: Client = rmcp::ServiceExt::serve((), transport).await.expect("initialize");
+    let r = call(&client, "embed_workspace", json!({})).await;
+    assert!(is_error(&r));
+    let body: Value = serde_json::from_str(&text(&r)).unwrap();
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("no embedding model at") && error.contains("ragbox model fetch"), "{error}");
+    // Nothing half-done: status still works and shows everything pending.
+    let s = ok(&client, "get_embedding_status", json!({})).await;
+    assert_eq!((&s["num_documents"], &s["pending"]["new"]["count"]), (&json!(0), &json!(10)), "{s}");
+    client.cancel().await.unwrap();
+}
