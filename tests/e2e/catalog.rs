@@ -115,3 +115,14 @@ fn sha256_hex(bytes: &[u8]) -> String {
     let out = child.wait_with_output().unwrap();
     String::from_utf8(out.stdout).unwrap()[..64].to_string()
 }
+
+#[test]
+fn hub_download_without_the_hub_feature_says_how_to_get_it() {
+    let f = Fixture::empty();
+    let dest = f.dir.path().join("model");
+    let out = f.command(&["model", "fetch", "--from-hub", "--dir"]).arg(&dest).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--features hub") && stderr.contains("sentence-transformers/all-MiniLM-L6-v2"), "{stderr}");
+    assert!(!dest.exists());
+}

