@@ -80,3 +80,19 @@ fn a_second_reader_follows_every_change() {
     let stats = reader.stats().unwrap();
     assert_eq!((stats.documents, stats.chunks), (2, 2));
 }
+
+#[test]
+fn a_recreated_store_does_not_inherit_old_derived_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir()));
+    let first = Corpus::new(dir.path().to_path_buf(), embedder.clone());
+    first.put(document(&first, "old.md", "plan", &["Quarterly budget numbers."])).unwrap();
+    assert_eq!(first.search_fulltext("budget", 5, &Filter::default()).unwrap().len(), 1);
+    // The user deletes the store (not the keyword index) and embeds something else:
+    // the new store reaches the same generation, 1.
+    std::fs::remove_file(first.db_path()).unwrap();
+    let second = Corpus::new(dir.path().to_path_buf(), embedder);
+    second.put(document(&second, "new.md", "plan", &["Hiking trails near the lake."])).unwrap();
+    assert!(second.search_fulltext("budget", 5, &Filter::default()).unwrap().is_empty());
+    assert_eq!(second.search_fulltext("hiking", 5, &Filter::default()).unwrap().len(), 1);
+}

@@ -86,6 +86,12 @@ impl Corpus {
     fn store(&self) -> Result<Store, CorpusError> {
         let mut slot = lock(&self.store);
         if slot.is_none() {
+            if !self.db_path().exists() {
+                // Derived indexes of an earlier store (deleted by the user) could
+                // claim the new store's generation by coincidence: drop them.
+                let _ = std::fs::remove_file(self.data_dir.join(VECTORS_FILE));
+                let _ = std::fs::remove_dir_all(self.data_dir.join(FULLTEXT_DIR));
+            }
             *slot = Some(Store::open(&self.data_dir)?);
         }
         Ok(slot.clone().expect("just set"))
