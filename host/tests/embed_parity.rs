@@ -60,3 +60,20 @@ fn order_and_batching_do_not_change_vectors() {
     }
     assert!(embedder.embed(&[], EmbedKind::Query).unwrap().is_empty());
 }
+
+#[test]
+fn a_stop_request_ends_embedding_between_batches() {
+    let embedder = embedder();
+    let texts: Vec<String> = (0..40).map(|i| format!("sentence number {i} about stopping early")).collect();
+    let asked = std::cell::Cell::new(0);
+    // Say yes on the third question: two batches run, then the call stops.
+    let stop = || {
+        asked.set(asked.get() + 1);
+        asked.get() > 2
+    };
+    let err = embedder.embed_until(&texts, EmbedKind::Passage, stop).unwrap_err();
+    assert!(matches!(err, ragbox::embed::EmbedError::Stopped), "{err}");
+    assert_eq!(asked.get(), 3, "asked before every batch, and no more after yes");
+    let all = embedder.embed_until(&texts, EmbedKind::Passage, || false).unwrap();
+    assert_eq!(all.len(), 40);
+}

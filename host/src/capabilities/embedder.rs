@@ -23,7 +23,8 @@ impl Host for HostState {
             EmbedKind::Query => Kind::Query,
             EmbedKind::Passage => Kind::Passage,
         };
-        embedder.embed(&texts, kind).map_err(|e| e.to_string())
+        let guard = &self.guard;
+        embedder.embed_until(&texts, kind, || guard.must_stop()).map_err(|e| e.to_string())
     }
 
     fn token_offsets(&mut self, text: String) -> Result<Vec<u32>, String> {

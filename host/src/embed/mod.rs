@@ -46,6 +46,9 @@ pub enum EmbedError {
     /// The forward pass failed.
     #[error("model: {0}")]
     Model(#[from] candle_core::Error),
+    /// The caller asked to stop between batches.
+    #[error("embedding stopped: the call was cancelled or ran out of time")]
+    Stopped,
 }
 
 /// Identity of the loaded model, stored beside the vectors it made.
@@ -113,6 +116,17 @@ impl Embedder {
 
     /// Embeds `texts` (any count, any length), one unit vector per text, in order.
     pub fn embed(&self, texts: &[String], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_until(texts, kind, || false)
+    }
+
+    /// [`Self::embed`], asking `stop` before each forward pass: a long request
+    /// ends within one batch of a cancellation instead of running to the end.
+    pub fn embed_until(
+        &self,
+        texts: &[String],
+        kind: EmbedKind,
+        stop: impl Fn() -> bool,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let prefix = match kind {
             EmbedKind::Query => &self.query_prefix,
             EmbedKind::Passage => &self.passage_prefix,
@@ -124,6 +138,9 @@ impl Embedder {
         order.sort_by_key(|&i| encodings[i].get_ids().len());
         let mut out = vec![Vec::new(); texts.len()];
         for batch in order.chunks(BATCH) {
+            if stop() {
+                return Err(EmbedError::Stopped);
+            }
             let ids: Vec<&[u32]> = batch.iter().map(|&i| encodings[i].get_ids()).collect();
             for (&i, vector) in batch.iter().zip(self.forward(&ids)?) {
                 out[i] = vector;

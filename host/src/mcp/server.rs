@@ -5,7 +5,7 @@ use super::progress;
 use super::reply::to_result;
 use crate::config::Config;
 use crate::corpus::Corpora;
-use crate::runtime::{CallEnv, Catalog, LoadedTool};
+use crate::runtime::{CallEnv, Catalog, Failure, LoadedTool, Outcome};
 use crate::workspace::{WORKSPACE_ARG, Workspaces};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -136,7 +136,18 @@ impl ServerHandler for RagboxServer {
         if let Some(task) = forwarding {
             let _ = task.await;
         }
-        tracing::debug!(tool = tool.name(), elapsed_ms = started.elapsed().as_millis() as u64, "call finished");
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        tracing::debug!(tool = tool.name(), elapsed_ms, "call finished");
+        // A tool that heeds `cancelled()` returns normally; say so, as the host
+        // does when it has to interrupt one (no response goes out either way).
+        if context.ct.is_cancelled() && !matches!(outcome, Ok(Outcome::Failed(Failure::Cancelled { .. }))) {
+            tracing::info!(
+                tool = tool.name(),
+                elapsed_ms,
+                "tool '{}' was cancelled by the client and stopped",
+                tool.name()
+            );
+        }
         let result = match outcome {
             Ok(outcome) => to_result(&tool, outcome),
             Err(e) => rmcp::model::CallToolResult::error(vec![ContentBlock::text(format!(

@@ -57,6 +57,12 @@ impl Guard {
         reason
     }
 
+    /// True once the call is over for good: cancelled, or past its deadline.
+    /// Long host work checks this, since the epoch cannot interrupt native code.
+    pub fn must_stop(&self) -> bool {
+        self.cancel.is_cancelled() || Instant::now() >= self.deadline
+    }
+
     /// True once the call should wind down: cancelled, or 90% of its time used.
     pub fn should_stop(&self) -> bool {
         self.cancel.is_cancelled() || Instant::now() >= self.soft_deadline
