@@ -1,46 +1,132 @@
 //! Cortext workspace conventions: conversations live at
-//! `<type>/<date>/<NNN-name>/…` (or the older `conversations/<type>/<date>/<NNN-name>/…`),
-//! where the date folder is `YYYY-MM-DD` or `YYYY-MM`.
+//! `<type folder>/<date>/<NNN-name>/…` (or the older
+//! `conversations/<type>/<date>/<NNN-name>/…`), where the date folder is
+//! `YYYY-MM-DD` or `YYYY-MM` and the types come from `.workspace/registry.json`.
 
 /// A Cortext tool's error result: `{"success": false, "error": message}`.
 pub fn error_body(message: &str) -> String {
     serde_json::json!({ "success": false, "error": message }).to_string()
 }
 
+/// The conversation types Cortext uses when a workspace has no registry.
+pub const DEFAULT_TYPES: [&str; 6] = ["brainstorm", "debug", "learn", "meeting", "plan", "review"];
+
+/// Where the registry of conversation types lives, workspace-relative.
+pub const REGISTRY_PATH: &str = ".workspace/registry.json";
+
 /// Where a file sits in the Cortext layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConversationPath {
-    /// Conversation type: the folder above the date (`brainstorm`, `debug`, …).
+    /// Conversation type (`brainstorm`, `debug`, … or a registry type).
     pub kind: String,
     /// The date folder as written: `YYYY-MM-DD` or `YYYY-MM`.
     pub date: String,
     /// The conversation folder, e.g. `001-auth-patterns`.
     pub conversation: String,
+    /// The conversation folder's workspace-relative path.
+    pub folder: String,
 }
 
-impl ConversationPath {
-    /// Parses a workspace-relative path (`/`-separated); `None` when the path is
-    /// not inside a conversation folder.
-    pub fn parse(rel_path: &str) -> Option<Self> {
-        let parts: Vec<&str> = rel_path.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
-        let parts = match parts.first() {
-            Some(&"conversations") if parts.len() >= 5 => &parts[1..],
-            _ => &parts[..],
-        };
-        // type / date / conversation / at least one file below it
-        if parts.len() < 4 {
-            return None;
-        }
-        let (kind, date, conversation) = (parts[0], parts[1], parts[2]);
-        if kind == "conversations" || !is_type_name(kind) || !is_date_folder(date) {
-            return None;
-        }
-        Some(Self { kind: kind.to_string(), date: date.to_string(), conversation: conversation.to_string() })
+/// A workspace's conversation types and the folders that hold them: from
+/// `.workspace/registry.json` (`conversation_types.<id>.folder`) when present,
+/// else [`DEFAULT_TYPES`], each in a folder of its own name. The older layout
+/// `conversations/<type>/…` is understood for every type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// (type, folder prefix ending in `/`), longest prefix first.
+    prefixes: Vec<(String, String)>,
+    types: Vec<String>,
+}
+
+impl Layout {
+    /// The default types, without a registry.
+    pub fn defaults() -> Self {
+        Self::new(DEFAULT_TYPES.iter().map(|t| (t.to_string(), t.to_string())).collect())
     }
-}
 
-fn is_type_name(s: &str) -> bool {
-    !s.is_empty() && !s.starts_with('.') && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    /// The layout a registry file describes. Folders must be workspace-relative
+    /// with no `..`; a type without one uses its own name, as Cortext does.
+    pub fn from_registry(json: &str) -> Result<Self, String> {
+        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("{REGISTRY_PATH}: {e}"))?;
+        let types = value
+            .get("conversation_types")
+            .and_then(|t| t.as_object())
+            .ok_or_else(|| format!("{REGISTRY_PATH}: no \"conversation_types\" object"))?;
+        let mut out = Vec::new();
+        for (id, config) in types {
+            let folder = config.get("folder").and_then(|f| f.as_str()).unwrap_or(id);
+            let folder = folder.trim_start_matches("./").trim_end_matches('/');
+            if folder.is_empty() || folder.starts_with('/') || folder.split('/').any(|p| p == "..") {
+                return Err(format!(
+                    "{REGISTRY_PATH}: type {id:?} has folder {folder:?}: it must be inside the workspace"
+                ));
+            }
+            out.push((id.clone(), folder.to_string()));
+        }
+        Ok(Self::new(out))
+    }
+
+    /// The layout of the workspace the guest sees (its current directory). A
+    /// registry that cannot be read is logged and the defaults are used.
+    pub fn load() -> Self {
+        match std::fs::read_to_string(REGISTRY_PATH) {
+            Ok(json) => Self::from_registry(&json).unwrap_or_else(|e| {
+                crate::log::warn(&format!("{e}; using the default conversation types"));
+                Self::defaults()
+            }),
+            Err(_) => Self::defaults(),
+        }
+    }
+
+    /// [`Self::load`], once per call.
+    pub fn current() -> &'static Self {
+        static LAYOUT: std::sync::OnceLock<Layout> = std::sync::OnceLock::new();
+        LAYOUT.get_or_init(Self::load)
+    }
+
+    fn new(types: Vec<(String, String)>) -> Self {
+        let mut prefixes = Vec::new();
+        for (id, folder) in &types {
+            for prefix in [format!("{folder}/"), format!("{id}/"), format!("conversations/{id}/")] {
+                if !prefixes.iter().any(|(_, p)| *p == prefix) {
+                    prefixes.push((id.clone(), prefix));
+                }
+            }
+        }
+        prefixes.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.1.cmp(&b.1)));
+        Self { prefixes, types: types.into_iter().map(|(id, _)| id).collect() }
+    }
+
+    /// The type names, as the registry (or the defaults) give them.
+    pub fn types(&self) -> &[String] {
+        &self.types
+    }
+
+    /// The type named `name` (case-insensitive), as the layout spells it.
+    pub fn find_type(&self, name: &str) -> Option<&str> {
+        self.types.iter().find(|t| t.eq_ignore_ascii_case(name)).map(String::as_str)
+    }
+
+    /// Where a workspace-relative path (`/`-separated) sits: `None` unless it is
+    /// a file inside `<type folder>/<date>/<conversation>/`.
+    pub fn parse(&self, rel_path: &str) -> Option<ConversationPath> {
+        let path = rel_path.trim_start_matches("./");
+        for (kind, prefix) in &self.prefixes {
+            let Some(rest) = path.strip_prefix(prefix.as_str()) else { continue };
+            let parts: Vec<&str> = rest.split('/').collect();
+            // date / conversation / at least one file below it
+            if parts.len() < 3 || parts.iter().any(|p| p.is_empty()) || !is_date_folder(parts[0]) {
+                continue;
+            }
+            return Some(ConversationPath {
+                kind: kind.clone(),
+                date: parts[0].to_string(),
+                conversation: parts[1].to_string(),
+                folder: format!("{prefix}{}/{}", parts[0], parts[1]),
+            });
+        }
+        None
+    }
 }
 
 fn is_date_folder(s: &str) -> bool {
@@ -92,19 +178,21 @@ mod tests {
 
     #[test]
     fn parses_current_and_legacy_layouts() {
-        let p = ConversationPath::parse("brainstorm/2025-11-17/001-new-idea/conversation.md").unwrap();
+        let l = Layout::defaults();
+        let p = l.parse("brainstorm/2025-11-17/001-new-idea/conversation.md").unwrap();
         assert_eq!(
-            (p.kind.as_str(), p.date.as_str(), p.conversation.as_str()),
-            ("brainstorm", "2025-11-17", "001-new-idea")
+            (p.kind.as_str(), p.date.as_str(), p.conversation.as_str(), p.folder.as_str()),
+            ("brainstorm", "2025-11-17", "001-new-idea", "brainstorm/2025-11-17/001-new-idea")
         );
-        let p = ConversationPath::parse("conversations/debug/2025-10-02/004-leak/notes/a.md").unwrap();
+        let p = l.parse("conversations/debug/2025-10-02/004-leak/notes/a.md").unwrap();
         assert_eq!((p.kind.as_str(), p.date.as_str(), p.conversation.as_str()), ("debug", "2025-10-02", "004-leak"));
-        let p = ConversationPath::parse("brainstorm/2025-11/001-auth-patterns/conversation.md").unwrap();
+        let p = l.parse("brainstorm/2025-11/001-auth-patterns/conversation.md").unwrap();
         assert_eq!(p.date, "2025-11");
     }
 
     #[test]
     fn rejects_non_conversation_paths() {
+        let l = Layout::defaults();
         for path in [
             "README.md",
             "docs/guide/intro/page.md",
@@ -112,8 +200,37 @@ mod tests {
             "brainstorm/2025-13-01/001-x/a.md",
             ".hidden/2025-11-17/001-x/a.md",
             "conversations/2025-11-17/001-x/a.md",
+            "notes/2025-11-17/001-x/a.md",
+            "brainstorm//001-x/a.md",
         ] {
-            assert_eq!(ConversationPath::parse(path), None, "{path}");
+            assert_eq!(l.parse(path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn registry_types_and_folders() {
+        let l = Layout::from_registry(
+            r#"{"version":"1.0","conversation_types":{
+                "brainstorm":{"name":"Brainstorm","folder":"conversations/brainstorm"},
+                "book-notes":{"folder":"reading/books/"},
+                "standup":{}}}"#,
+        )
+        .unwrap();
+        assert_eq!(l.types().len(), 3);
+        assert_eq!(l.find_type("BOOK-NOTES"), Some("book-notes"));
+        assert_eq!(l.find_type("debug"), None, "only the registry's types");
+        let p = l.parse("reading/books/2025-11-02/001-dune/notes.md").unwrap();
+        assert_eq!((p.kind.as_str(), p.conversation.as_str()), ("book-notes", "001-dune"));
+        assert_eq!(l.parse("standup/2025-11-03/007-mon/c.md").unwrap().kind, "standup");
+        assert_eq!(l.parse("conversations/brainstorm/2025-11-03/001-x/c.md").unwrap().kind, "brainstorm");
+        assert_eq!(l.parse("debug/2025-11-03/001-x/c.md"), None);
+        for bad in [
+            r#"{"conversation_types":{"x":{"folder":"../up"}}}"#,
+            r#"{"conversation_types":{"x":{"folder":"/abs"}}}"#,
+            r#"{"types":{}}"#,
+            "not json",
+        ] {
+            assert!(Layout::from_registry(bad).is_err(), "{bad}");
         }
     }
 

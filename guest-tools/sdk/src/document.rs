@@ -1,7 +1,7 @@
 //! What a workspace file is, as the index records it: its kind, title and
 //! frontmatter metadata, and where Cortext places it.
 
-use crate::cortext::ConversationPath;
+use crate::cortext::{ConversationPath, Layout};
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// The metadata and text of one file, ready to chunk.
@@ -42,7 +42,7 @@ pub fn kind_of(path: &str) -> &'static str {
 /// Reads what the index keeps about the file at `path` with content `text`.
 pub fn prepare(path: &str, text: &str) -> Prepared {
     let kind = kind_of(path);
-    let conversation = ConversationPath::parse(path);
+    let conversation = Layout::current().parse(path);
     let front = if matches!(kind, "markdown" | "text") { frontmatter(text) } else { None };
     let (mut metadata, body_start, frontmatter_error) = match front {
         Some((yaml, body_start)) => match parse_yaml(yaml) {

@@ -2,7 +2,7 @@
 //! text files, with conversation type and date filters from Cortext paths.
 
 use ragbox_sdk::args::{self, optional_count};
-use ragbox_sdk::cortext::{ConversationPath, DateRange, error_body};
+use ragbox_sdk::cortext::{ConversationPath, DateRange, Layout, error_body};
 use ragbox_sdk::text::{looks_binary, truncate};
 use ragbox_sdk::{Annotations, CallError, ToolInfo, host, walk};
 use serde::Deserialize;
@@ -77,7 +77,7 @@ fn search(s: &Search) -> Value {
     let (mut searched, mut skipped, mut more) = (0u64, 0u64, false);
     let files = walk::files(".", |e| ragbox_sdk::log::debug(&format!("walk: {e}")));
     'files: for entry in &files {
-        let conv = ConversationPath::parse(&entry.path);
+        let conv = Layout::current().parse(&entry.path);
         if !s.wants(conv.as_ref()) {
             continue;
         }
@@ -231,9 +231,9 @@ mod tests {
     #[test]
     fn filters_by_type_and_date() {
         let s = req(r#"{"query":"x","type":"debug","date_range":"2025-11"}"#).unwrap();
-        let yes = ConversationPath::parse("debug/2025-11-03/001-a/c.md");
-        let wrong_type = ConversationPath::parse("plan/2025-11-03/001-a/c.md");
-        let wrong_date = ConversationPath::parse("debug/2025-10-03/001-a/c.md");
+        let yes = Layout::defaults().parse("debug/2025-11-03/001-a/c.md");
+        let wrong_type = Layout::defaults().parse("plan/2025-11-03/001-a/c.md");
+        let wrong_date = Layout::defaults().parse("debug/2025-10-03/001-a/c.md");
         assert!(s.wants(yes.as_ref()));
         assert!(!s.wants(wrong_type.as_ref()));
         assert!(!s.wants(wrong_date.as_ref()));
