@@ -140,7 +140,7 @@ fn garbage_file_is_reported_as_corrupt() {
     std::fs::write(dir.path().join(ragbox::store::STORE_FILE), vec![0xAB; 4096]).unwrap();
     let err = Store::open(dir.path()).unwrap_err();
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
-    assert!(err.to_string().contains("Delete it to start over"), "{err}");
+    assert!(err.to_string().contains("`ragbox doctor --reset` starts over"), "{err}");
 }
 
 /// Re-runs this test binary as a writer child: `STORE_CHILD=<dir>:<prefix>:<count>`.

@@ -16,15 +16,31 @@ fn lists_builtins_and_workspace_components_with_sha256() {
     let v = tools_json(&f);
     let tools = v["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["embed_document", "embed_workspace", "get_embedding_status", "search_workspace", "hostile"]);
-    assert_eq!(tools[3]["source"], "built-in (search-workspace)");
+    assert_eq!(
+        names,
+        [
+            "embed_document",
+            "embed_workspace",
+            "get_context",
+            "get_decision_history",
+            "get_embedding_status",
+            "get_similar",
+            "search_semantic",
+            "search_workspace",
+            "hostile"
+        ]
+    );
+    let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap();
+    assert_eq!(tool("search_workspace")["source"], "built-in (search-workspace)");
     // Built-in writers hold corpus-write; readers and third-party tools only read.
-    assert_eq!(tools[1]["grants"], serde_json::json!(["workspace:read", "index:read", "corpus-write"]));
-    assert_eq!(tools[3]["grants"], serde_json::json!(["workspace:read", "index:read"]));
-    let hostile_sha = sha256_hex(&std::fs::read(hostile_wasm()).unwrap());
-    assert_eq!(tools[4]["sha256"], hostile_sha);
-    assert!(tools[4]["source"].as_str().unwrap().ends_with(".ragbox/tools/hostile.wasm"));
-    assert_eq!(tools[4]["grants"], serde_json::json!(["workspace:read", "index:read"]));
+    let (write, read) = (["workspace:read", "index:read", "corpus-write"], ["workspace:read", "index:read"]);
+    for t in tools {
+        let writes = ["embed_document", "embed_workspace"].contains(&t["name"].as_str().unwrap());
+        assert_eq!(t["grants"], if writes { serde_json::json!(write) } else { serde_json::json!(read) }, "{t}");
+    }
+    let hostile = tool("hostile");
+    assert_eq!(hostile["sha256"], sha256_hex(&std::fs::read(hostile_wasm()).unwrap()));
+    assert!(hostile["source"].as_str().unwrap().ends_with(".ragbox/tools/hostile.wasm"));
     assert_eq!(v["rejected"], serde_json::json!([]));
 }
 
@@ -36,7 +52,7 @@ fn user_tools_folder_is_loaded_and_clashes_are_refused_naming_both() {
     std::fs::copy(hostile_wasm(), user_tools.join("also-hostile.wasm")).unwrap();
     std::fs::write(user_tools.join("garbage.wasm"), b"\0asm not really").unwrap();
     let v = tools_json(&f);
-    assert_eq!(v["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(v["tools"].as_array().unwrap().len(), ragbox::builtins::BUILTIN_TOOLS.len() + 1);
     let rejected = v["rejected"].as_array().unwrap();
     assert_eq!(rejected.len(), 2, "{v}");
     let clash = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("also-hostile.wasm")).unwrap();

@@ -3,7 +3,7 @@
 //! killed mid-run, and several processes on one workspace at once.
 
 use ragbox::store::Store;
-use ragbox_tests::{Client, Fixture, Raw, call, is_error, text};
+use ragbox_tests::{Client, Fixture, Raw, call, is_error, ok, text};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -54,14 +54,6 @@ fn conversations() -> Fixture {
         f.write(&format!("{folder}/conversation.md"), text);
     }
     f
-}
-
-/// The structured result of a call that must succeed.
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let result = call(client, tool, args).await;
-    let body = result.structured_content.clone().unwrap_or(Value::Null);
-    assert!(!is_error(&result), "{tool} failed: {body}");
-    body
 }
 
 /// `ragbox status --json` on the fixture.

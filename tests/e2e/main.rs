@@ -2,7 +2,9 @@
 //! and by raw JSON-RPC lines.
 
 mod catalog;
+mod cortext_rag;
 mod embedding;
+mod init_doctor;
 mod protocol;
 mod sandbox;
 mod search_workspace;

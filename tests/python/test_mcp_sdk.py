@@ -158,6 +158,18 @@ def test_embedding_tools_with_progress(workspace):
                 assert (s["num_documents"], s["up_to_date"]) == (4, True), s
                 assert s["recent_embeddings"][0]["embedded_at"].endswith("Z")
 
+                found = await session.call_tool("search_semantic", {"query": "authentication", "n_results": 2})
+                body = found.structured_content
+                assert (body["success"], body["num_results"]) == (True, 2), body
+                assert body["results"][0]["conversation"] == "001-auth-ideas", body
+                assert body["results"][0]["score"] >= body["results"][1]["score"]
+                planned = await session.call_tool("search_semantic", {"query": "auth", "conversation_type": "plan"})
+                assert planned.structured_content["results"] == []
+
+                similar = await session.call_tool("get_similar", {"source_path": "nope.md"})
+                assert similar.is_error
+                assert json.loads(similar.content[0].text) == {"success": False, "error": "Document not found: nope.md"}
+
                 missing = await session.call_tool("embed_document", {"path": "nonexistent/path"})
                 assert missing.is_error
                 assert json.loads(missing.content[0].text) == {

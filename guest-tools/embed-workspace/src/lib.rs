@@ -3,10 +3,9 @@
 //! skipped, deleted ones removed; progress is reported while it runs, and a
 //! cancelled or timed-out run keeps every document it finished.
 
-use ragbox_sdk::args;
-use ragbox_sdk::cortext::error_body;
+use ragbox_sdk::cortext;
 use ragbox_sdk::indexer::{self, Report};
-use ragbox_sdk::{Annotations, CallError, ToolInfo, host};
+use ragbox_sdk::{Annotations, CallError, ToolInfo};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -43,9 +42,9 @@ impl ragbox_sdk::Guest for Tool {
     }
 
     fn call(arguments: String) -> Result<String, CallError> {
-        host::workspace().map_err(|e| CallError::Failed(error_body(&e)))?;
-        let _: Args = args::parse(&arguments).map_err(|e| CallError::InvalidArguments(error_body(&e)))?;
-        let report = indexer::run(".").map_err(|e| CallError::Failed(error_body(&e)))?;
+        cortext::workspace()?;
+        let _: Args = cortext::arguments(&arguments)?;
+        let report = indexer::run(".").map_err(cortext::failed)?;
         Ok(report.to_json().to_string())
     }
 }

@@ -1,9 +1,9 @@
 //! Cortext's `get_embedding_status`: what the semantic index holds, what was
 //! embedded recently, and which files are waiting to be embedded (seeds 000-002).
 
-use ragbox_sdk::cortext::error_body;
+use ragbox_sdk::cortext;
 use ragbox_sdk::indexer::{stored_documents, survey};
-use ragbox_sdk::{Annotations, CallError, ToolInfo, args, corpus, host};
+use ragbox_sdk::{Annotations, CallError, ToolInfo, corpus};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -128,9 +128,9 @@ impl ragbox_sdk::Guest for Tool {
     }
 
     fn call(arguments: String) -> Result<String, CallError> {
-        host::workspace().map_err(|e| CallError::Failed(error_body(&e)))?;
-        let _: Args = args::parse(&arguments).map_err(|e| CallError::InvalidArguments(error_body(&e)))?;
-        status().map(|v| v.to_string()).map_err(|e| CallError::Failed(error_body(&e)))
+        cortext::workspace()?;
+        let _: Args = cortext::arguments(&arguments)?;
+        status().map(|v| v.to_string()).map_err(cortext::failed)
     }
 }
 

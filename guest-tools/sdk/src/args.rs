@@ -52,6 +52,21 @@ pub fn optional_count<'de, D: Deserializer<'de>>(de: D) -> Result<Option<u64>, D
     }
 }
 
+/// A count argument: `value`, or `default` when absent, which must lie in
+/// `range`. Out-of-range values are errors, not silently clamped.
+pub fn count_in(
+    name: &str,
+    value: Option<u64>,
+    default: u64,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, String> {
+    let n = value.unwrap_or(default);
+    if !range.contains(&n) {
+        return Err(format!("{name} must be between {} and {}, got {n}", range.start(), range.end()));
+    }
+    Ok(n)
+}
+
 fn describe(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(s) => format!("string {s:?}"),
@@ -81,6 +96,13 @@ mod tests {
         assert_eq!(a.limit, Some(7));
         let a: Args = parse(r#"{"query":"x","limit":null}"#).unwrap();
         assert_eq!(a.limit, None);
+    }
+
+    #[test]
+    fn counts_have_defaults_and_ranges() {
+        assert_eq!(count_in("limit", None, 5, 1..=10), Ok(5));
+        assert_eq!(count_in("limit", Some(10), 5, 1..=10), Ok(10));
+        assert_eq!(count_in("limit", Some(0), 5, 1..=10), Err("limit must be between 1 and 10, got 0".into()));
     }
 
     #[test]

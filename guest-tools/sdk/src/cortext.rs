@@ -3,9 +3,32 @@
 //! `conversations/<type>/<date>/<NNN-name>/…`), where the date folder is
 //! `YYYY-MM-DD` or `YYYY-MM` and the types come from `.workspace/registry.json`.
 
+use crate::CallError;
+use crate::bindings::ragbox::tools::host::{self, WorkspaceInfo};
+
 /// A Cortext tool's error result: `{"success": false, "error": message}`.
 pub fn error_body(message: &str) -> String {
     serde_json::json!({ "success": false, "error": message }).to_string()
+}
+
+/// A failed call, in Cortext's error shape.
+pub fn failed(message: impl AsRef<str>) -> CallError {
+    CallError::Failed(error_body(message.as_ref()))
+}
+
+/// Arguments that do not fit, in Cortext's error shape.
+pub fn invalid(message: impl AsRef<str>) -> CallError {
+    CallError::InvalidArguments(error_body(message.as_ref()))
+}
+
+/// The call's workspace, or the host's reason it is not allowed (`Workspace not allowed: …`).
+pub fn workspace() -> Result<WorkspaceInfo, CallError> {
+    host::workspace().map_err(failed)
+}
+
+/// The call's arguments decoded into `T`, or an error naming the bad field.
+pub fn arguments<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, CallError> {
+    crate::args::parse(json).map_err(invalid)
 }
 
 /// The conversation types Cortext uses when a workspace has no registry.

@@ -18,9 +18,47 @@ pub fn looks_binary(bytes: &[u8]) -> bool {
     bytes.iter().take(8192).any(|&b| b == 0)
 }
 
+/// Words too common to say anything about a topic.
+const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "in", "is", "it", "of", "on", "or", "our",
+    "the", "to", "was", "we", "what", "when", "where", "which", "who", "why", "with",
+];
+
+/// The words of a topic worth matching, lowercased: stopwords dropped unless
+/// nothing else is left.
+pub fn keywords(topic: &str) -> Vec<String> {
+    let words: Vec<String> =
+        topic.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    let significant: Vec<String> = words.iter().filter(|w| !STOPWORDS.contains(&w.as_str())).cloned().collect();
+    if significant.is_empty() { words } else { significant }
+}
+
+/// How well lowercased `text` matches a topic's `words`: each word counts up to
+/// five times, the whole `phrase` (lowercased) three times as much. 0 = no match.
+pub fn keyword_score(text_lower: &str, words: &[String], phrase: &str) -> f64 {
+    let per_word: usize = words.iter().map(|w| text_lower.matches(w.as_str()).count().min(5)).sum();
+    let phrase_hits = if words.len() > 1 { text_lower.matches(phrase).count().min(5) * 3 } else { 0 };
+    (per_word + phrase_hits) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keywords_drop_stopwords_unless_nothing_is_left() {
+        assert_eq!(keywords("The choice of a Database"), ["choice", "database"]);
+        assert_eq!(keywords("what is it"), ["what", "is", "it"]);
+    }
+
+    #[test]
+    fn keyword_score_rewards_the_phrase() {
+        let words = keywords("api design");
+        let both = keyword_score("our api design review", &words, "api design");
+        let apart = keyword_score("the api and its design", &words, "api design");
+        assert!(both > apart && apart > 0.0, "{both} {apart}");
+        assert_eq!(keyword_score("nothing here", &words, "api design"), 0.0);
+    }
 
     #[test]
     fn truncates_on_char_boundaries() {

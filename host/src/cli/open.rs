@@ -64,4 +64,15 @@ impl Opened {
         let limits = self.config.limits_for(name, !tool.read_only());
         Ok(tool.call(&arguments.to_string(), env, &limits))
     }
+
+    /// Runs the tool `name` and returns its JSON result; a tool error becomes
+    /// this command's error, in the tool's own words.
+    pub fn call_json(&self, name: &str, arguments: serde_json::Value) -> anyhow::Result<serde_json::Value> {
+        let body = match self.call(name, arguments, None)? {
+            Outcome::Ok(json) => json,
+            Outcome::ToolError { body, .. } => anyhow::bail!("{}", super::index::error_message(&body)),
+            Outcome::Failed(failure) => anyhow::bail!("{failure}"),
+        };
+        Ok(serde_json::from_str(&body)?)
+    }
 }

@@ -1,22 +1,14 @@
 //! `ragbox status`: what is indexed and what waits to be, via the
 //! `get_embedding_status` tool.
 
-use super::index::error_message;
 use super::open::open;
-use crate::runtime::Outcome;
-use anyhow::bail;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::Path;
 
 /// Prints the index's status for `workspace`.
 pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
     let opened = open(workspace)?;
-    let body = match opened.call("get_embedding_status", json!({}), None)? {
-        Outcome::Ok(json) => json,
-        Outcome::ToolError { body, .. } => bail!("{}", error_message(&body)),
-        Outcome::Failed(failure) => bail!("{failure}"),
-    };
-    let s: Value = serde_json::from_str(&body)?;
+    let s = opened.call_json("get_embedding_status", json!({}))?;
     if as_json {
         println!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(());

@@ -43,7 +43,7 @@ pub enum StoreError {
     Busy(PathBuf),
     /// The file is damaged or not a ragbox store.
     #[error(
-        "the index at {path} cannot be opened: {message}. Delete it to start over (embeddings are lost and must be made again)"
+        "the index at {path} cannot be opened: {message}. `ragbox doctor` checks it; `ragbox doctor --reset` starts over (embeddings are lost and must be made again)"
     )]
     Corrupt {
         /// The store file.
@@ -53,7 +53,7 @@ pub enum StoreError {
     },
     /// Written by a different schema version.
     #[error(
-        "the index at {path} has schema version {found}, this ragbox uses {SCHEMA_VERSION}; delete it to start over (embeddings must be made again)"
+        "the index at {path} has schema version {found}, this ragbox uses {SCHEMA_VERSION}; `ragbox doctor --reset` starts over (embeddings must be made again)"
     )]
     Schema {
         /// The store file.
@@ -63,7 +63,7 @@ pub enum StoreError {
     },
     /// The vectors in the store come from another model.
     #[error(
-        "the index holds vectors from model {stored} but the current model is {current}; delete the index to re-embed everything with the current model, or switch back to the stored one"
+        "the index holds vectors from model {stored} but the current model is {current}; run `ragbox doctor --reset` then `ragbox index` to re-embed everything with the current model, or switch back to the stored one"
     )]
     ModelMismatch {
         /// Model id in the store.

@@ -1,0 +1,252 @@
+//! Cortext's `get_context`: the conversations most relevant to a topic, with
+//! the passages that make them relevant. Uses the semantic index when there is
+//! one, keyword search over the files when there is not.
+
+use ragbox_sdk::args::{self, optional_count};
+use ragbox_sdk::cortext::{self, Layout};
+use ragbox_sdk::semantic::{self, score};
+use ragbox_sdk::text::{keyword_score, keywords, looks_binary, truncate};
+use ragbox_sdk::{Annotations, CallError, ToolInfo, host, log, walk};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const DEFAULT_RESULTS: u64 = 5;
+const MAX_RESULTS: u64 = 50;
+/// Passages shown per conversation.
+const EXCERPTS: usize = 2;
+const EXCERPT_BYTES: usize = 600;
+#[derive(Debug, Deserialize)]
+struct Args {
+    topic: String,
+    #[serde(default, deserialize_with = "optional_count")]
+    max_results: Option<u64>,
+    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
+    #[serde(default)]
+    #[allow(dead_code)]
+    workspace_path: Option<String>,
+}
+
+fn validate(a: &Args) -> Result<usize, String> {
+    if a.topic.trim().is_empty() {
+        return Err("topic must not be empty".into());
+    }
+    Ok(args::count_in("max_results", a.max_results, DEFAULT_RESULTS, 1..=MAX_RESULTS)? as usize)
+}
+
+/// One conversation (or a file outside conversations) and why it is relevant.
+#[derive(Debug)]
+struct Found {
+    /// Conversation folder, or the file's path outside conversations.
+    key: String,
+    conversation: String,
+    kind: Option<String>,
+    date: Option<String>,
+    source_path: String,
+    score: f64,
+    excerpts: Vec<String>,
+}
+
+impl Found {
+    fn new(path: &str, score: f64) -> Self {
+        let conv = Layout::current().parse(path);
+        let name = path.rsplit('/').next().unwrap_or(path).to_string();
+        Self {
+            key: conv.as_ref().map_or_else(|| path.to_string(), |c| c.folder.clone()),
+            conversation: conv.as_ref().map_or(name, |c| c.conversation.clone()),
+            kind: conv.as_ref().map(|c| c.kind.clone()),
+            date: conv.map(|c| c.date),
+            source_path: path.to_string(),
+            score,
+            excerpts: Vec::new(),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "conversation": self.conversation,
+            "type": self.kind,
+            "date": self.date,
+            "path": self.key,
+            "source_path": self.source_path,
+            "score": self.score,
+            "excerpts": self.excerpts,
+        })
+    }
+}
+
+/// Adds `found` to `groups` or, when its conversation is there already, its excerpt.
+fn merge(groups: &mut Vec<Found>, found: Found) {
+    match groups.iter_mut().find(|g| g.key == found.key) {
+        Some(g) => {
+            if g.excerpts.len() < EXCERPTS {
+                g.excerpts.extend(found.excerpts);
+            }
+        }
+        None => groups.push(found),
+    }
+}
+
+/// By meaning: the nearest chunks, grouped by conversation, best first.
+fn semantic_context(topic: &str, n: usize) -> Result<Vec<Found>, String> {
+    let k = (n * 8).clamp(20, 400) as u32;
+    let hits = semantic::search(topic, k, &semantic::filter(None, None))?;
+    let mut groups = Vec::new();
+    for hit in hits {
+        let mut found = Found::new(&hit.document.path, score(hit.score));
+        found.excerpts.push(truncate(hit.chunk.text.trim(), EXCERPT_BYTES));
+        merge(&mut groups, found);
+    }
+    groups.truncate(n);
+    Ok(groups)
+}
+
+/// By keywords: files ranked by how often the topic's words occur.
+fn keyword_context(topic: &str, n: usize) -> Vec<Found> {
+    let words = keywords(topic);
+    let phrase = topic.trim().to_lowercase();
+    let mut scored = Vec::new();
+    for entry in walk::files(".", |e| log::debug(&format!("walk: {e}"))) {
+        if entry.size > walk::DEFAULT_MAX_FILE_BYTES {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&entry.path) else { continue };
+        if looks_binary(&bytes) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let lower = text.to_lowercase();
+        let s = keyword_score(&lower, &words, &phrase);
+        if s == 0.0 {
+            continue;
+        }
+        let mut found = Found::new(&entry.path, s);
+        found.excerpts = text
+            .lines()
+            .filter(|l| {
+                let l = l.to_lowercase();
+                words.iter().any(|w| l.contains(w.as_str()))
+            })
+            .take(EXCERPTS)
+            .map(|l| truncate(l.trim(), EXCERPT_BYTES))
+            .collect();
+        scored.push(found);
+        if host::cancelled() {
+            break;
+        }
+    }
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.source_path.cmp(&b.source_path)));
+    let mut groups = Vec::new();
+    for found in scored {
+        merge(&mut groups, found);
+    }
+    groups.truncate(n);
+    groups
+}
+
+fn run(topic: &str, n: usize) -> Result<Value, String> {
+    let (method, found, message) = if semantic::index_is_empty()? {
+        let note =
+            "No semantic index yet, so these are keyword matches: run embed_workspace to find context by meaning.";
+        ("keyword", keyword_context(topic, n), Some(note.to_string()))
+    } else {
+        match semantic_context(topic, n) {
+            Ok(found) => ("semantic", found, None),
+            Err(e) => {
+                log::warn(&format!("semantic search failed, falling back to keywords: {e}"));
+                let note = format!("Semantic search failed ({e}), so these are keyword matches.");
+                ("keyword", keyword_context(topic, n), Some(note))
+            }
+        }
+    };
+    let mut out = json!({
+        "success": true,
+        "topic": topic,
+        "method": method,
+        "num_results": found.len(),
+        "results": found.iter().map(Found::to_json).collect::<Vec<_>>(),
+    });
+    if found.is_empty() {
+        out["message"] = format!("No context found for: {topic}. Try other words, or search_workspace.").into();
+    } else if let Some(message) = message {
+        out["message"] = message.into();
+    }
+    Ok(out)
+}
+
+struct Tool;
+
+impl ragbox_sdk::Guest for Tool {
+    fn describe() -> ToolInfo {
+        ToolInfo {
+            name: "get_context".into(),
+            title: Some("Context for a topic".into()),
+            description: "Get relevant context for a topic from past conversations: the most relevant conversations \
+                (and other documents), each with the passages that make it relevant. Searches by meaning when the \
+                workspace is embedded, by keywords when it is not (the result says which)."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "topic": { "type": "string", "description": "Topic to search for" },
+                    "max_results": { "type": "number", "default": DEFAULT_RESULTS, "minimum": 1, "maximum": MAX_RESULTS, "description": "Maximum number of relevant conversations to return" },
+                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
+                },
+                "required": ["topic"]
+            })
+            .to_string(),
+            output_schema: Some(
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "success": { "type": "boolean" },
+                        "topic": { "type": "string" },
+                        "method": { "type": "string", "enum": ["semantic", "keyword"] },
+                        "num_results": { "type": "integer" },
+                        "results": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "conversation": { "type": "string" },
+                                    "type": { "type": ["string", "null"] },
+                                    "date": { "type": ["string", "null"] },
+                                    "path": { "type": "string", "description": "The conversation folder, or the file outside conversations" },
+                                    "source_path": { "type": "string", "description": "The best-matching file" },
+                                    "score": { "type": "number", "description": "Cosine similarity (semantic) or keyword hits (keyword)" },
+                                    "excerpts": { "type": "array", "items": { "type": "string" } }
+                                },
+                                "required": ["conversation", "path", "source_path", "score", "excerpts"]
+                            }
+                        },
+                        "message": { "type": "string" }
+                    },
+                    "required": ["success", "topic", "method", "num_results", "results"]
+                })
+                .to_string(),
+            ),
+            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+        }
+    }
+
+    fn call(arguments: String) -> Result<String, CallError> {
+        cortext::workspace()?;
+        let a: Args = cortext::arguments(&arguments)?;
+        let n = validate(&a).map_err(cortext::invalid)?;
+        Ok(run(a.topic.trim(), n).map_err(cortext::failed)?.to_string())
+    }
+}
+
+ragbox_sdk::export!(Tool);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_arguments() {
+        let v = |json: &str| args::parse::<Args>(json).and_then(|a| validate(&a));
+        assert!(v(r#"{"topic":""}"#).unwrap_err().contains("must not be empty"));
+        assert!(v(r#"{"topic":"x","max_results":51}"#).unwrap_err().contains("between 1 and 50"));
+        assert_eq!(v(r#"{"topic":"x"}"#), Ok(5));
+    }
+}

@@ -1,0 +1,147 @@
+//! Cortext's `get_similar`: the documents most similar to a given one, ranked
+//! by document-level similarity (mean chunk vectors), the source left out.
+
+use ragbox_sdk::args::{self, optional_count};
+use ragbox_sdk::cortext;
+use ragbox_sdk::semantic::{self, conversation_name, score};
+use ragbox_sdk::text::truncate;
+use ragbox_sdk::{Annotations, CallError, ToolInfo, corpus, vectors, walk};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const DEFAULT_RESULTS: u64 = 5;
+const MAX_RESULTS: u64 = 50;
+/// How much of a similar document's opening a result shows.
+const PREVIEW_BYTES: usize = 300;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    source_path: String,
+    #[serde(default, deserialize_with = "optional_count")]
+    n_results: Option<u64>,
+    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
+    #[serde(default)]
+    #[allow(dead_code)]
+    workspace_path: Option<String>,
+}
+
+fn validate(a: &Args) -> Result<u64, String> {
+    if a.source_path.trim().is_empty() {
+        return Err("source_path must not be empty".into());
+    }
+    args::count_in("n_results", a.n_results, DEFAULT_RESULTS, 1..=MAX_RESULTS)
+}
+
+fn run(source: &str, workspace_root: &str, n: u64) -> Result<Value, String> {
+    let not_found = || format!("Document not found: {source}");
+    let path = walk::in_workspace(source, workspace_root).ok_or_else(not_found)?;
+    if corpus::get(&path)?.is_none() {
+        let hint = if semantic::index_is_empty()? {
+            " (nothing is embedded yet: run embed_workspace first)"
+        } else if std::fs::metadata(&path).is_ok() {
+            " (the file exists but is not embedded: run embed_document on it)"
+        } else {
+            ""
+        };
+        return Err(format!("{}{hint}", not_found()));
+    }
+    let all = semantic::filter(None, None);
+    let hits = vectors::similar_documents(&path, n as u32, &all)?;
+    let similar: Vec<Value> = hits
+        .iter()
+        .map(|h| {
+            let doc = &h.document;
+            let preview = corpus::chunks(&doc.path)
+                .ok()
+                .and_then(|c| c.into_iter().next())
+                .map(|c| truncate(c.text.trim(), PREVIEW_BYTES))
+                .unwrap_or_default();
+            json!({
+                "conversation": conversation_name(doc),
+                "score": score(h.score),
+                "source_path": doc.path,
+                "type": doc.conversation_type,
+                "date": doc.date,
+                "title": doc.title,
+                "text": preview,
+            })
+        })
+        .collect();
+    Ok(json!({ "success": true, "source": path, "num_results": similar.len(), "similar": similar }))
+}
+
+struct Tool;
+
+impl ragbox_sdk::Guest for Tool {
+    fn describe() -> ToolInfo {
+        ToolInfo {
+            name: "get_similar".into(),
+            title: Some("Similar documents".into()),
+            description: "Find documents similar to a given source document (by meaning, over whole documents), \
+                ranked by similarity, highest first; the source itself is left out. The source must be embedded."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "source_path": { "type": "string", "description": "Path of the source document (workspace-relative or absolute)" },
+                    "workspace_path": { "type": "string", "description": "Optional workspace root path" },
+                    "n_results": { "type": "number", "default": DEFAULT_RESULTS, "minimum": 1, "maximum": MAX_RESULTS, "description": "Number of similar documents to return" }
+                },
+                "required": ["source_path"]
+            })
+            .to_string(),
+            output_schema: Some(
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "success": { "type": "boolean" },
+                        "source": { "type": "string", "description": "The source document, workspace-relative" },
+                        "num_results": { "type": "integer" },
+                        "similar": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "conversation": { "type": "string" },
+                                    "score": { "type": "number", "description": "Cosine similarity of the documents' mean vectors" },
+                                    "source_path": { "type": "string" },
+                                    "type": { "type": ["string", "null"] },
+                                    "date": { "type": ["string", "null"] },
+                                    "title": { "type": ["string", "null"] },
+                                    "text": { "type": "string", "description": "The document's opening" }
+                                },
+                                "required": ["conversation", "score", "source_path"]
+                            }
+                        }
+                    },
+                    "required": ["success", "source", "num_results", "similar"]
+                })
+                .to_string(),
+            ),
+            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+        }
+    }
+
+    fn call(arguments: String) -> Result<String, CallError> {
+        let workspace = cortext::workspace()?;
+        let a: Args = cortext::arguments(&arguments)?;
+        let n = validate(&a).map_err(cortext::invalid)?;
+        Ok(run(&a.source_path, &workspace.path, n).map_err(cortext::failed)?.to_string())
+    }
+}
+
+ragbox_sdk::export!(Tool);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_arguments() {
+        let v = |json: &str| args::parse::<Args>(json).and_then(|a| validate(&a));
+        assert!(v(r#"{"source_path":""}"#).unwrap_err().contains("must not be empty"));
+        assert!(v(r#"{"source_path":"a.md","n_results":0}"#).unwrap_err().contains("between 1 and 50"));
+        assert!(v(r#"{}"#).unwrap_err().contains("source_path"));
+        assert_eq!(v(r#"{"source_path":"a.md"}"#), Ok(5));
+    }
+}

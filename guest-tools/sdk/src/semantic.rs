@@ -1,0 +1,112 @@
+//! Semantic search as the Cortext tools answer it: the query embedded, the
+//! nearest chunks from the index, each result in Cortext's shape
+//! (`conversation`, `score`, `text`, `source_path`, plus type and date).
+
+use crate::bindings::ragbox::tools::corpus::{self, Document, Filter};
+use crate::bindings::ragbox::tools::embedder::{self, EmbedKind};
+use crate::bindings::ragbox::tools::vectors::{self, Hit};
+use crate::cortext::{DateRange, Layout};
+use crate::text::truncate;
+use serde_json::{Value, json};
+
+/// Longest chunk text a result carries; the path leads to the rest.
+pub const MAX_TEXT_BYTES: usize = 1200;
+
+/// A filter on conversation type and date, nothing else.
+pub fn filter(conversation_type: Option<&str>, date_range: Option<&DateRange>) -> Filter {
+    Filter {
+        conversation_type: conversation_type.map(str::to_string),
+        date_range: date_range.map(|d| d.as_str().to_string()),
+        path_prefix: None,
+        extensions: Vec::new(),
+        metadata: Vec::new(),
+    }
+}
+
+/// The conversation type argument, checked against the workspace's types:
+/// `None` for absent, empty or "all".
+pub fn conversation_type(arg: Option<&str>) -> Result<Option<String>, String> {
+    let Some(name) = arg.map(str::trim).filter(|t| !t.is_empty() && !t.eq_ignore_ascii_case("all")) else {
+        return Ok(None);
+    };
+    let layout = Layout::current();
+    match layout.find_type(name) {
+        Some(kind) => Ok(Some(kind.to_string())),
+        None => Err(format!("Unknown conversation type {name:?}; this workspace has: {}", layout.types().join(", "))),
+    }
+}
+
+/// True when nothing is embedded yet (reading never creates the store).
+pub fn index_is_empty() -> Result<bool, String> {
+    Ok(corpus::stats()?.documents == 0)
+}
+
+/// Refuses to compare vectors from different models: the index must be
+/// rebuilt when the model changes.
+pub fn check_model() -> Result<(), String> {
+    let stats = corpus::stats()?;
+    let model = embedder::model()?;
+    match stats.model_id {
+        Some(stored) if stored != model.id => Err(format!(
+            "The index was built with model {stored}, but the server now uses {}: \
+             reset it with `ragbox doctor --reset`, then run `ragbox index` (or embed_workspace)",
+            model.id
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The `k` chunks nearest `query` among documents passing `filter`, best first.
+pub fn search(query: &str, k: u32, filter: &Filter) -> Result<Vec<Hit>, String> {
+    check_model()?;
+    let vector = embedder::embed(&[query.to_string()], EmbedKind::Query)?
+        .pop()
+        .ok_or("the embedder returned no vector for the query")?;
+    vectors::search(&vector, k, filter)
+}
+
+/// The name a result shows: the conversation folder, else the file name.
+pub fn conversation_name(doc: &Document) -> String {
+    if let Some(c) = Layout::current().parse(&doc.path) {
+        return c.conversation;
+    }
+    doc.path.rsplit('/').next().unwrap_or(&doc.path).to_string()
+}
+
+/// A score for JSON: four decimals are all a reader can use.
+pub fn score(value: f32) -> f64 {
+    (f64::from(value) * 10_000.0).round() / 10_000.0
+}
+
+/// One search result in Cortext's shape.
+pub fn result_json(hit: &Hit) -> Value {
+    let doc = &hit.document;
+    json!({
+        "conversation": conversation_name(doc),
+        "score": score(hit.score),
+        "text": truncate(hit.chunk.text.trim(), MAX_TEXT_BYTES),
+        "source_path": doc.path,
+        "type": doc.conversation_type,
+        "date": doc.date,
+        "title": doc.title,
+        "chunk_index": hit.ordinal,
+    })
+}
+
+/// The JSON Schema of [`result_json`].
+pub fn result_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "conversation": { "type": "string", "description": "Conversation folder (e.g. 001-auth-patterns), or the file name outside conversations" },
+            "score": { "type": "number", "description": "Cosine similarity, higher is closer" },
+            "text": { "type": "string", "description": "The matching chunk (cut at 1,200 bytes)" },
+            "source_path": { "type": "string", "description": "Workspace-relative path of the document" },
+            "type": { "type": ["string", "null"], "description": "Conversation type" },
+            "date": { "type": ["string", "null"], "description": "Conversation date folder" },
+            "title": { "type": ["string", "null"] },
+            "chunk_index": { "type": "integer", "description": "The chunk's position in its document" }
+        },
+        "required": ["conversation", "score", "text", "source_path"]
+    })
+}

@@ -1,0 +1,157 @@
+//! Cortext's `search_semantic`: the chunks closest in meaning to a query,
+//! filtered by conversation type and date (seeds 000-002).
+
+use ragbox_sdk::args::{self, optional_count};
+use ragbox_sdk::cortext::{self, DateRange};
+use ragbox_sdk::semantic::{self, result_json, result_schema};
+use ragbox_sdk::{Annotations, CallError, ToolInfo};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const DEFAULT_RESULTS: u64 = 10;
+const MAX_RESULTS: u64 = 100;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    query: String,
+    #[serde(default, deserialize_with = "optional_count")]
+    n_results: Option<u64>,
+    #[serde(default)]
+    conversation_type: Option<String>,
+    #[serde(default)]
+    date_range: Option<String>,
+    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
+    #[serde(default)]
+    #[allow(dead_code)]
+    workspace_path: Option<String>,
+}
+
+/// A validated request.
+#[derive(Debug)]
+struct Request {
+    query: String,
+    n: u64,
+    conversation_type: Option<String>,
+    date_range: Option<DateRange>,
+}
+
+impl Request {
+    fn from_args(a: Args) -> Result<Self, String> {
+        if a.query.trim().is_empty() {
+            return Err("query must not be empty".into());
+        }
+        let n = args::count_in("n_results", a.n_results, DEFAULT_RESULTS, 1..=MAX_RESULTS)?;
+        let date_range =
+            a.date_range.filter(|d| !d.trim().is_empty()).map(|d| DateRange::parse(d.trim())).transpose()?;
+        let conversation_type = semantic::conversation_type(a.conversation_type.as_deref())?;
+        Ok(Self { query: a.query, n, conversation_type, date_range })
+    }
+}
+
+fn run(r: &Request) -> Result<Value, String> {
+    if semantic::index_is_empty()? {
+        return Ok(json!({
+            "success": true,
+            "query": r.query,
+            "num_results": 0,
+            "results": [],
+            "more_results": false,
+            "message": "Nothing is embedded yet: run embed_workspace (or `ragbox index`) first, \
+                        or use search_workspace for keyword search.",
+        }));
+    }
+    let filter = semantic::filter(r.conversation_type.as_deref(), r.date_range.as_ref());
+    // One more than asked says whether more exist.
+    let mut hits = semantic::search(&r.query, (r.n + 1) as u32, &filter)?;
+    let more = hits.len() as u64 > r.n;
+    hits.truncate(r.n as usize);
+    let results: Vec<Value> = hits.iter().map(result_json).collect();
+    let mut out = json!({
+        "success": true,
+        "query": r.query,
+        "num_results": results.len(),
+        "results": results,
+        "more_results": more,
+    });
+    if more {
+        out["message"] = format!(
+            "More results exist than the {} returned: raise n_results, or narrow the search with \
+             conversation_type or date_range.",
+            r.n
+        )
+        .into();
+    }
+    Ok(out)
+}
+
+struct Tool;
+
+impl ragbox_sdk::Guest for Tool {
+    fn describe() -> ToolInfo {
+        ToolInfo {
+            name: "search_semantic".into(),
+            title: Some("Semantic search".into()),
+            description: "Semantic search across workspace using embeddings: finds the passages closest in meaning \
+                to the query, even without shared words. Results are sorted by score, highest first. Filter by \
+                conversation type and by date (YYYY-MM or YYYY-MM-DD). Needs embed_workspace to have run."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "query": { "type": "string", "description": "Search query" },
+                    "workspace_path": { "type": "string", "description": "Optional workspace root path" },
+                    "n_results": { "type": "number", "default": DEFAULT_RESULTS, "minimum": 1, "maximum": MAX_RESULTS, "description": "Maximum number of results" },
+                    "conversation_type": { "type": "string", "description": "Filter by type (brainstorm, debug, learn, meeting, plan, review, or a type from .workspace/registry.json)" },
+                    "date_range": { "type": "string", "description": "YYYY-MM or YYYY-MM-DD" }
+                },
+                "required": ["query"]
+            })
+            .to_string(),
+            output_schema: Some(
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "success": { "type": "boolean" },
+                        "query": { "type": "string" },
+                        "num_results": { "type": "integer" },
+                        "results": { "type": "array", "items": result_schema() },
+                        "more_results": { "type": "boolean", "description": "More matching passages exist than were returned" },
+                        "message": { "type": "string" }
+                    },
+                    "required": ["success", "num_results", "results"]
+                })
+                .to_string(),
+            ),
+            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+        }
+    }
+
+    fn call(arguments: String) -> Result<String, CallError> {
+        cortext::workspace()?;
+        let request = Request::from_args(cortext::arguments(&arguments)?).map_err(cortext::invalid)?;
+        Ok(run(&request).map_err(cortext::failed)?.to_string())
+    }
+}
+
+ragbox_sdk::export!(Tool);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(json: &str) -> Result<Request, String> {
+        Request::from_args(args::parse(json)?)
+    }
+
+    #[test]
+    fn validates_arguments() {
+        assert!(req(r#"{"query":" "}"#).unwrap_err().contains("must not be empty"));
+        assert!(req(r#"{"query":"x","n_results":0}"#).unwrap_err().contains("between 1 and 100"));
+        assert!(req(r#"{"query":"x","n_results":101}"#).unwrap_err().contains("between 1 and 100"));
+        assert!(req(r#"{"query":"x","n_results":"3"}"#).unwrap_err().contains("'n_results'"));
+        assert!(req(r#"{"query":"x","date_range":"November"}"#).unwrap_err().contains("YYYY-MM"));
+        let r = req(r#"{"query":"x","n_results":3.0,"date_range":"2025-11"}"#).unwrap();
+        assert_eq!((r.n, r.date_range.unwrap().as_str()), (3, "2025-11"));
+        assert_eq!(req(r#"{"query":"x"}"#).unwrap().n, 10);
+    }
+}

@@ -1,0 +1,156 @@
+//! `ragbox doctor`: checks the model, the store and the derived indexes of a
+//! workspace and says how to fix what is wrong; `--reset` deletes the index
+//! (after a warning) so it can be built again.
+
+use super::open::open;
+use crate::config::DATA_DIR;
+use crate::corpus::{FULLTEXT_DIR, VECTORS_FILE};
+use crate::index::Filter;
+use crate::store::{STORE_FILE, Store};
+use anyhow::bail;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+
+/// Checks `workspace` and prints one line per part; fails when something is broken.
+pub fn check(workspace: &Path) -> anyhow::Result<()> {
+    let opened = open(workspace)?;
+    let served = opened.workspaces.served().to_path_buf();
+    let corpus = opened.corpora.get(&served);
+    let mut broken = 0;
+
+    let model = match corpus.embedder().get() {
+        Ok(embedder) => {
+            let info = embedder.info();
+            println!(
+                "ok      model   {} ({}-d, {} tokens) in {}",
+                info.id,
+                info.dimension,
+                info.max_tokens,
+                corpus.embedder().dir().display()
+            );
+            Some(info.clone())
+        }
+        Err(e) => {
+            broken += 1;
+            println!("BROKEN  model   {e}");
+            None
+        }
+    };
+
+    let data_dir = served.join(DATA_DIR);
+    if !data_dir.join(STORE_FILE).exists() {
+        println!("ok      index   nothing embedded yet in {} (run `ragbox index`)", data_dir.display());
+    } else {
+        match Store::open_existing(&data_dir).and_then(|s| s.map(|s| s.stats()).transpose()) {
+            Ok(Some(stats)) => {
+                println!(
+                    "ok      store   {} documents, {} chunks, generation {} in {}",
+                    stats.documents,
+                    stats.chunks,
+                    stats.generation,
+                    data_dir.join(STORE_FILE).display()
+                );
+                if let (Some(stored), Some(current)) = (&stats.model_id, &model)
+                    && *stored != current.id
+                {
+                    broken += 1;
+                    println!(
+                        "BROKEN  model   the index was built with {stored}, the current model is {}: \
+                         `ragbox doctor --reset` then `ragbox index` re-embeds with it",
+                        current.id
+                    );
+                }
+                // Loading the derived indexes brings them up to date, or says why not.
+                match corpus.search_vectors(
+                    &vec![0.0; model.as_ref().map_or(384, |m| m.dimension)],
+                    1,
+                    &Filter::default(),
+                ) {
+                    Ok(_) => println!("ok      vectors {}", describe_vectors(&data_dir)),
+                    Err(e) => {
+                        broken += 1;
+                        println!("BROKEN  vectors {e}");
+                    }
+                }
+                match corpus.search_fulltext("ragbox", 1, &Filter::default()) {
+                    Ok(_) => println!("ok      keyword BM25 index in {}", data_dir.join(FULLTEXT_DIR).display()),
+                    Err(e) => {
+                        broken += 1;
+                        println!("BROKEN  keyword {e}");
+                    }
+                }
+            }
+            Ok(None) => println!("ok      index   nothing embedded yet"),
+            Err(e) => {
+                broken += 1;
+                println!("BROKEN  store   {e}");
+            }
+        }
+    }
+    if broken > 0 {
+        println!();
+        println!("To fix: `ragbox model fetch` for a missing model; `ragbox doctor --reset` for a broken index");
+        println!("(it deletes the embeddings; `ragbox index` makes them again).");
+        bail!("{broken} problem{} found", if broken == 1 { "" } else { "s" });
+    }
+    println!("everything is in order");
+    Ok(())
+}
+
+fn describe_vectors(data_dir: &Path) -> String {
+    match std::fs::metadata(data_dir.join(VECTORS_FILE)) {
+        Ok(m) => format!(
+            "HNSW graph saved in {} ({:.1} MiB)",
+            data_dir.join(VECTORS_FILE).display(),
+            m.len() as f64 / 1048576.0
+        ),
+        Err(_) => "exact search (built in memory from the store)".to_string(),
+    }
+}
+
+/// Deletes the store and the derived indexes of `workspace`, after a warning
+/// and a confirmation (`yes`, or an answer on a terminal).
+pub fn reset(workspace: &Path, yes: bool) -> anyhow::Result<()> {
+    let workspace = &std::fs::canonicalize(workspace)
+        .map_err(|e| anyhow::anyhow!("workspace {} cannot be opened: {e}", workspace.display()))?;
+    let data_dir = workspace.join(DATA_DIR);
+    let targets: Vec<_> = [STORE_FILE, VECTORS_FILE, FULLTEXT_DIR]
+        .iter()
+        .map(|name| data_dir.join(name))
+        .filter(|p| p.exists())
+        .collect();
+    if targets.is_empty() {
+        println!("nothing to reset: no index in {}", data_dir.display());
+        return Ok(());
+    }
+    let documents = Store::open_existing(&data_dir)
+        .ok()
+        .flatten()
+        .and_then(|s| s.stats().ok())
+        .map_or_else(|| "all".to_string(), |s| s.documents.to_string());
+    eprintln!("This deletes the index of {}:", workspace.display());
+    for t in &targets {
+        eprintln!("  {}", t.display());
+    }
+    eprintln!("The embeddings of {documents} documents are lost; `ragbox index` makes them again.");
+    eprintln!("The config and the tools folder in {} are kept.", data_dir.display());
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            bail!("not resetting without confirmation: run `ragbox doctor --reset --yes`");
+        }
+        eprint!("Delete the index? [y/N] ");
+        std::io::stderr().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+            eprintln!("nothing deleted");
+            return Ok(());
+        }
+    }
+    for t in &targets {
+        let removed = if t.is_dir() { std::fs::remove_dir_all(t) } else { std::fs::remove_file(t) };
+        removed.map_err(|e| anyhow::anyhow!("cannot delete {}: {e}", t.display()))?;
+    }
+    println!("index deleted; run `ragbox index` to embed the workspace again");
+    Ok(())
+}

@@ -1,0 +1,262 @@
+//! `ragbox init`: writes the workspace-local MCP config each coding agent
+//! reads, so it starts `ragbox serve` for this workspace, and keeps `.ragbox/`
+//! out of git. Existing config files are merged, never replaced: their other
+//! entries stay, and a file that cannot be parsed is left alone with the entry
+//! to add by hand.
+
+use crate::config::DATA_DIR;
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// The server's name in every agent's config.
+const SERVER_NAME: &str = "ragbox";
+
+/// A coding agent whose MCP config `init` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Agent {
+    /// Claude Code: `.mcp.json`.
+    Claude,
+    /// Gemini CLI: `.gemini/settings.json`.
+    Gemini,
+    /// OpenCode: `opencode.json`.
+    Opencode,
+    /// Codex: `.codex/config.toml`.
+    Codex,
+    /// All of the above.
+    All,
+}
+
+impl Agent {
+    const EACH: [Agent; 4] = [Agent::Claude, Agent::Gemini, Agent::Opencode, Agent::Codex];
+
+    fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "Claude Code",
+            Agent::Gemini => "Gemini CLI",
+            Agent::Opencode => "OpenCode",
+            Agent::Codex => "Codex",
+            Agent::All => "all agents",
+        }
+    }
+
+    /// The config file, workspace-relative.
+    fn config_file(self) -> &'static str {
+        match self {
+            Agent::Claude => ".mcp.json",
+            Agent::Gemini => ".gemini/settings.json",
+            Agent::Opencode => "opencode.json",
+            Agent::Codex => ".codex/config.toml",
+            Agent::All => unreachable!("expanded before use"),
+        }
+    }
+
+    /// Files or folders whose presence says the workspace uses this agent.
+    fn markers(self) -> &'static [&'static str] {
+        match self {
+            Agent::Claude => &[".mcp.json", ".claude", "CLAUDE.md"],
+            Agent::Gemini => &[".gemini", "GEMINI.md"],
+            Agent::Opencode => &["opencode.json", "opencode.jsonc", ".opencode"],
+            Agent::Codex => &[".codex", "AGENTS.md"],
+            Agent::All => &[],
+        }
+    }
+}
+
+/// How an agent starts the server.
+struct Launch {
+    command: String,
+    args: Vec<String>,
+}
+
+/// Writes the configs for `agents` (detected from the workspace when empty).
+pub fn run(workspace: &Path, agents: &[Agent]) -> anyhow::Result<()> {
+    let workspace = std::fs::canonicalize(workspace)
+        .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
+    let chosen = choose(&workspace, agents);
+    let launch = launch(&workspace)?;
+    // Every edit is prepared before anything is written: one bad file stops all.
+    let mut edits = Vec::new();
+    for agent in &chosen {
+        let path = workspace.join(agent.config_file());
+        let existing = match std::fs::read_to_string(&path) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => bail!("cannot read {}: {e}", path.display()),
+        };
+        let text = merge(*agent, existing.as_deref(), &launch).map_err(|e| {
+            anyhow::anyhow!(
+                "{} is not valid {}: {e}\nNothing was written. Fix the file, or add this entry by hand:\n{}",
+                path.display(),
+                if *agent == Agent::Codex { "TOML" } else { "JSON" },
+                merge(*agent, None, &launch).unwrap_or_default()
+            )
+        })?;
+        edits.push((*agent, path, existing.is_some(), text));
+    }
+    for (agent, path, existed, text) in edits {
+        write_atomically(&path, &text)?;
+        let verb = if existed { "updated" } else { "created" };
+        println!("{verb} {} ({})", agent.config_file(), agent.name());
+    }
+    if ignore_data_dir(&workspace)? {
+        println!("added {DATA_DIR}/ to .gitignore");
+    }
+    println!(
+        "The agents start `{} {}` in this workspace. Next: `ragbox index` to embed it.",
+        launch.command,
+        launch.args.join(" ")
+    );
+    Ok(())
+}
+
+/// The agents asked for; without any, those the workspace shows signs of, else Claude Code.
+fn choose(workspace: &Path, agents: &[Agent]) -> Vec<Agent> {
+    if agents.contains(&Agent::All) {
+        return Agent::EACH.to_vec();
+    }
+    if !agents.is_empty() {
+        let mut out = agents.to_vec();
+        out.dedup();
+        return out;
+    }
+    let found: Vec<Agent> =
+        Agent::EACH.into_iter().filter(|a| a.markers().iter().any(|m| workspace.join(m).exists())).collect();
+    if found.is_empty() { vec![Agent::Claude] } else { found }
+}
+
+/// `ragbox` when that name on PATH is this binary, else this binary's path.
+fn launch(workspace: &Path) -> anyhow::Result<Launch> {
+    let exe = std::env::current_exe().context("cannot tell where the ragbox binary is")?;
+    let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths)
+            .any(|dir| std::fs::canonicalize(dir.join("ragbox")).is_ok_and(|found| found == exe))
+    });
+    let command = if on_path { "ragbox".to_string() } else { exe.display().to_string() };
+    // An explicit workspace: agents differ in the folder they start servers in.
+    let args = vec!["serve".to_string(), "--workspace".to_string(), workspace.display().to_string()];
+    Ok(Launch { command, args })
+}
+
+/// The config file's new text: `existing` with the ragbox entry set.
+fn merge(agent: Agent, existing: Option<&str>, launch: &Launch) -> Result<String, String> {
+    if agent == Agent::Codex {
+        return merge_codex(existing, launch);
+    }
+    let mut root: Value = match existing.filter(|t| !t.trim().is_empty()) {
+        Some(text) => serde_json::from_str(text).map_err(|e| e.to_string())?,
+        None if agent == Agent::Opencode => json!({ "$schema": "https://opencode.ai/config.json" }),
+        None => json!({}),
+    };
+    let Some(object) = root.as_object_mut() else { return Err("the top level is not an object".into()) };
+    let (section, entry) = match agent {
+        Agent::Claude => ("mcpServers", json!({ "type": "stdio", "command": launch.command, "args": launch.args })),
+        Agent::Gemini => ("mcpServers", json!({ "command": launch.command, "args": launch.args })),
+        Agent::Opencode => {
+            let mut command = vec![launch.command.clone()];
+            command.extend(launch.args.iter().cloned());
+            ("mcp", json!({ "type": "local", "command": command, "enabled": true }))
+        }
+        Agent::Codex | Agent::All => unreachable!("handled above"),
+    };
+    let servers = object.entry(section).or_insert_with(|| json!({}));
+    let Some(servers) = servers.as_object_mut() else { return Err(format!("\"{section}\" is not an object")) };
+    servers.insert(SERVER_NAME.to_string(), entry);
+    serde_json::to_string_pretty(&root).map(|s| s + "\n").map_err(|e| e.to_string())
+}
+
+/// Codex's `config.toml` with `[mcp_servers.ragbox]` set, comments kept.
+fn merge_codex(existing: Option<&str>, launch: &Launch) -> Result<String, String> {
+    let mut doc: toml_edit::DocumentMut = existing.unwrap_or("").parse().map_err(|e| format!("{e}"))?;
+    let servers = doc.entry("mcp_servers").or_insert_with(|| {
+        let mut t = toml_edit::Table::new();
+        t.set_implicit(true);
+        toml_edit::Item::Table(t)
+    });
+    let Some(servers) = servers.as_table_like_mut() else { return Err("mcp_servers is not a table".into()) };
+    let mut entry = toml_edit::Table::new();
+    entry.insert("command", toml_edit::value(launch.command.as_str()));
+    let args: toml_edit::Array = launch.args.iter().map(String::as_str).collect();
+    entry.insert("args", toml_edit::value(args));
+    servers.insert(SERVER_NAME, toml_edit::Item::Table(entry));
+    Ok(doc.to_string())
+}
+
+/// Adds `.ragbox/` to the workspace's `.gitignore` unless it is there; true when added.
+fn ignore_data_dir(workspace: &Path) -> anyhow::Result<bool> {
+    let path = workspace.join(".gitignore");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => bail!("cannot read {}: {e}", path.display()),
+    };
+    let already = text.lines().map(str::trim).any(|l| {
+        let l = l.trim_start_matches('/').trim_end_matches('/');
+        l == DATA_DIR
+    });
+    if already {
+        return Ok(false);
+    }
+    let mut new = text.clone();
+    if !new.is_empty() && !new.ends_with('\n') {
+        new.push('\n');
+    }
+    new.push_str(&format!("# ragbox's index (rebuilt by `ragbox index`)\n{DATA_DIR}/\n"));
+    write_atomically(&path, &new)?;
+    Ok(true)
+}
+
+/// Writes `text` to `path` through a temporary file, so a crash leaves the old file or the new one.
+fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir: PathBuf = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut tmp =
+        tempfile::NamedTempFile::new_in(&dir).with_context(|| format!("cannot write in {}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    // Keep the old file's permissions (a config may be private).
+    if let Ok(meta) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+    }
+    tmp.persist(path).map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch() -> Launch {
+        Launch { command: "ragbox".into(), args: vec!["serve".into(), "--workspace".into(), "/w".into()] }
+    }
+
+    #[test]
+    fn json_configs_keep_other_servers_and_settings() {
+        let existing = r#"{"theme": "dark", "mcpServers": {"other": {"command": "x"}}}"#;
+        let out: Value = serde_json::from_str(&merge(Agent::Gemini, Some(existing), &launch()).unwrap()).unwrap();
+        assert_eq!(out["theme"], "dark");
+        assert_eq!(out["mcpServers"]["other"]["command"], "x");
+        assert_eq!(out["mcpServers"]["ragbox"]["args"], json!(["serve", "--workspace", "/w"]));
+        let out: Value = serde_json::from_str(&merge(Agent::Opencode, None, &launch()).unwrap()).unwrap();
+        assert_eq!(
+            out["mcp"]["ragbox"],
+            json!({"type": "local", "command": ["ragbox", "serve", "--workspace", "/w"], "enabled": true})
+        );
+        assert!(merge(Agent::Claude, Some("{ not json"), &launch()).is_err());
+        assert!(merge(Agent::Claude, Some("[1]"), &launch()).is_err());
+        assert!(merge(Agent::Claude, Some(r#"{"mcpServers": 3}"#), &launch()).is_err());
+    }
+
+    #[test]
+    fn codex_toml_keeps_comments_and_other_tables() {
+        let existing = "# my settings\nmodel = \"o3\"\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n";
+        let out = merge_codex(Some(existing), &launch()).unwrap();
+        assert!(out.starts_with("# my settings\nmodel = \"o3\"\n"), "{out}");
+        let parsed: toml::Table = toml::from_str(&out).unwrap();
+        assert_eq!(parsed["mcp_servers"]["docs"]["command"].as_str(), Some("docs-mcp"));
+        assert_eq!(parsed["mcp_servers"]["ragbox"]["command"].as_str(), Some("ragbox"));
+        assert_eq!(parsed["mcp_servers"]["ragbox"]["args"].as_array().map(Vec::len), Some(3));
+        assert!(merge_codex(Some("mcp_servers = 1"), &launch()).is_err());
+        assert!(merge_codex(Some("[broken"), &launch()).is_err());
+    }
+}

@@ -1,0 +1,160 @@
+//! `ragbox init` (agent MCP configs, merged into what is there) and
+//! `ragbox doctor` (checks, and a reset that asks first).
+
+use ragbox_tests::Fixture;
+use serde_json::{Value, json};
+use std::process::{Output, Stdio};
+
+fn run(f: &Fixture, args: &[&str]) -> Output {
+    f.command(args).stdin(Stdio::null()).output().expect("run ragbox")
+}
+
+fn read_json(f: &Fixture, rel: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(f.workspace.join(rel)).unwrap()).unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The `serve --workspace <abs>` arguments every agent gets.
+fn serve_args(f: &Fixture) -> Value {
+    json!(["serve", "--workspace", f.workspace.canonicalize().unwrap().display().to_string()])
+}
+
+#[test]
+fn init_on_an_empty_folder_configures_claude_code_and_ignores_the_index() {
+    let f = Fixture::empty();
+    let out = run(&f, &["init"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mcp = read_json(&f, ".mcp.json");
+    let server = &mcp["mcpServers"]["ragbox"];
+    assert_eq!((&server["type"], &server["args"]), (&json!("stdio"), &serve_args(&f)), "{mcp}");
+    // The command starts this very binary.
+    let command = server["command"].as_str().unwrap();
+    let started = std::process::Command::new(if command == "ragbox" { "ragbox" } else { command })
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(started.status.success());
+    assert_eq!(std::fs::read_to_string(f.workspace.join(".gitignore")).unwrap().lines().last(), Some(".ragbox/"));
+    // Running it again changes nothing and adds no second .gitignore line.
+    let before = std::fs::read_to_string(f.workspace.join(".mcp.json")).unwrap();
+    assert!(run(&f, &["init"]).status.success());
+    assert_eq!(std::fs::read_to_string(f.workspace.join(".mcp.json")).unwrap(), before);
+    let gitignore = std::fs::read_to_string(f.workspace.join(".gitignore")).unwrap();
+    assert_eq!(gitignore.matches(".ragbox/").count(), 1, "{gitignore}");
+}
+
+#[test]
+fn init_merges_into_every_agents_existing_config() {
+    let f = Fixture::empty();
+    f.write(".mcp.json", r#"{"mcpServers": {"github": {"command": "gh-mcp", "args": []}}}"#);
+    f.write(".gemini/settings.json", r#"{"theme": "GitHub", "mcpServers": {"ragbox": {"command": "old-ragbox"}}}"#);
+    f.write("opencode.json", r#"{"$schema": "https://opencode.ai/config.json", "model": "anthropic/claude", "mcp": {"fs": {"type": "local", "command": ["fs-mcp"]}}}"#);
+    f.write(".codex/config.toml", "# personal settings\nmodel = \"o4-mini\"\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\nargs = [\"--port\", \"0\"]\n");
+    f.write(".gitignore", "target\n/.ragbox\n");
+    let out = run(&f, &["init", "--agent", "all"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("updated .codex/config.toml (Codex)"), "{}", stdout(&out));
+
+    let claude = read_json(&f, ".mcp.json");
+    assert_eq!(claude["mcpServers"]["github"]["command"], "gh-mcp");
+    assert_eq!(claude["mcpServers"]["ragbox"]["args"], serve_args(&f));
+    let gemini = read_json(&f, ".gemini/settings.json");
+    assert_eq!(gemini["theme"], "GitHub");
+    assert_ne!(gemini["mcpServers"]["ragbox"]["command"], "old-ragbox", "the old entry is replaced");
+    assert_eq!(gemini["mcpServers"]["ragbox"]["args"], serve_args(&f));
+    let opencode = read_json(&f, "opencode.json");
+    assert_eq!(
+        (&opencode["model"], &opencode["mcp"]["fs"]["command"]),
+        (&json!("anthropic/claude"), &json!(["fs-mcp"]))
+    );
+    let entry = &opencode["mcp"]["ragbox"];
+    assert_eq!((&entry["type"], &entry["enabled"]), (&json!("local"), &json!(true)));
+    assert_eq!(entry["command"].as_array().unwrap()[1..], serve_args(&f).as_array().unwrap()[..]);
+    let codex = std::fs::read_to_string(f.workspace.join(".codex/config.toml")).unwrap();
+    assert!(codex.starts_with("# personal settings\nmodel = \"o4-mini\""), "{codex}");
+    let codex: toml::Table = toml::from_str(&codex).unwrap();
+    assert_eq!(codex["mcp_servers"]["docs"]["command"].as_str(), Some("docs-mcp"));
+    assert_eq!(codex["mcp_servers"]["ragbox"]["args"].as_array().unwrap().len(), 3);
+    // `/.ragbox` already ignores the index: nothing added.
+    assert_eq!(std::fs::read_to_string(f.workspace.join(".gitignore")).unwrap(), "target\n/.ragbox\n");
+}
+
+#[test]
+fn init_detects_agents_and_leaves_broken_files_alone() {
+    let f = Fixture::empty();
+    std::fs::create_dir_all(f.workspace.join(".codex")).unwrap();
+    let out = run(&f, &["init"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(f.workspace.join(".codex/config.toml").exists());
+    assert!(!f.workspace.join(".mcp.json").exists(), "only the agent the workspace uses");
+
+    let f = Fixture::empty();
+    f.write(".mcp.json", "{ \"mcpServers\": { // a comment\n } }");
+    let out = run(&f, &["init", "--agent", "claude", "--agent", "gemini"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains(".mcp.json is not valid JSON") && err.contains("add this entry by hand"), "{err}");
+    assert!(err.contains("\"mcpServers\""), "shows the entry: {err}");
+    assert_eq!(
+        std::fs::read_to_string(f.workspace.join(".mcp.json")).unwrap(),
+        "{ \"mcpServers\": { // a comment\n } }"
+    );
+    assert!(!f.workspace.join(".gemini").exists(), "nothing written when any file is broken");
+    assert!(!f.workspace.join(".gitignore").exists());
+}
+
+#[test]
+fn doctor_finds_a_broken_index_and_reset_asks_first() {
+    let f = Fixture::empty();
+    f.write("notes/a.md", "Some notes about gardening.");
+    let out = run(&f, &["doctor"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("nothing embedded yet"), "{}", stdout(&out));
+    assert!(run(&f, &["index"]).status.success());
+    let out = run(&f, &["doctor"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("1 documents") && stdout(&out).contains("everything is in order"),
+        "{}",
+        stdout(&out)
+    );
+
+    // A damaged store: doctor says so and how to recover; so do the tools.
+    f.write_bytes(".ragbox/store.redb", b"this is not a redb file at all, just garbage bytes");
+    let out = run(&f, &["doctor"]);
+    assert!(!out.status.success());
+    assert!(
+        stdout(&out).contains("BROKEN  store") && stdout(&out).contains("ragbox doctor --reset"),
+        "{}",
+        stdout(&out)
+    );
+    let out = run(&f, &["search", "garden", "--semantic"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("ragbox doctor --reset"), "{}", stderr(&out));
+
+    // Reset refuses without a confirmation when nobody can answer.
+    let out = run(&f, &["doctor", "--reset"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("embeddings of") && stderr(&out).contains("--reset --yes"), "{}", stderr(&out));
+    assert!(f.workspace.join(".ragbox/store.redb").exists());
+    f.write(".ragbox/config.toml", "# kept\n");
+    let out = run(&f, &["doctor", "--reset", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!f.workspace.join(".ragbox/store.redb").exists());
+    assert!(f.workspace.join(".ragbox/config.toml").exists(), "config survives a reset");
+    assert!(run(&f, &["index"]).status.success());
+    assert!(run(&f, &["doctor"]).status.success());
+
+    // A missing model: the command that fetches it.
+    let out =
+        f.command(&["doctor"]).env("RAGBOX_MODEL", f.dir.path().join("nowhere")).stdin(Stdio::null()).output().unwrap();
+    assert!(!out.status.success());
+    assert!(stdout(&out).contains("BROKEN  model") && stdout(&out).contains("ragbox model fetch"), "{}", stdout(&out));
+}
