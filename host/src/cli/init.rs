@@ -116,8 +116,12 @@ fn choose(workspace: &Path, agents: &[Agent]) -> Vec<Agent> {
         return Agent::EACH.to_vec();
     }
     if !agents.is_empty() {
-        let mut out = agents.to_vec();
-        out.dedup();
+        let mut out: Vec<Agent> = Vec::new();
+        for a in agents {
+            if !out.contains(a) {
+                out.push(*a);
+            }
+        }
         return out;
     }
     let found: Vec<Agent> =
