@@ -25,6 +25,9 @@ fn lists_builtins_and_workspace_components_with_sha256() {
             "get_decision_history",
             "get_embedding_status",
             "get_similar",
+            "list_sources",
+            "search",
+            "search_similar",
             "search_semantic",
             "search_workspace",
             "hostile"

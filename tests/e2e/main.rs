@@ -6,5 +6,6 @@ mod cortext_rag;
 mod embedding;
 mod init_doctor;
 mod protocol;
+mod rag_server;
 mod sandbox;
 mod search_workspace;

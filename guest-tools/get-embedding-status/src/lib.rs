@@ -3,6 +3,7 @@
 
 use ragbox_sdk::cortext;
 use ragbox_sdk::indexer::{stored_documents, survey};
+use ragbox_sdk::text::rfc3339;
 use ragbox_sdk::{Annotations, CallError, ToolInfo, corpus};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -20,15 +21,6 @@ struct Args {
     workspace_path: Option<String>,
 }
 
-/// Milliseconds since the epoch as RFC 3339 UTC (`2025-11-17T09:30:00.123Z`).
-fn timestamp(millis: i64) -> String {
-    let nanos = i128::from(millis) * 1_000_000;
-    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .ok()
-        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
-        .unwrap_or_else(|| millis.to_string())
-}
-
 fn listed(paths: &[String]) -> Value {
     json!({ "count": paths.len(), "paths": paths.iter().take(MAX_LISTED).collect::<Vec<_>>() })
 }
@@ -44,7 +36,7 @@ fn status() -> Result<Value, String> {
         .map(|d| {
             json!({
                 "path": d.path,
-                "embedded_at": timestamp(d.embedded_at),
+                "embedded_at": rfc3339(d.embedded_at),
                 "chunks": d.chunks,
                 "title": d.title,
             })
@@ -135,11 +127,3 @@ impl ragbox_sdk::Guest for Tool {
 }
 
 ragbox_sdk::export!(Tool);
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn timestamps_are_rfc3339_utc() {
-        assert_eq!(super::timestamp(1_763_371_800_123), "2025-11-17T09:30:00.123Z");
-    }
-}

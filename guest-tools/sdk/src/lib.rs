@@ -10,6 +10,7 @@ pub mod cortext;
 pub mod document;
 pub mod indexer;
 pub mod log;
+pub mod rag_server;
 pub mod semantic;
 pub mod text;
 pub mod walk;

@@ -18,6 +18,15 @@ pub fn looks_binary(bytes: &[u8]) -> bool {
     bytes.iter().take(8192).any(|&b| b == 0)
 }
 
+/// Milliseconds since the epoch as RFC 3339 UTC (`2025-11-17T09:30:00.123Z`).
+pub fn rfc3339(millis: i64) -> String {
+    let nanos = i128::from(millis) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_else(|| millis.to_string())
+}
+
 /// Words too common to say anything about a topic.
 const STOPWORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "in", "is", "it", "of", "on", "or", "our",
@@ -44,6 +53,12 @@ pub fn keyword_score(text_lower: &str, words: &[String], phrase: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_763_371_800_123), "2025-11-17T09:30:00.123Z");
+    }
 
     #[test]
     fn keywords_drop_stopwords_unless_nothing_is_left() {

@@ -23,6 +23,8 @@ Examples:
   ragbox status                        what is indexed and what is pending
   ragbox search \"auth tokens\" --semantic search by meaning (--type plan, --date 2025-11, -n 5)
   ragbox search \"TODO\"                 search by keyword
+  ragbox search \"tar archive\" --hybrid meaning and keywords fused (--fulltext: BM25 only)
+  ragbox sources --stats               what is indexed, with statistics
   ragbox similar notes/jwt.md          documents like this one
   ragbox init --agent all              write the MCP config of Claude Code, Gemini CLI, OpenCode, Codex
   ragbox doctor                        check the model and the index (--reset starts over)
@@ -83,8 +85,17 @@ enum Command {
         /// What to look for.
         query: String,
         /// Search by meaning (needs `ragbox index` first) instead of by keyword.
-        #[arg(long)]
+        #[arg(long, group = "mode")]
         semantic: bool,
+        /// Meaning and keywords fused (reciprocal rank fusion), over the index.
+        #[arg(long, group = "mode")]
+        hybrid: bool,
+        /// BM25 keyword ranking with stemming, over the index.
+        #[arg(long, group = "mode")]
+        fulltext: bool,
+        /// Only these file types: extensions (md, txt) or MIME types (repeatable; with --hybrid/--fulltext/--semantic).
+        #[arg(long = "source", value_name = "TYPE")]
+        sources: Vec<String>,
         /// Only this conversation type (brainstorm, debug, learn, meeting, plan, review, …).
         #[arg(long = "type", short = 't', value_name = "TYPE")]
         kind: Option<String>,
@@ -92,6 +103,24 @@ enum Command {
         #[arg(long, short = 'd', value_name = "DATE")]
         date: Option<String>,
         /// How many results (default 10).
+        #[arg(short = 'n', long = "limit", value_name = "N")]
+        limit: Option<u64>,
+        /// The workspace folder.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+        /// Print the tool's JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the indexed documents (the list_sources tool).
+    Sources {
+        /// Add collection statistics.
+        #[arg(long)]
+        stats: bool,
+        /// Group by file type or source type.
+        #[arg(long, value_name = "BY", value_parser = ["file_type", "source_type"])]
+        group_by: Option<String>,
+        /// How many (default 100).
         #[arg(short = 'n', long = "limit", value_name = "N")]
         limit: Option<u64>,
         /// The workspace folder.
@@ -153,10 +182,27 @@ pub fn main() -> ExitCode {
         Command::Tools { workspace, json } => tools::run(&workspace, json),
         Command::Index { path, workspace, json } => index::run(&workspace, path.as_deref(), json),
         Command::Status { workspace, json } => status::run(&workspace, json),
-        Command::Search { query, semantic, kind, date, limit, workspace, json } => search::search(
-            &workspace,
-            &search::SearchArgs { query: &query, semantic, kind: kind.as_deref(), date: date.as_deref(), limit, json },
-        ),
+        Command::Search { query, semantic, hybrid, fulltext, sources, kind, date, limit, workspace, json } => {
+            let mode = match (semantic, hybrid, fulltext) {
+                (true, _, _) => search::Mode::Semantic,
+                (_, true, _) => search::Mode::Hybrid,
+                (_, _, true) => search::Mode::Fulltext,
+                _ => search::Mode::Keyword,
+            };
+            let args = search::SearchArgs {
+                query: &query,
+                mode,
+                sources: &sources,
+                kind: kind.as_deref(),
+                date: date.as_deref(),
+                limit,
+                json,
+            };
+            search::search(&workspace, &args)
+        }
+        Command::Sources { stats, group_by, limit, workspace, json } => {
+            search::sources(&workspace, stats, group_by.as_deref(), limit, json)
+        }
         Command::Similar { path, limit, workspace, json } => search::similar(&workspace, &path, limit, json),
         Command::Init { agent, workspace } => init::run(&workspace, &agent),
         Command::Doctor { reset: false, workspace, .. } => doctor::check(&workspace),

@@ -9,13 +9,28 @@ use std::path::Path;
 /// Longest passage printed per result.
 const SHOWN_TEXT: usize = 220;
 
+/// How `ragbox search` searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Lines containing the words (search_workspace).
+    Keyword,
+    /// By meaning (search_semantic).
+    Semantic,
+    /// Meaning and BM25 fused (search, hybrid).
+    Hybrid,
+    /// BM25 (search, fulltext).
+    Fulltext,
+}
+
 /// What `ragbox search` was asked.
 #[derive(Debug)]
 pub struct SearchArgs<'a> {
     /// The query.
     pub query: &'a str,
-    /// By meaning (search_semantic) instead of keywords (search_workspace).
-    pub semantic: bool,
+    /// How to search.
+    pub mode: Mode,
+    /// File types (extensions or MIME types), for the index modes.
+    pub sources: &'a [String],
     /// Conversation type filter.
     pub kind: Option<&'a str>,
     /// Date filter, YYYY-MM or YYYY-MM-DD.
@@ -26,72 +41,208 @@ pub struct SearchArgs<'a> {
     pub json: bool,
 }
 
+/// One result as printed.
+struct Row {
+    name: String,
+    measure: String,
+    place: String,
+    text: String,
+    path: String,
+}
+
+/// The tool and arguments for a search.
+fn tool_call(a: &SearchArgs) -> anyhow::Result<(&'static str, serde_json::Value)> {
+    let mut args = json!({ "query": a.query });
+    let set = |args: &mut serde_json::Value, key: &str, value: Option<serde_json::Value>| {
+        if let Some(v) = value {
+            args[key] = v;
+        }
+    };
+    let by_index = a.mode != Mode::Keyword && (a.mode != Mode::Semantic || !a.sources.is_empty());
+    if by_index {
+        // The seed-003 `search` tool: every mode, file types and metadata filters.
+        let mode = match a.mode {
+            Mode::Hybrid => "hybrid",
+            Mode::Fulltext => "fulltext",
+            _ => "semantic",
+        };
+        args["search_type"] = mode.into();
+        set(&mut args, "limit", a.limit.map(Into::into));
+        if !a.sources.is_empty() {
+            args["sources"] = json!(a.sources);
+        }
+        let mut filters = serde_json::Map::new();
+        if let Some(kind) = a.kind {
+            filters.insert("type".into(), kind.into());
+        }
+        if let Some(date) = a.date {
+            filters.insert("date".into(), date.into());
+        }
+        if !filters.is_empty() {
+            args["metadata_filters"] = filters.into();
+        }
+        return Ok(("search", args));
+    }
+    if !a.sources.is_empty() {
+        anyhow::bail!("--source filters the index: use it with --semantic, --hybrid or --fulltext");
+    }
+    let (tool, limit_key, type_key) = match a.mode {
+        Mode::Semantic => ("search_semantic", "n_results", "conversation_type"),
+        _ => ("search_workspace", "limit", "type"),
+    };
+    set(&mut args, type_key, a.kind.map(Into::into));
+    set(&mut args, "date_range", a.date.map(Into::into));
+    set(&mut args, limit_key, a.limit.map(Into::into));
+    Ok((tool, args))
+}
+
+fn rows(tool: &str, out: &serde_json::Value) -> Vec<Row> {
+    let results = out["results"].as_array().cloned().unwrap_or_default();
+    let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let place = |kind: &serde_json::Value, date: &serde_json::Value| {
+        [kind.as_str(), date.as_str()].into_iter().flatten().collect::<Vec<_>>().join(" · ")
+    };
+    results
+        .iter()
+        .map(|r| match tool {
+            "search" => {
+                let m = &r["metadata"];
+                Row {
+                    name: m["conversation"].as_str().map_or_else(|| s(&r["source"]["filename"]), str::to_string),
+                    measure: format!("{:.1}%", r["relevance_score"].as_f64().unwrap_or(0.0) * 100.0),
+                    place: place(&m["type"], &m["date"]),
+                    text: s(&r["content"]),
+                    path: s(&r["source"]["filepath"]),
+                }
+            }
+            "search_semantic" => Row {
+                name: s(&r["conversation"]),
+                measure: format!("{:.1}%", r["score"].as_f64().unwrap_or(0.0) * 100.0),
+                place: place(&r["type"], &r["date"]),
+                text: s(&r["text"]),
+                path: s(&r["source_path"]),
+            },
+            _ => Row {
+                name: r["conversation"].as_str().map_or_else(|| s(&r["file"]), str::to_string),
+                measure: format!("line {}", r["line"]),
+                place: place(&r["type"], &r["date"]),
+                text: s(&r["text"]),
+                path: s(&r["path"]),
+            },
+        })
+        .collect()
+}
+
 /// Searches `workspace` and prints the results.
 pub fn search(workspace: &Path, a: &SearchArgs) -> anyhow::Result<()> {
+    let (tool, args) = tool_call(a)?;
     let opened = open(workspace)?;
-    let mut args = json!({ "query": a.query });
-    let (tool, limit_key, type_key) = if a.semantic {
-        ("search_semantic", "n_results", "conversation_type")
-    } else {
-        ("search_workspace", "limit", "type")
-    };
-    if let Some(kind) = a.kind {
-        args[type_key] = kind.into();
-    }
-    if let Some(date) = a.date {
-        args["date_range"] = date.into();
-    }
-    if let Some(n) = a.limit {
-        args[limit_key] = n.into();
-    }
     let out = opened.call_json(tool, args)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    let results = out["results"].as_array().cloned().unwrap_or_default();
+    let rows = rows(tool, &out);
     let style = Style::detect();
-    if results.is_empty() {
-        if let Some(message) = out["message"].as_str().filter(|_| a.semantic) {
+    if rows.is_empty() {
+        if let Some(message) = out["message"].as_str().filter(|_| tool == "search_semantic") {
             println!("{message}");
         }
         println!("No results for \"{}\"{}.", a.query, filters(a));
-        println!(
-            "Try different or fewer words{}.",
-            if a.kind.is_some() || a.date.is_some() { ", or drop the filters" } else { "" }
-        );
-        if a.semantic {
-            println!("Keyword search finds exact words: ragbox search {:?}", a.query);
-        } else {
+        let narrowed = a.kind.is_some() || a.date.is_some() || !a.sources.is_empty();
+        println!("Try different or fewer words{}.", if narrowed { ", or drop the filters" } else { "" });
+        if a.mode == Mode::Keyword {
             println!("Search by meaning instead: ragbox search {:?} --semantic", a.query);
+        } else {
+            println!("Keyword search finds exact words: ragbox search {:?}", a.query);
         }
         return Ok(());
     }
-    let how = if a.semantic { "by meaning" } else { "by keyword" };
-    println!("{} results {how} for \"{}\"{}:\n", results.len(), a.query, filters(a));
-    for (i, r) in results.iter().enumerate() {
-        let name = r["conversation"].as_str().unwrap_or_else(|| r["file"].as_str().unwrap_or("?"));
-        let place = [r["type"].as_str(), r["date"].as_str()].into_iter().flatten().collect::<Vec<_>>().join(" · ");
-        let measure = if a.semantic {
-            format!("{:.1}%", r["score"].as_f64().unwrap_or(0.0) * 100.0)
-        } else {
-            format!("line {}", r["line"])
-        };
-        println!(
-            "{:>3}. {}  ({measure}){}",
-            i + 1,
-            style.bold(name),
-            if place.is_empty() { String::new() } else { format!("  {place}") }
-        );
-        println!("     {}", one_line(r["text"].as_str().unwrap_or(""), SHOWN_TEXT));
-        let path = r["source_path"].as_str().or_else(|| r["path"].as_str()).unwrap_or("?");
-        println!("     {}", style.dim(path));
+    let how = match a.mode {
+        Mode::Keyword => "by keyword",
+        Mode::Semantic => "by meaning",
+        Mode::Hybrid => "by meaning and keywords",
+        Mode::Fulltext => "by BM25",
+    };
+    println!("{} results {how} for \"{}\"{}:\n", rows.len(), a.query, filters(a));
+    for (i, r) in rows.iter().enumerate() {
+        let place = if r.place.is_empty() { String::new() } else { format!("  {}", r.place) };
+        println!("{:>3}. {}  ({}){place}", i + 1, style.bold(&r.name), r.measure);
+        println!("     {}", one_line(&r.text, SHOWN_TEXT));
+        println!("     {}", style.dim(&r.path));
     }
     if out["more_results"] == true {
-        let limit = if a.semantic { "-n" } else { "-n (--limit)" };
-        println!("\nMore results exist: raise {limit}, or narrow with --type or --date.");
+        println!("\nMore results exist: raise -n, or narrow with --type or --date.");
     }
     Ok(())
+}
+
+/// Prints the indexed documents (the list_sources tool).
+pub fn sources(
+    workspace: &Path,
+    stats: bool,
+    group_by: Option<&str>,
+    limit: Option<u64>,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    let opened = open(workspace)?;
+    let mut args = json!({ "include_stats": stats });
+    if let Some(g) = group_by {
+        args["group_by"] = g.into();
+    }
+    if let Some(n) = limit {
+        args["limit"] = n.into();
+    }
+    let out = opened.call_json("list_sources", args)?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    let total = out["total_sources"].as_u64().unwrap_or(0);
+    if total == 0 {
+        println!("Nothing is indexed yet: run `ragbox index`.");
+        return Ok(());
+    }
+    let print = |s: &serde_json::Value| {
+        println!(
+            "  {:<20}  {:>9}  {}  {}",
+            s["file_type"].as_str().unwrap_or("?"),
+            human_size(s["size"].as_u64().unwrap_or(0)),
+            s["indexed_at"].as_str().unwrap_or("?"),
+            s["path"].as_str().unwrap_or("?")
+        )
+    };
+    match out["grouped_sources"].as_array() {
+        Some(groups) => {
+            for g in groups {
+                println!("{} ({}):", g["group"].as_str().unwrap_or("?"), g["count"]);
+                g["sources"].as_array().into_iter().flatten().for_each(print);
+            }
+        }
+        None => out["sources"].as_array().into_iter().flatten().for_each(print),
+    }
+    println!("{} of {total} sources", out["returned_sources"]);
+    if let Some(st) = out.get("statistics") {
+        println!(
+            "{} documents, {} chunks, {:.2} MB",
+            st["total_documents"],
+            st["total_chunks"],
+            st["total_size_mb"].as_f64().unwrap_or(0.0)
+        );
+        if let Some(types) = st["file_types"].as_object() {
+            let list: Vec<String> = types.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            println!("file types: {}", list.join(", "));
+        }
+    }
+    Ok(())
+}
+
+fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / 1_048_576.0),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
 }
 
 /// Prints the documents most similar to `path`.
@@ -125,8 +276,11 @@ pub fn similar(workspace: &Path, path: &str, limit: Option<u64>, as_json: bool) 
 
 /// " (type plan, date 2025-11)" for the filters in use.
 fn filters(a: &SearchArgs) -> String {
-    let parts: Vec<String> =
-        [a.kind.map(|k| format!("type {k}")), a.date.map(|d| format!("date {d}"))].into_iter().flatten().collect();
+    let types = (!a.sources.is_empty()).then(|| format!("files {}", a.sources.join(", ")));
+    let parts: Vec<String> = [a.kind.map(|k| format!("type {k}")), a.date.map(|d| format!("date {d}")), types]
+        .into_iter()
+        .flatten()
+        .collect();
     if parts.is_empty() { String::new() } else { format!(" ({})", parts.join(", ")) }
 }
 

@@ -1,0 +1,207 @@
+//! The RAG MCP Server's `list_sources` (seed 003): the indexed documents with
+//! their metadata, optionally grouped and with collection statistics.
+
+use ragbox_sdk::args::optional_count;
+use ragbox_sdk::corpus::Document;
+use ragbox_sdk::indexer::stored_documents;
+use ragbox_sdk::rag_server::{self, document_id, mime_of};
+use ragbox_sdk::text::rfc3339;
+use ragbox_sdk::{Annotations, CallError, ToolInfo, args, host};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+const DEFAULT_LIMIT: u64 = 100;
+const MAX_LIMIT: u64 = 1000;
+/// Every document ragbox indexes is a file in the workspace.
+const SOURCE_TYPE: &str = "local_file";
+/// How it got into the index: by an indexing run (embed tools or `ragbox index`).
+const SOURCE_METHOD: &str = "indexer";
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    #[serde(default)]
+    include_stats: Option<bool>,
+    #[serde(default)]
+    source_type_filter: Option<Vec<String>>,
+    #[serde(default)]
+    group_by: Option<String>,
+    #[serde(default, deserialize_with = "optional_count")]
+    limit: Option<u64>,
+    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
+    #[serde(default)]
+    #[allow(dead_code)]
+    workspace_path: Option<String>,
+}
+
+/// What to group by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GroupBy {
+    SourceType,
+    FileType,
+}
+
+struct Request {
+    stats: bool,
+    source_types: Option<Vec<String>>,
+    group_by: Option<GroupBy>,
+    limit: usize,
+}
+
+fn request(arguments: &str) -> Result<Request, CallError> {
+    let bad =
+        |m: String| rag_server::invalid("InvalidParameter", m, "Check the parameter against the tool's input schema");
+    let a: Args = args::parse(arguments).map_err(bad)?;
+    let group_by = match a.group_by.as_deref() {
+        None => None,
+        Some("source_type") => Some(GroupBy::SourceType),
+        Some("file_type") => Some(GroupBy::FileType),
+        Some(other) => return Err(bad(format!("unknown group_by {other:?}: use \"source_type\" or \"file_type\""))),
+    };
+    let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT).map_err(bad)?;
+    Ok(Request {
+        stats: a.include_stats.unwrap_or(false),
+        source_types: a.source_type_filter,
+        group_by,
+        limit: limit as usize,
+    })
+}
+
+fn source_json(d: &Document) -> Value {
+    json!({
+        "id": document_id(&d.path),
+        "name": d.path.rsplit('/').next().unwrap_or(&d.path),
+        "path": d.path,
+        "file_type": mime_of(&d.path),
+        "size": d.size,
+        "source_type": SOURCE_TYPE,
+        "source_method": SOURCE_METHOD,
+        // The file's modification time: creation times are not kept by every filesystem.
+        "created_at": rfc3339(d.mtime.saturating_mul(1000)),
+        "indexed_at": rfc3339(d.embedded_at),
+        "title": d.title,
+        "chunks": d.chunks,
+    })
+}
+
+fn counts<'a>(keys: impl Iterator<Item = &'a str>) -> Map<String, Value> {
+    let mut m: BTreeMap<&str, u64> = BTreeMap::new();
+    for k in keys {
+        *m.entry(k).or_default() += 1;
+    }
+    m.into_iter().map(|(k, v)| (k.to_string(), v.into())).collect()
+}
+
+fn run(r: &Request) -> Result<Value, String> {
+    let docs: Vec<Document> = stored_documents()?
+        .into_values()
+        .filter(|_| r.source_types.as_ref().is_none_or(|types| types.iter().any(|t| t == SOURCE_TYPE)))
+        .collect();
+    let returned: Vec<&Document> = docs.iter().take(r.limit).collect();
+    let mut out = json!({
+        "total_sources": docs.len(),
+        "returned_sources": returned.len(),
+        "sources": returned.iter().map(|d| source_json(d)).collect::<Vec<_>>(),
+    });
+    if let Some(group_by) = r.group_by {
+        let key = |d: &Document| match group_by {
+            GroupBy::SourceType => SOURCE_TYPE,
+            GroupBy::FileType => mime_of(&d.path),
+        };
+        let mut groups: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+        for d in &returned {
+            groups.entry(key(d)).or_default().push(source_json(d));
+        }
+        out["grouped_sources"] = groups
+            .into_iter()
+            .map(|(group, sources)| json!({ "group": group, "count": sources.len(), "sources": sources }))
+            .collect();
+    }
+    if r.stats {
+        let size: u64 = docs.iter().map(|d| d.size).sum();
+        out["statistics"] = json!({
+            "total_documents": docs.len(),
+            "total_chunks": docs.iter().map(|d| u64::from(d.chunks)).sum::<u64>(),
+            "total_size_bytes": size,
+            "total_size_mb": rag_server::round(size as f64 / 1_048_576.0),
+            "file_types": counts(docs.iter().map(|d| mime_of(&d.path))),
+            "source_types": counts(docs.iter().map(|_| SOURCE_TYPE)),
+            "source_methods": counts(docs.iter().map(|_| SOURCE_METHOD)),
+            "oldest_document": docs.iter().map(|d| d.embedded_at).min(),
+            "newest_document": docs.iter().map(|d| d.embedded_at).max(),
+        });
+    }
+    Ok(out)
+}
+
+struct Tool;
+
+impl ragbox_sdk::Guest for Tool {
+    fn describe() -> ToolInfo {
+        ToolInfo {
+            name: "list_sources".into(),
+            title: Some("List indexed sources".into()),
+            description: "List all indexed documents with metadata (id, name, path, file type, size, source type \
+                and method, created and indexed times), optionally grouped by file or source type and with \
+                collection statistics."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "include_stats": { "type": "boolean", "default": false, "description": "Include collection statistics" },
+                    "source_type_filter": { "type": "array", "items": { "type": "string" }, "description": "Filter by source types (every ragbox source is \"local_file\")" },
+                    "group_by": { "type": "string", "enum": ["source_type", "file_type"] },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Max sources to return" },
+                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
+                }
+            })
+            .to_string(),
+            output_schema: Some(
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "total_sources": { "type": "integer" },
+                        "returned_sources": { "type": "integer" },
+                        "sources": { "type": "array", "items": { "type": "object" } },
+                        "grouped_sources": { "type": "array", "items": { "type": "object" } },
+                        "statistics": { "type": "object" }
+                    },
+                    "required": ["total_sources", "returned_sources", "sources"]
+                })
+                .to_string(),
+            ),
+            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+        }
+    }
+
+    fn call(arguments: String) -> Result<String, CallError> {
+        host::workspace().map_err(|e| {
+            rag_server::failed("WorkspaceNotAllowed", e, "Omit workspace_path to list the served workspace")
+        })?;
+        let r = request(&arguments)?;
+        let out =
+            run(&r).map_err(|e| rag_server::failed("ListSourcesFailed", e, "Check the index with `ragbox doctor`"))?;
+        Ok(out.to_string())
+    }
+}
+
+ragbox_sdk::export!(Tool);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_arguments() {
+        let err = |a: &str| match request(a) {
+            Err(CallError::InvalidArguments(b)) => serde_json::from_str::<Value>(&b).unwrap(),
+            _ => panic!("{a} should be invalid"),
+        };
+        assert_eq!(err(r#"{"limit":0}"#)["error"], "InvalidParameter");
+        assert_eq!(err(r#"{"limit":1001}"#)["error"], "InvalidParameter");
+        assert_eq!(err(r#"{"group_by":"size"}"#)["error"], "InvalidParameter");
+        assert_eq!(err(r#"{"include_stats":"yes"}"#)["error"], "InvalidParameter");
+        let r = request("{}").ok().unwrap();
+        assert_eq!((r.stats, r.limit, r.group_by), (false, 100, None));
+    }
+}

@@ -1,0 +1,208 @@
+//! The RAG MCP Server's `search` (seed 003): semantic, hybrid (reciprocal rank
+//! fusion of vectors and BM25) or fulltext search, filtered by file type and
+//! metadata, with relevance scores in 0..1.
+
+use ragbox_sdk::args::optional_count;
+use ragbox_sdk::rag_server::{self, Mode, metadata, round, source};
+use ragbox_sdk::{Annotations, CallError, ToolInfo, args, host};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+const DEFAULT_LIMIT: u64 = 5;
+const MAX_LIMIT: u64 = 50;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    #[serde(default)]
+    query: Option<String>,
+    #[serde(default)]
+    search_type: Option<String>,
+    #[serde(default, deserialize_with = "optional_count")]
+    limit: Option<u64>,
+    #[serde(default)]
+    sources: Option<Vec<String>>,
+    #[serde(default)]
+    metadata_filters: Option<Map<String, Value>>,
+    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
+    #[serde(default)]
+    #[allow(dead_code)]
+    workspace_path: Option<String>,
+}
+
+/// A validated request.
+struct Request {
+    query: String,
+    mode: Mode,
+    limit: u64,
+    filter: ragbox_sdk::corpus::Filter,
+}
+
+fn request(arguments: &str) -> Result<Request, CallError> {
+    let bad =
+        |m: String| rag_server::invalid("InvalidParameter", m, "Check the parameter against the tool's input schema");
+    let a: Args = args::parse(arguments).map_err(bad)?;
+    let query = a.query.unwrap_or_default();
+    if query.trim().is_empty() {
+        return Err(rag_server::invalid(
+            "InvalidQuery",
+            "query is required and must not be empty",
+            "Give the words or question to search for",
+        ));
+    }
+    let mode = Mode::parse(a.search_type.as_deref().unwrap_or("semantic")).map_err(bad)?;
+    let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT).map_err(bad)?;
+    let filter =
+        rag_server::filter(&a.sources.unwrap_or_default(), &a.metadata_filters.unwrap_or_default()).map_err(bad)?;
+    Ok(Request { query: query.trim().to_string(), mode, limit, filter })
+}
+
+fn run(r: &Request) -> Result<Value, String> {
+    let found = if rag_server::index_is_empty()? {
+        Vec::new()
+    } else {
+        rag_server::search(&r.query, r.mode, r.limit as u32, &r.filter)?
+    };
+    let results: Vec<Value> = found
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            json!({
+                "rank": i + 1,
+                "content": s.hit.chunk.text,
+                "relevance_score": round(s.relevance),
+                "source": source(&s.hit.document, Some(s.hit.ordinal)),
+                "metadata": metadata(&s.hit.document),
+            })
+        })
+        .collect();
+    let mut info = json!({
+        "total_results": results.len(),
+        "search_method": r.mode.name(),
+        "max_requested": r.limit,
+    });
+    if r.mode == Mode::Hybrid {
+        info["fusion"] = json!({ "method": "reciprocal_rank_fusion", "k": rag_server::RRF_K });
+    }
+    Ok(json!({
+        "query": r.query,
+        "search_type": r.mode.name(),
+        "results_count": results.len(),
+        "results": results,
+        "search_info": info,
+    }))
+}
+
+struct Tool;
+
+impl ragbox_sdk::Guest for Tool {
+    fn describe() -> ToolInfo {
+        ToolInfo {
+            name: "search".into(),
+            title: Some("Search documents".into()),
+            description: "Search documents using semantic, hybrid, or fulltext search methods. Semantic finds \
+                passages by meaning; fulltext ranks by keywords (BM25, English stemming); hybrid fuses both \
+                (reciprocal rank fusion) and is usually best. Filter by file type (sources) and metadata \
+                (frontmatter fields, type, date, path). Relevance scores are in 0..1."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "query": { "type": "string", "description": "Search query text" },
+                    "search_type": { "type": "string", "enum": ["semantic", "hybrid", "fulltext"], "default": "semantic" },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Max results" },
+                    "sources": { "type": "array", "items": { "type": "string" }, "description": "Filter by file types: extensions (\"md\", \"txt\") or MIME types (\"text/markdown\")" },
+                    "metadata_filters": { "type": "object", "additionalProperties": { "type": ["string", "number", "boolean"] }, "description": "Key-value metadata filters: frontmatter fields must match exactly; type, date (YYYY-MM or YYYY-MM-DD) and path (folder prefix) are understood too" },
+                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
+                },
+                "required": ["query"]
+            })
+            .to_string(),
+            output_schema: Some(
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "query": { "type": "string" },
+                        "search_type": { "type": "string" },
+                        "results_count": { "type": "integer" },
+                        "results": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "rank": { "type": "integer" },
+                                    "content": { "type": "string" },
+                                    "relevance_score": { "type": "number", "minimum": 0, "maximum": 1 },
+                                    "source": {
+                                        "type": "object",
+                                        "properties": {
+                                            "filename": { "type": "string" },
+                                            "filepath": { "type": "string" },
+                                            "file_type": { "type": "string" },
+                                            "chunk_index": { "type": "integer" },
+                                            "file_id": { "type": "string" }
+                                        },
+                                        "required": ["filename", "filepath", "file_type", "chunk_index"]
+                                    },
+                                    "metadata": { "type": "object" }
+                                },
+                                "required": ["rank", "content", "relevance_score", "source", "metadata"]
+                            }
+                        },
+                        "search_info": { "type": "object" }
+                    },
+                    "required": ["query", "search_type", "results_count", "results", "search_info"]
+                })
+                .to_string(),
+            ),
+            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+        }
+    }
+
+    fn call(arguments: String) -> Result<String, CallError> {
+        host::workspace().map_err(|e| {
+            rag_server::failed("WorkspaceNotAllowed", e, "Omit workspace_path to search the served workspace")
+        })?;
+        let r = request(&arguments)?;
+        let out = run(&r).map_err(|e| {
+            rag_server::failed(
+                "SearchFailed",
+                e,
+                "Check that the workspace is indexed (embed_workspace or `ragbox index`) and try again",
+            )
+        })?;
+        Ok(out.to_string())
+    }
+}
+
+ragbox_sdk::export!(Tool);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(args: &str) -> Value {
+        match request(args) {
+            Err(CallError::InvalidArguments(body)) => serde_json::from_str(&body).unwrap(),
+            _ => panic!("{args} should be invalid"),
+        }
+    }
+
+    #[test]
+    fn errors_have_the_documented_types() {
+        assert_eq!(err(r#"{}"#)["error"], "InvalidQuery");
+        assert_eq!(err(r#"{"query":"  "}"#)["error"], "InvalidQuery");
+        for bad in [
+            r#"{"query":"x","limit":0}"#,
+            r#"{"query":"x","limit":51}"#,
+            r#"{"query":"x","search_type":"fuzzy"}"#,
+            r#"{"query":"x","sources":"md"}"#,
+            r#"{"query":"x","metadata_filters":{"date":"later"}}"#,
+        ] {
+            let e = err(bad);
+            assert_eq!(e["error"], "InvalidParameter", "{bad}");
+            assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()) && e["suggestion"].is_string());
+        }
+        let r = request(r#"{"query":"x","limit":50,"search_type":"hybrid"}"#).ok().unwrap();
+        assert_eq!((r.limit, r.mode), (50, Mode::Hybrid));
+    }
+}

@@ -1,0 +1,314 @@
+//! Conventions of the "RAG MCP Server" tool set (seed 003): its error shape
+//! (`{"error": Type, "message", "suggestion"}`), file types as MIME types,
+//! source objects, the filters `sources` and `metadata_filters`, and the
+//! search modes with reciprocal rank fusion for hybrid.
+
+use crate::CallError;
+use crate::bindings::ragbox::tools::corpus::{Document, Filter};
+use crate::bindings::ragbox::tools::embedder::{self, EmbedKind};
+use crate::bindings::ragbox::tools::vectors::Hit;
+use crate::bindings::ragbox::tools::{corpus, fulltext, vectors};
+use crate::cortext::DateRange;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+/// Reciprocal rank fusion constant (Cormack et al. use 60).
+pub const RRF_K: f64 = 60.0;
+
+/// A seed-003 error.
+pub fn error(kind: &str, message: impl AsRef<str>, suggestion: &str) -> String {
+    json!({ "error": kind, "message": message.as_ref(), "suggestion": suggestion }).to_string()
+}
+
+/// Invalid arguments, in the seed-003 shape.
+pub fn invalid(kind: &str, message: impl AsRef<str>, suggestion: &str) -> CallError {
+    CallError::InvalidArguments(error(kind, message, suggestion))
+}
+
+/// A failed operation, in the seed-003 shape.
+pub fn failed(kind: &str, message: impl AsRef<str>, suggestion: &str) -> CallError {
+    CallError::Failed(error(kind, message, suggestion))
+}
+
+/// File extension → MIME type, for the file types ragbox indexes.
+const MIME: &[(&str, &str)] = &[
+    ("md", "text/markdown"),
+    ("markdown", "text/markdown"),
+    ("mdx", "text/markdown"),
+    ("txt", "text/plain"),
+    ("text", "text/plain"),
+    ("rst", "text/x-rst"),
+    ("json", "application/json"),
+    ("jsonl", "application/x-ndjson"),
+    ("csv", "text/csv"),
+    ("tsv", "text/tab-separated-values"),
+    ("html", "text/html"),
+    ("htm", "text/html"),
+    ("xml", "application/xml"),
+    ("yaml", "application/yaml"),
+    ("yml", "application/yaml"),
+    ("toml", "application/toml"),
+    ("pdf", "application/pdf"),
+    ("rs", "text/x-rust"),
+    ("py", "text/x-python"),
+    ("js", "text/javascript"),
+    ("mjs", "text/javascript"),
+    ("ts", "text/x-typescript"),
+    ("tsx", "text/x-typescript"),
+    ("go", "text/x-go"),
+    ("java", "text/x-java"),
+    ("c", "text/x-c"),
+    ("h", "text/x-c"),
+    ("cpp", "text/x-c++"),
+    ("cc", "text/x-c++"),
+    ("hpp", "text/x-c++"),
+    ("rb", "text/x-ruby"),
+    ("sh", "application/x-sh"),
+    ("sql", "application/sql"),
+    ("css", "text/css"),
+];
+
+/// The file's extension, lowercased ("" when none).
+pub fn extension(path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.rsplit_once('.')
+        .map(|(stem, e)| if stem.is_empty() { String::new() } else { e.to_ascii_lowercase() })
+        .unwrap_or_default()
+}
+
+/// The MIME type of a file, from its extension (`text/plain` for other text).
+pub fn mime_of(path: &str) -> &'static str {
+    let ext = extension(path);
+    MIME.iter().find(|(e, _)| *e == ext).map_or("text/plain", |(_, m)| m)
+}
+
+/// The extensions a `sources` entry names: an extension (`md`, `.md`) or a
+/// MIME type (`text/markdown`). `None` for an unknown MIME type.
+pub fn extensions_for(source: &str) -> Option<Vec<String>> {
+    let s = source.trim().trim_start_matches('.').to_ascii_lowercase();
+    if s.contains('/') {
+        let exts: Vec<String> = MIME.iter().filter(|(_, m)| *m == s).map(|(e, _)| e.to_string()).collect();
+        return (!exts.is_empty()).then_some(exts);
+    }
+    Some(vec![s])
+}
+
+/// A stable id for a document: derived from its path, so it survives edits.
+pub fn document_id(path: &str) -> String {
+    let digest = Sha256::digest(path.as_bytes());
+    format!("doc_{}", digest.iter().take(6).map(|b| format!("{b:02x}")).collect::<String>())
+}
+
+/// The `source` object of a result.
+pub fn source(doc: &Document, chunk_index: Option<u32>) -> Value {
+    let mut s = json!({
+        "filename": doc.path.rsplit('/').next().unwrap_or(&doc.path),
+        "filepath": doc.path,
+        "file_type": mime_of(&doc.path),
+        "file_id": document_id(&doc.path),
+    });
+    if let Some(i) = chunk_index {
+        s["chunk_index"] = i.into();
+    }
+    s
+}
+
+/// A document's metadata as a JSON object: frontmatter fields, plus title,
+/// conversation type and date when known.
+pub fn metadata(doc: &Document) -> Value {
+    let mut m: Map<String, Value> = doc.metadata.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+    for (key, value) in [("title", &doc.title), ("type", &doc.conversation_type), ("date", &doc.date)] {
+        if let Some(v) = value {
+            m.entry(key).or_insert_with(|| Value::String(v.clone()));
+        }
+    }
+    Value::Object(m)
+}
+
+/// Builds the index filter from `sources` and `metadata_filters`. Keys `type`
+/// (or `conversation_type`), `date` (YYYY-MM or YYYY-MM-DD), `path` (a folder
+/// or path prefix) and `file_type` (as in `sources`) are understood; any other
+/// key must match a metadata field exactly.
+pub fn filter(sources: &[String], metadata_filters: &Map<String, Value>) -> Result<Filter, String> {
+    let mut f = Filter {
+        conversation_type: None,
+        date_range: None,
+        path_prefix: None,
+        extensions: Vec::new(),
+        metadata: Vec::new(),
+    };
+    let add_sources = |f: &mut Filter, s: &str| -> Result<(), String> {
+        let exts = extensions_for(s).ok_or_else(|| {
+            format!(
+                "unknown file type {s:?}: give an extension (md, txt, json, …) or a MIME type such as text/markdown"
+            )
+        })?;
+        f.extensions.extend(exts);
+        Ok(())
+    };
+    for s in sources {
+        add_sources(&mut f, s)?;
+    }
+    for (key, value) in metadata_filters {
+        let value = match value {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            other => return Err(format!("metadata_filters.{key} must be a string, number or boolean, got {other}")),
+        };
+        match key.as_str() {
+            "type" | "conversation_type" => f.conversation_type = Some(value),
+            "date" | "date_range" => f.date_range = Some(DateRange::parse(&value)?.as_str().to_string()),
+            "path" | "path_prefix" => f.path_prefix = Some(value.trim_start_matches("./").to_string()),
+            "file_type" | "source" => add_sources(&mut f, &value)?,
+            _ => f.metadata.push((key.clone(), value)),
+        }
+    }
+    Ok(f)
+}
+
+/// How to search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Nearest vectors.
+    Semantic,
+    /// BM25 keywords.
+    Fulltext,
+    /// Both, fused by reciprocal rank.
+    Hybrid,
+}
+
+impl Mode {
+    /// Parses `semantic`, `hybrid` or `fulltext`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "semantic" => Ok(Self::Semantic),
+            "fulltext" => Ok(Self::Fulltext),
+            "hybrid" => Ok(Self::Hybrid),
+            other => Err(format!("unknown search type {other:?}: use \"semantic\", \"hybrid\" or \"fulltext\"")),
+        }
+    }
+
+    /// The name used in responses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Semantic => "semantic",
+            Self::Fulltext => "fulltext",
+            Self::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// A hit with a relevance in 0..1 that is comparable within one response.
+pub struct Scored {
+    /// The chunk and its document.
+    pub hit: Hit,
+    /// Semantic: cosine similarity (negative counts as 0). Fulltext: BM25
+    /// relative to the best hit. Hybrid: the RRF sum relative to its maximum
+    /// (first in both lists).
+    pub relevance: f64,
+}
+
+/// The `k` best chunks for `query` in `mode` among documents passing `filter`.
+pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Scored>, String> {
+    let semantic = |k: u32| -> Result<Vec<Hit>, String> {
+        crate::semantic::check_model()?;
+        let vector = embedder::embed(&[query.to_string()], EmbedKind::Query)?.pop().ok_or("no vector for the query")?;
+        vectors::search(&vector, k, filter)
+    };
+    Ok(match mode {
+        Mode::Semantic => semantic(k)?
+            .into_iter()
+            .map(|hit| {
+                let relevance = f64::from(hit.score).clamp(0.0, 1.0);
+                Scored { hit, relevance }
+            })
+            .collect(),
+        Mode::Fulltext => {
+            let hits = fulltext::search(query, k, filter)?;
+            let best = hits.first().map_or(1.0, |h| f64::from(h.score)).max(f64::MIN_POSITIVE);
+            hits.into_iter()
+                .map(|hit| {
+                    let relevance = (f64::from(hit.score) / best).clamp(0.0, 1.0);
+                    Scored { hit, relevance }
+                })
+                .collect()
+        }
+        Mode::Hybrid => {
+            // Deeper lists than asked: fusion needs the overlap.
+            let depth = (k * 4).clamp(50, 1000);
+            fuse(semantic(depth)?, fulltext::search(query, depth, filter)?, k as usize)
+        }
+    })
+}
+
+/// Reciprocal rank fusion of two ranked lists, best first, cut at `k`.
+pub fn fuse(a: Vec<Hit>, b: Vec<Hit>, k: usize) -> Vec<Scored> {
+    let mut fused: Vec<(f64, Hit)> = Vec::new();
+    let mut at: std::collections::HashMap<(String, u32), usize> = std::collections::HashMap::new();
+    for list in [a, b] {
+        for (rank, hit) in list.into_iter().enumerate() {
+            let score = 1.0 / (RRF_K + rank as f64 + 1.0);
+            match at.entry((hit.document.path.clone(), hit.ordinal)) {
+                std::collections::hash_map::Entry::Occupied(e) => fused[*e.get()].0 += score,
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(fused.len());
+                    fused.push((score, hit));
+                }
+            }
+        }
+    }
+    fused.sort_by(|x, y| y.0.total_cmp(&x.0).then_with(|| x.1.document.path.cmp(&y.1.document.path)));
+    let max = 2.0 / (RRF_K + 1.0);
+    fused.into_iter().take(k).map(|(score, hit)| Scored { relevance: (score / max).min(1.0), hit }).collect()
+}
+
+/// True when nothing is indexed yet.
+pub fn index_is_empty() -> Result<bool, String> {
+    Ok(corpus::stats()?.documents == 0)
+}
+
+/// A score rounded for JSON.
+pub fn round(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_types_and_sources() {
+        assert_eq!(mime_of("docs/a.MD"), "text/markdown");
+        assert_eq!(mime_of("notes/todo"), "text/plain");
+        assert_eq!(mime_of(".bashrc"), "text/plain");
+        assert_eq!(extensions_for(".md"), Some(vec!["md".to_string()]));
+        assert_eq!(extensions_for("text/markdown"), Some(vec!["md".into(), "markdown".into(), "mdx".into()]));
+        assert_eq!(extensions_for("application/x-unknown"), None);
+    }
+
+    #[test]
+    fn metadata_filters_map_to_the_index_filter() {
+        let m: Map<String, Value> =
+            serde_json::from_str(r#"{"type":"plan","date":"2025-11","path":"./docs","author":"john","draft":true}"#)
+                .unwrap();
+        let f = filter(&["txt".into(), "text/markdown".into()], &m).unwrap();
+        assert_eq!(f.conversation_type.as_deref(), Some("plan"));
+        assert_eq!(f.date_range.as_deref(), Some("2025-11"));
+        assert_eq!(f.path_prefix.as_deref(), Some("docs"));
+        assert_eq!(f.extensions, ["txt", "md", "markdown", "mdx"]);
+        assert_eq!(f.metadata, [("author".to_string(), "john".to_string()), ("draft".into(), "true".into())]);
+        let bad: Map<String, Value> = serde_json::from_str(r#"{"date":"soon"}"#).unwrap();
+        assert!(filter(&[], &bad).is_err());
+        let nested: Map<String, Value> = serde_json::from_str(r#"{"a":{"b":1}}"#).unwrap();
+        assert!(filter(&[], &nested).unwrap_err().contains("metadata_filters.a"));
+        assert!(filter(&["image/x-nope".into()], &Map::new()).is_err());
+    }
+
+    #[test]
+    fn ids_are_stable_and_short() {
+        assert_eq!(document_id("a.md"), document_id("a.md"));
+        assert_ne!(document_id("a.md"), document_id("b.md"));
+        assert_eq!(document_id("a.md").len(), 16);
+    }
+}
