@@ -27,6 +27,7 @@ fn lists_builtins_and_workspace_components_with_sha256() {
             "get_similar",
             "list_sources",
             "search",
+            "search_by_question",
             "search_similar",
             "search_semantic",
             "search_workspace",

@@ -1,4 +1,5 @@
-//! The seed-003 tool set (search, search_similar, list_sources) through MCP
+//! The seed-003 tool set (search, search_similar, search_by_question,
+//! list_sources) through MCP
 //! on real data: tldr pages and SciFact abstracts, plus a few notes with
 //! frontmatter, a CSV and a JSON file. Every filter, error type and range edge.
 
@@ -69,8 +70,9 @@ fn corpus() -> Corpus {
     }
     f.write(
         "notes/ml.md",
-        "---\ntitle: Learning notes\nauthor: john\ntags: [ml, notes]\n---\n# Learning notes\n\nGradient descent \
-         updates the weights against the gradient of the loss; the learning rate sets the step size.\n",
+        "---\ntitle: Learning notes\nauthor: john\ntags: [ml, notes]\n---\n# Learning notes\n\nGradient descent is \
+         an optimisation method: it updates the weights against the gradient of the loss. The learning rate sets \
+         the step size.\n",
     );
     f.write(
         "notes/garden.md",
@@ -104,6 +106,12 @@ async fn the_seed_003_tools_on_real_data() {
     assert_eq!((&r["results_count"], &r["results"]), (&json!(0), &json!([])), "{r}");
     let r = ok(&client, "list_sources", json!({ "include_stats": true })).await;
     assert_eq!(r["total_sources"], 0);
+    let r = ok(&client, "search_by_question", json!({ "question": "What is tar?" })).await;
+    assert_eq!(
+        (&r["context_found"], &r["confidence"], &r["raw_context"]),
+        (&json!(false), &json!(0), &json!("")),
+        "{r}"
+    );
 
     let total = PAGES.len() + c.abstracts.len() + 4;
     let r = ok(&client, "embed_workspace", json!({})).await;
@@ -236,6 +244,67 @@ async fn the_seed_003_tools_on_real_data() {
         let mut args = bad.clone();
         args["reference_text"] = json!("x");
         assert_eq!(error(&client, "search_similar", args).await["error"], "InvalidParameter", "{bad}");
+    }
+
+    // search_by_question: the kind of question, its sentences, a confidence.
+    let r = ok(&client, "search_by_question", json!({ "question": "How do I extract a tar archive?" })).await;
+    let info = &r["extracted_information"];
+    assert_eq!((&info["type"], &r["context_found"]), (&json!("process_or_method"), &json!(true)), "{r}");
+    assert_eq!(r["context_chunks"][0]["source"]["filepath"], "pages/tar.md", "{r}");
+    assert!(r["context_chunks"].as_array().unwrap().len() <= 5);
+    let excerpts = info["relevant_excerpts"].as_array().unwrap();
+    assert!(
+        !excerpts.is_empty() && excerpts.iter().all(|e| e.as_str().unwrap().len() < 400),
+        "sentences, not chunks: {r}"
+    );
+    // tldr marks the letters of flags: "E[x]tract".
+    assert!(excerpts[0].as_str().unwrap().to_lowercase().replace(['[', ']'], "").contains("extract"), "{r}");
+    let confidence = r["confidence"].as_u64().unwrap();
+    assert!((30..=100).contains(&confidence), "{confidence}");
+    assert!(r["raw_context"].as_str().unwrap().contains(r["context_chunks"][0]["content"].as_str().unwrap()));
+    assert_eq!(
+        r["search_info"],
+        json!({"total_context_chunks": r["context_chunks"].as_array().unwrap().len(), "search_method": "semantic", "sources_searched": "all", "context_limit": 5})
+    );
+    let r = ok(
+        &client,
+        "search_by_question",
+        json!({ "question": "What is gradient descent?", "search_method": "hybrid" }),
+    )
+    .await;
+    let info = &r["extracted_information"];
+    assert_eq!(info["type"], "definition_or_fact");
+    assert!(
+        info["definition_candidates"][0].as_str().unwrap().starts_with("Gradient descent is an optimisation method"),
+        "{r}"
+    );
+    assert_eq!(r["search_info"]["search_method"], "hybrid");
+    let r = ok(
+        &client,
+        "search_by_question",
+        json!({ "question": "Why do tomatoes need sun?", "sources": ["txt"], "context_limit": 20 }),
+    )
+    .await;
+    assert_eq!(r["extracted_information"]["type"], "explanation_or_reason");
+    let chunks = r["context_chunks"].as_array().unwrap();
+    assert_eq!(chunks.len(), 20);
+    assert!(chunks.iter().all(|c| c["source"]["filepath"].as_str().unwrap().starts_with("scifact/")), "{r}");
+    assert_eq!(r["search_info"]["sources_searched"], json!(["txt"]));
+    let r = ok(&client, "search_by_question", json!({ "question": "Where is the crontab?", "context_limit": 1 })).await;
+    assert_eq!(
+        (r["context_chunks"].as_array().map(Vec::len), &r["extracted_information"]["type"]),
+        (Some(1), &json!("location"))
+    );
+    assert_eq!(error(&client, "search_by_question", json!({ "question": "" })).await["error"], "InvalidQuestion");
+    for bad in [
+        json!({ "context_limit": 0 }),
+        json!({ "context_limit": 21 }),
+        json!({ "search_method": "fulltext" }),
+        json!({ "sources": ["x/y"] }),
+    ] {
+        let mut args = bad.clone();
+        args["question"] = json!("What is tar?");
+        assert_eq!(error(&client, "search_by_question", args).await["error"], "InvalidParameter", "{bad}");
     }
 
     // list_sources: every indexed file, grouping and statistics.

@@ -29,8 +29,11 @@ pub fn rfc3339(millis: i64) -> String {
 
 /// Words too common to say anything about a topic.
 const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "in", "is", "it", "of", "on", "or", "our",
-    "the", "to", "was", "we", "what", "when", "where", "which", "who", "why", "with",
+    "a", "about", "am", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do", "does",
+    "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me",
+    "my", "of", "on", "or", "our", "she", "should", "so", "than", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "those", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why",
+    "will", "with", "would", "you", "your",
 ];
 
 /// The words of a topic worth matching, lowercased: stopwords dropped unless
