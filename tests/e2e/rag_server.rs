@@ -80,6 +80,17 @@ fn corpus() -> Corpus {
     );
     f.write("data/cities.csv", "city,country,population\nLisbon,Portugal,545000\nOslo,Norway,709000\n");
     f.write("data/settings.json", "{\"theme\": \"dark\", \"autosave\": true, \"backup_interval_minutes\": 15}\n");
+    f.write(
+        "docs/deploy.html",
+        "<html><head><title>Deploy guide</title><script>var secret = 'not text';</script></head><body>\
+         <h1>Deploying</h1><p>Build with <code>make release</code>, then copy the binary to the server &amp; \
+         restart the service.</p></body></html>",
+    );
+    // A PDF: recognised, not indexed, reported.
+    f.write_bytes(
+        "papers/study.pdf",
+        b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nstream\x00\x01\x02\nendstream\n",
+    );
     Corpus { f, queries, abstracts }
 }
 
@@ -113,9 +124,37 @@ async fn the_seed_003_tools_on_real_data() {
         "{r}"
     );
 
-    let total = PAGES.len() + c.abstracts.len() + 4;
+    let total = PAGES.len() + c.abstracts.len() + 5;
     let r = ok(&client, "embed_workspace", json!({})).await;
-    assert_eq!(r["embedded"], total, "{r}");
+    assert_eq!(
+        (r["embedded"].as_u64(), r["total_files"].as_u64()),
+        (Some(total as u64), Some(total as u64 + 1)),
+        "{r}"
+    );
+    let errors = r["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{r}");
+    assert_eq!(errors[0]["path"], "papers/study.pdf");
+    assert!(errors[0]["error"].as_str().unwrap().starts_with("unsupported file type: PDF"), "{r}");
+
+    // HTML is indexed by its visible text.
+    let r = ok(
+        &client,
+        "search",
+        json!({ "query": "copy the binary to the server", "search_type": "fulltext", "limit": 1 }),
+    )
+    .await;
+    let hit = &r["results"][0];
+    assert_eq!(
+        (&hit["source"]["filepath"], &hit["source"]["file_type"]),
+        (&json!("docs/deploy.html"), &json!("text/html")),
+        "{r}"
+    );
+    let content = hit["content"].as_str().unwrap();
+    assert!(
+        content.contains("restart the service") && !content.contains("<p>") && !content.contains("secret"),
+        "{content}"
+    );
+    assert_eq!(hit["metadata"]["title"], "Deploy guide");
 
     // Semantic search finds the judged abstract for SciFact claims.
     let mut found = 0;
@@ -324,6 +363,7 @@ async fn the_seed_003_tools_on_real_data() {
     assert_eq!(stats["file_types"]["text/markdown"], PAGES.len() + 2);
     assert_eq!(stats["file_types"]["text/plain"], c.abstracts.len());
     assert_eq!((&stats["file_types"]["text/csv"], &stats["file_types"]["application/json"]), (&json!(1), &json!(1)));
+    assert_eq!(stats["file_types"]["text/html"], 1);
     assert_eq!(stats["source_types"]["local_file"], total);
     assert!(stats["oldest_document"].as_i64() <= stats["newest_document"].as_i64());
     let groups = r["grouped_sources"].as_array().unwrap();

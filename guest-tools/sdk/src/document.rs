@@ -19,6 +19,40 @@ pub struct Prepared {
     pub body_start: usize,
     /// Why frontmatter was ignored, when it could not be read.
     pub frontmatter_error: Option<String>,
+    /// The text to chunk when it is not the file's own text from `body_start`:
+    /// HTML's visible text. Chunk byte ranges then refer to this text.
+    pub extracted: Option<String>,
+}
+
+/// Binary document formats that are recognised but not indexed, with what to do.
+const UNSUPPORTED: &[(&str, &str)] = &[
+    ("pdf", "PDF"),
+    ("docx", "Word"),
+    ("doc", "Word"),
+    ("odt", "OpenDocument text"),
+    ("rtf", "RTF"),
+    ("epub", "EPUB"),
+    ("pptx", "PowerPoint"),
+    ("xlsx", "Excel"),
+];
+
+/// Why a binary file at `path` is not indexed, when it is a document format
+/// someone would expect to be (PDF, Word, …); `None` for other binary files.
+pub fn unsupported(path: &str) -> Option<String> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())?;
+    let (_, format) = UNSUPPORTED.iter().find(|(e, _)| *e == ext)?;
+    Some(format!(
+        "unsupported file type: {format} ({ext}); ragbox indexes text, Markdown, JSON, CSV, HTML and code. \
+         Save it as text or Markdown to index it"
+    ))
+}
+
+/// The visible text of an HTML page: tags, scripts and styles dropped, headings
+/// kept as `#` lines, entities decoded. `None` when it cannot be parsed.
+pub fn html_text(html: &str) -> Option<String> {
+    let text = html2text::config::plain().string_from_read(html.as_bytes(), 200).ok()?;
+    (!text.trim().is_empty()).then_some(text)
 }
 
 /// The kind of file at `path`, from its extension.
@@ -51,14 +85,18 @@ pub fn prepare(path: &str, text: &str) -> Prepared {
         },
         None => (Vec::new(), 0, None),
     };
+    let extracted = if kind == "html" { html_text(text) } else { None };
     let mut title = metadata.iter().find(|(k, _)| k == "title").map(|(_, v)| v.clone());
+    if title.is_none() && kind == "html" {
+        title = html_title(text).or_else(|| extracted.as_deref().and_then(first_heading));
+    }
     if title.is_none() && kind == "markdown" {
         title = first_heading(&text[body_start..]);
     }
     if let Some(c) = &conversation {
         metadata.push(("conversation".into(), c.conversation.clone()));
     }
-    Prepared { kind, title, metadata, conversation, body_start, frontmatter_error }
+    Prepared { kind, title, metadata, conversation, body_start, frontmatter_error, extracted }
 }
 
 /// The YAML between a leading `---` line and the next `---` line, and the
@@ -111,6 +149,16 @@ fn scalar(y: &Yaml) -> Option<String> {
     }
 }
 
+/// The `<title>` of an HTML page, entities left as written.
+fn html_title(html: &str) -> Option<String> {
+    let lower = html.to_ascii_lowercase();
+    let start = lower.find("<title")?;
+    let open_end = start + lower[start..].find('>')? + 1;
+    let end = open_end + lower[open_end..].find("</title")?;
+    let title = html[open_end..end].split_whitespace().collect::<Vec<_>>().join(" ");
+    (!title.is_empty()).then_some(title)
+}
+
 fn first_heading(text: &str) -> Option<String> {
     text.lines()
         .map(str::trim)
@@ -144,6 +192,27 @@ mod tests {
         assert!(p.metadata.contains(&("conversation".into(), "001-auth".into())));
         assert!(!p.metadata.iter().any(|(k, _)| k == "nested"));
         assert_eq!(p.conversation.unwrap().kind, "brainstorm");
+    }
+
+    #[test]
+    fn html_is_read_for_its_visible_text() {
+        let html = "<html><head><title>Deploy guide</title><style>p{color:red}</style>\
+            <script>var x = 'hidden';</script></head><body><h1>Deploying</h1>\
+            <p>Run <code>make release</code> &amp; copy the binary.</p></body></html>";
+        let p = prepare("docs/deploy.html", html);
+        assert_eq!(p.title.as_deref(), Some("Deploy guide"));
+        let text = p.extracted.unwrap();
+        assert!(text.contains("Deploying") && text.contains("`make release` & copy the binary"), "{text}");
+        assert!(!text.contains("hidden") && !text.contains("color:red") && !text.contains("<p>"), "{text}");
+        assert_eq!(prepare("a.md", "# x").extracted, None);
+    }
+
+    #[test]
+    fn document_formats_that_are_not_indexed_say_so() {
+        assert!(unsupported("papers/study.PDF").unwrap().starts_with("unsupported file type: PDF (pdf)"));
+        assert!(unsupported("a/b.docx").is_some());
+        assert_eq!(unsupported("image.png"), None);
+        assert_eq!(unsupported("noext"), None);
     }
 
     #[test]

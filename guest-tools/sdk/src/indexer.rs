@@ -206,14 +206,18 @@ pub fn run(scope: &str) -> Result<Report, String> {
             }
         };
         let prepared = prepare(&path, &content.text);
-        let body = &content.text[prepared.body_start..];
+        // HTML is chunked by its visible text; everything else from after the frontmatter.
+        let (body, base) = match &prepared.extracted {
+            Some(text) => (text.as_str(), 0),
+            None => (&content.text[prepared.body_start..], prepared.body_start),
+        };
         let offsets = embedder::token_offsets(body)?;
         let chunks: Vec<Chunk> = chunk(body, &offsets, sizes)
             .into_iter()
             .map(|s| Chunk {
                 text: body[s.start..s.end].to_string(),
-                start: (prepared.body_start + s.start) as u64,
-                end: (prepared.body_start + s.end) as u64,
+                start: (base + s.start) as u64,
+                end: (base + s.end) as u64,
             })
             .collect();
         batch_chunks += chunks.len();
@@ -262,7 +266,8 @@ fn flush(
     Ok(stored)
 }
 
-/// Reads a file for indexing: `None` when it is binary.
+/// Reads a file for indexing: `None` when it is binary, an error for a
+/// document format that is not supported (PDF, Word, …).
 fn read(path: &str) -> Result<Option<Content>, String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
     if meta.len() > walk::DEFAULT_MAX_FILE_BYTES {
@@ -270,7 +275,11 @@ fn read(path: &str) -> Result<Option<Content>, String> {
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     if looks_binary(&bytes) {
-        return Ok(None);
+        // A document format someone expects to be searchable gets a reason; other binaries are skipped.
+        return match crate::document::unsupported(path) {
+            Some(reason) => Err(reason),
+            None => Ok(None),
+        };
     }
     let hash = hex(&Sha256::digest(&bytes));
     let mtime = meta
