@@ -84,3 +84,27 @@ fn concurrent_writers_wait_for_the_lock() {
     let ft = Fulltext::open(dir.path()).unwrap();
     assert_eq!(ft.search("keyword", 100, None).unwrap().len(), 30);
 }
+
+#[test]
+fn stop_words_are_not_indexed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ft = Fulltext::open(dir.path()).unwrap();
+    corpus(&ft);
+    assert!(ft.search("the", 10, None).unwrap().is_empty(), "a stop word matches nothing");
+    // A query's stop words do not dilute it.
+    assert_eq!(paths(&ft.search("the printer", 10, None).unwrap()), [("notes/todo.md".to_string(), 1)]);
+}
+
+#[test]
+fn an_index_in_an_older_format_is_started_over() {
+    let dir = tempfile::tempdir().unwrap();
+    // An index whose text field used tantivy's plain English analyzer, as ragbox once did.
+    let mut schema = tantivy::schema::Schema::builder();
+    schema.add_text_field("path", tantivy::schema::STRING | tantivy::schema::STORED);
+    schema.add_text_field("text", tantivy::schema::TEXT);
+    tantivy::Index::create_in_dir(dir.path(), schema.build()).unwrap();
+    let ft = Fulltext::open(dir.path()).expect("an old index is replaced, not an error");
+    assert_eq!(ft.generation().unwrap(), 0, "empty, so the store fills it again");
+    corpus(&ft);
+    assert_eq!(ft.search("printer", 10, None).unwrap().len(), 1);
+}

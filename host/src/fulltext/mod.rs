@@ -13,6 +13,9 @@ use tantivy::collector::TopDocs;
 use tantivy::directory::error::LockError;
 use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermSetQuery};
 use tantivy::schema::{Field, INDEXED, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value};
+use tantivy::tokenizer::{
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
+};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
 
 /// Memory the writer may buffer before flushing a segment.
@@ -58,6 +61,20 @@ pub struct Fulltext {
     wait: Duration,
 }
 
+/// The text analyzer's name in the schema; a new name means a new format.
+const ANALYZER: &str = "en_stem_stop";
+
+/// English as Lucene's EnglishAnalyzer reads it (what BM25 baselines such as
+/// BEIR's use): words, lowercased, stop words dropped, Porter-stemmed.
+fn analyzer() -> TextAnalyzer {
+    let builder =
+        TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(40)).filter(LowerCaser);
+    match StopWordFilter::new(Language::English) {
+        Some(stop) => builder.filter(stop).filter(Stemmer::new(Language::English)).build(),
+        None => builder.filter(Stemmer::new(Language::English)).build(),
+    }
+}
+
 impl Fulltext {
     /// Opens (creating if needed) the index in `dir`.
     pub fn open(dir: &Path) -> Result<Self, FulltextError> {
@@ -68,12 +85,26 @@ impl Fulltext {
         let ordinal = schema.add_u64_field("ordinal", STORED | INDEXED);
         let text_options = TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
-                .set_tokenizer("en_stem")
+                .set_tokenizer(ANALYZER)
                 .set_index_option(tantivy::schema::IndexRecordOption::WithFreqsAndPositions),
         );
         let text = schema.add_text_field("text", text_options);
+        let schema = schema.build();
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| fail(&e))?;
-        let index = Index::open_or_create(directory, schema.build()).map_err(|e| fail(&e))?;
+        let index = match Index::open_or_create(directory, schema.clone()) {
+            Ok(index) => index,
+            // Written by an older ragbox with another schema or analyzer: the
+            // index is derived, so start it over and let the store fill it.
+            Err(tantivy::TantivyError::SchemaError(why)) => {
+                tracing::warn!("keyword index {} has an older format ({why}); rebuilding it", dir.display());
+                std::fs::remove_dir_all(dir).map_err(|e| fail(&e))?;
+                std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
+                let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| fail(&e))?;
+                Index::create(directory, schema, tantivy::IndexSettings::default()).map_err(|e| fail(&e))?
+            }
+            Err(e) => return Err(fail(&e)),
+        };
+        index.tokenizers().register(ANALYZER, analyzer());
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(|e| fail(&e))?;
         Ok(Self { dir: dir.to_path_buf(), index, reader, path, ordinal, text, wait: Duration::from_secs(30) })
     }
