@@ -57,6 +57,7 @@ bench: release bench-embed
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench runtime
 	cargo bench -p ragbox-tests --bench vectors
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench index
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench retrieval
 
 BENCH_VENV := bench/.venv
 
