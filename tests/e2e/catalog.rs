@@ -30,6 +30,7 @@ fn lists_builtins_and_workspace_components_with_sha256() {
             "search_by_question",
             "search_similar",
             "search_semantic",
+            "search_skills",
             "search_workspace",
             "hostile"
         ]

@@ -9,3 +9,4 @@ mod protocol;
 mod rag_server;
 mod sandbox;
 mod search_workspace;
+mod skills;

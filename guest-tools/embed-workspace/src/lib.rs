@@ -11,6 +11,9 @@ use serde_json::json;
 
 #[derive(Debug, Deserialize)]
 struct Args {
+    /// Index only SKILL.md files (a skills library on its own); `ragbox index --skills`.
+    #[serde(default)]
+    only_skills: bool,
     /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
     #[serde(default)]
     #[allow(dead_code)]
@@ -32,7 +35,8 @@ impl ragbox_sdk::Guest for Tool {
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
+                    "workspace_path": { "type": "string", "description": "Optional workspace root path" },
+                    "only_skills": { "type": "boolean", "default": false, "description": "Index only SKILL.md files (a skills library on its own)" }
                 }
             })
             .to_string(),
@@ -43,8 +47,9 @@ impl ragbox_sdk::Guest for Tool {
 
     fn call(arguments: String) -> Result<String, CallError> {
         cortext::workspace()?;
-        let _: Args = cortext::arguments(&arguments)?;
-        let report = indexer::run(".").map_err(cortext::failed)?;
+        let a: Args = cortext::arguments(&arguments)?;
+        let only = if a.only_skills { indexer::Only::Skills } else { indexer::Only::All };
+        let report = indexer::run_only(".", only).map_err(cortext::failed)?;
         Ok(report.to_json().to_string())
     }
 }

@@ -12,7 +12,7 @@ use crate::bindings::ragbox::tools::embedder::{self, EmbedKind};
 use crate::chunk::{Sizes, chunk};
 use crate::document::prepare;
 use crate::text::looks_binary;
-use crate::{host, walk};
+use crate::{host, skill, walk};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -131,12 +131,35 @@ pub fn stored_documents() -> Result<BTreeMap<String, Document>, String> {
     Ok(corpus::list(&all)?.into_iter().map(|d| (d.path.clone(), d)).collect())
 }
 
+/// Which files an indexing run looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Only {
+    /// Every indexable file.
+    All,
+    /// `SKILL.md` files only (a skills library indexed on its own).
+    Skills,
+}
+
+impl Only {
+    fn wants(self, path: &str) -> bool {
+        self == Only::All || skill::is_skill(path)
+    }
+}
+
 /// Compares the files under `scope` (workspace-relative; `.` for all) with
 /// `stored`, by content hash.
 pub fn survey(scope: &str, stored: &BTreeMap<String, Document>) -> Survey {
+    survey_only(scope, Only::All, stored)
+}
+
+/// [`survey`] restricted to the files `only` wants.
+pub fn survey_only(scope: &str, only: Only, stored: &BTreeMap<String, Document>) -> Survey {
     let mut survey = Survey::default();
     let mut on_disk = BTreeSet::new();
     for entry in walk::files(scope, |e| host::log(host::Level::Warn, &format!("walk: {e}"))) {
+        if !only.wants(&entry.path) {
+            continue;
+        }
         let outcome =
             if entry.size > walk::DEFAULT_MAX_FILE_BYTES { Err(too_large(entry.size)) } else { read(&entry.path) };
         let content = match outcome {
@@ -160,14 +183,19 @@ pub fn survey(scope: &str, stored: &BTreeMap<String, Document>) -> Survey {
     let prefix = scope.trim_start_matches("./").trim_end_matches('/');
     let in_scope =
         |path: &str| prefix.is_empty() || prefix == "." || path == prefix || path.starts_with(&format!("{prefix}/"));
-    survey.deleted = stored.keys().filter(|p| in_scope(p) && !on_disk.contains(*p)).cloned().collect();
+    survey.deleted = stored.keys().filter(|p| in_scope(p) && only.wants(p) && !on_disk.contains(*p)).cloned().collect();
     survey
 }
 
 /// Brings the index in line with the files under `scope` (workspace-relative:
 /// `.` for the whole workspace, a folder, or one file).
 pub fn run(scope: &str) -> Result<Report, String> {
-    let survey = survey(scope, &stored_documents()?);
+    run_only(scope, Only::All)
+}
+
+/// [`run`] restricted to the files `only` wants.
+pub fn run_only(scope: &str, only: Only) -> Result<Report, String> {
+    let survey = survey_only(scope, only, &stored_documents()?);
     let mut report = Report {
         skipped: survey.unchanged,
         total_files: survey.total_files,
@@ -188,7 +216,7 @@ pub fn run(scope: &str) -> Result<Report, String> {
 
     // Pass 2: embed what changed, a batch of chunks at a time.
     let total = pending.len() as u64;
-    let mut batch: Vec<(String, Content, Vec<Chunk>, crate::document::Prepared)> = Vec::new();
+    let mut batch: Vec<Pending> = Vec::new();
     let mut batch_chunks = 0;
     let mut done = 0u64;
     host::progress(0, Some(total), Some(&format!("{total} files to embed, {} unchanged", report.skipped)));
@@ -205,23 +233,43 @@ pub fn run(scope: &str) -> Result<Report, String> {
                 continue;
             }
         };
-        let prepared = prepare(&path, &content.text);
-        // HTML is chunked by its visible text; everything else from after the frontmatter.
-        let (body, base) = match &prepared.extracted {
-            Some(text) => (text.as_str(), 0),
-            None => (&content.text[prepared.body_start..], prepared.body_start),
+        let mut prepared = prepare(&path, &content.text);
+        let (chunks, embed) = if skill::is_skill(&path) {
+            // Parent-child: one chunk holding the whole SKILL.md, its vector from the intent.
+            let parsed = match skill::parse(&content.text) {
+                Ok(parsed) => parsed,
+                Err(reason) => {
+                    report.errors.push((path, reason));
+                    continue;
+                }
+            };
+            prepared.kind = "skill";
+            prepared.title = Some(parsed.name.clone());
+            let extra = parsed.metadata(&skill::sibling_files(&path));
+            prepared.metadata.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
+            prepared.metadata.extend(extra);
+            let whole = Chunk { text: content.text.clone(), start: 0, end: content.text.len() as u64 };
+            (vec![whole], vec![parsed.intent_text()])
+        } else {
+            // HTML is chunked by its visible text; everything else from after the frontmatter.
+            let (body, base) = match &prepared.extracted {
+                Some(text) => (text.as_str(), 0),
+                None => (&content.text[prepared.body_start..], prepared.body_start),
+            };
+            let offsets = embedder::token_offsets(body)?;
+            let chunks: Vec<Chunk> = chunk(body, &offsets, sizes)
+                .into_iter()
+                .map(|s| Chunk {
+                    text: body[s.start..s.end].to_string(),
+                    start: (base + s.start) as u64,
+                    end: (base + s.end) as u64,
+                })
+                .collect();
+            let embed = chunks.iter().map(|c| c.text.clone()).collect();
+            (chunks, embed)
         };
-        let offsets = embedder::token_offsets(body)?;
-        let chunks: Vec<Chunk> = chunk(body, &offsets, sizes)
-            .into_iter()
-            .map(|s| Chunk {
-                text: body[s.start..s.end].to_string(),
-                start: (base + s.start) as u64,
-                end: (base + s.end) as u64,
-            })
-            .collect();
         batch_chunks += chunks.len();
-        batch.push((path, content, chunks, prepared));
+        batch.push(Pending { path, content, chunks, embed, prepared });
         if batch_chunks >= BATCH_CHUNKS {
             done += flush(&mut batch, &mut report)?;
             batch_chunks = 0;
@@ -233,17 +281,24 @@ pub fn run(scope: &str) -> Result<Report, String> {
     Ok(report)
 }
 
+/// A document read, chunked and waiting for its vectors.
+struct Pending {
+    path: String,
+    content: Content,
+    chunks: Vec<Chunk>,
+    /// What to embed for each chunk: its text, or a skill's intent.
+    embed: Vec<String>,
+    prepared: crate::document::Prepared,
+}
+
 /// Embeds every chunk in the batch in one call, then stores each document in
 /// its own transaction.
-fn flush(
-    batch: &mut Vec<(String, Content, Vec<Chunk>, crate::document::Prepared)>,
-    report: &mut Report,
-) -> Result<u64, String> {
-    let texts: Vec<String> = batch.iter().flat_map(|(_, _, chunks, _)| chunks.iter().map(|c| c.text.clone())).collect();
+fn flush(batch: &mut Vec<Pending>, report: &mut Report) -> Result<u64, String> {
+    let texts: Vec<String> = batch.iter().flat_map(|p| p.embed.iter().cloned()).collect();
     let mut vectors = embedder::embed(&texts, EmbedKind::Passage)?.into_iter();
     let mut stored = 0;
-    for (path, content, chunks, prepared) in batch.drain(..) {
-        let doc_vectors: Vec<Vec<f32>> = vectors.by_ref().take(chunks.len()).collect();
+    for Pending { path, content, chunks, embed, prepared } in batch.drain(..) {
+        let doc_vectors: Vec<Vec<f32>> = vectors.by_ref().take(embed.len()).collect();
         let conversation = prepared.conversation;
         let count = chunks.len() as u64;
         corpus::put(&NewDocument {

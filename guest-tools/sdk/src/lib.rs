@@ -12,6 +12,7 @@ pub mod indexer;
 pub mod log;
 pub mod rag_server;
 pub mod semantic;
+pub mod skill;
 pub mod text;
 pub mod walk;
 

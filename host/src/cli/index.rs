@@ -10,12 +10,23 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Indexes `path` (all of `workspace` when `None`) and prints what was done.
-pub fn run(workspace: &Path, path: Option<&str>, as_json: bool) -> anyhow::Result<()> {
+/// What `ragbox index` indexes.
+pub enum Scope<'a> {
+    /// The whole workspace.
+    All,
+    /// One file or folder in it.
+    Path(&'a str),
+    /// Only its SKILL.md files (`--skills DIR`).
+    Skills,
+}
+
+/// Indexes `scope` of `workspace` and prints what was done.
+pub fn run(workspace: &Path, scope: Scope, as_json: bool) -> anyhow::Result<()> {
     let opened = open(workspace)?;
-    let (tool, arguments) = match path {
-        Some(p) => ("embed_document", json!({ "path": p })),
-        None => ("embed_workspace", json!({})),
+    let (tool, arguments) = match scope {
+        Scope::Path(p) => ("embed_document", json!({ "path": p })),
+        Scope::All => ("embed_workspace", json!({})),
+        Scope::Skills => ("embed_workspace", json!({ "only_skills": true })),
     };
     let bar = ProgressBar::new(0);
     bar.set_style(

@@ -20,6 +20,7 @@ Examples:
   ragbox serve --workspace ~/notes     serve another folder
   ragbox index                         embed the current folder (new and changed files only)
   ragbox index notes/                  embed one folder or file
+  ragbox index --skills ~/skills       index a skills library (SKILL.md) on its own
   ragbox status                        what is indexed and what is pending
   ragbox search \"auth tokens\" --semantic search by meaning (--type plan, --date 2025-11, -n 5)
   ragbox search \"TODO\"                 search by keyword
@@ -67,6 +68,10 @@ enum Command {
         /// The workspace folder.
         #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
         workspace: PathBuf,
+        /// Index a skills library on its own: only the SKILL.md files under DIR,
+        /// which becomes the workspace (index in DIR/.ragbox/).
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["path", "workspace"])]
+        skills: Option<PathBuf>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -180,7 +185,11 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve { workspace } => serve::run(&workspace),
         Command::Tools { workspace, json } => tools::run(&workspace, json),
-        Command::Index { path, workspace, json } => index::run(&workspace, path.as_deref(), json),
+        Command::Index { path, workspace, skills, json } => match (skills, path.as_deref()) {
+            (Some(dir), _) => index::run(&dir, index::Scope::Skills, json),
+            (None, Some(p)) => index::run(&workspace, index::Scope::Path(p), json),
+            (None, None) => index::run(&workspace, index::Scope::All, json),
+        },
         Command::Status { workspace, json } => status::run(&workspace, json),
         Command::Search { query, semantic, hybrid, fulltext, sources, kind, date, limit, workspace, json } => {
             let mode = match (semantic, hybrid, fulltext) {
