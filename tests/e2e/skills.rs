@@ -100,6 +100,10 @@ async fn the_librarian_finds_whole_skills_by_purpose() {
     assert_eq!(errors.len(), 2, "{r}");
     // One chunk per skill: the vector is the intent, the text the whole file.
     assert_eq!(r["chunks"], 339);
+    // The broken ones are not "pending" forever: the status says why they are not indexed.
+    let status = ok(&client, "get_embedding_status", json!({})).await;
+    assert_eq!((&status["pending"]["total"], &status["up_to_date"]), (&json!(0), &json!(true)), "{status}");
+    assert_eq!(status["not_indexed"]["count"], 2, "{status}");
 
     // Paraphrased purposes find their skill in the top 3.
     let mut hits = 0;

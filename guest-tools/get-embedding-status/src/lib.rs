@@ -57,6 +57,10 @@ fn status() -> Result<Value, String> {
             "changed": listed(&s.changed),
             "deleted": listed(&s.deleted),
         },
+        "not_indexed": {
+            "count": s.errors.len(),
+            "files": s.errors.iter().take(MAX_LISTED).map(|(path, error)| json!({ "path": path, "error": error })).collect::<Vec<_>>(),
+        },
         "up_to_date": pending == 0,
     }))
 }
@@ -75,7 +79,7 @@ impl ragbox_sdk::Guest for Tool {
             title: Some("Embedding status".into()),
             description: "Workspace embedding statistics: total chunks, number of documents, the index \
                 location, recently embedded documents with timestamps, and files pending embedding \
-                (new, changed, deleted since the last run)."
+                (new, changed, deleted since the last run), and files that cannot be indexed, with why."
                 .into(),
             input_schema: json!({
                 "type": "object",
@@ -108,6 +112,22 @@ impl ragbox_sdk::Guest for Tool {
                             "type": "object",
                             "properties": { "total": { "type": "integer" }, "new": group, "changed": group, "deleted": group },
                             "required": ["total", "new", "changed", "deleted"]
+                        },
+                        "not_indexed": {
+                            "type": "object",
+                            "description": "Files that cannot be indexed (broken SKILL.md, unsupported or too large), with why",
+                            "properties": {
+                                "count": { "type": "integer" },
+                                "files": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "properties": { "path": { "type": "string" }, "error": { "type": "string" } },
+                                        "required": ["path", "error"]
+                                    }
+                                }
+                            },
+                            "required": ["count", "files"]
                         },
                         "up_to_date": { "type": "boolean" }
                     },

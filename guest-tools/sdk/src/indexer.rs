@@ -173,6 +173,14 @@ pub fn survey_only(scope: &str, only: Only, stored: &BTreeMap<String, Document>)
             }
         };
         survey.total_files += 1;
+        // A SKILL.md that cannot be read as a skill is reported, not left "pending" forever;
+        // left out of `on_disk`, an older stored version of it is removed.
+        if skill::is_skill(&entry.path)
+            && let Err(reason) = skill::parse(&content.text)
+        {
+            survey.errors.push((entry.path, reason));
+            continue;
+        }
         on_disk.insert(entry.path.clone());
         match stored.get(&entry.path) {
             Some(d) if d.content_hash == content.hash => survey.unchanged += 1,
