@@ -2,6 +2,7 @@
 //! and by raw JSON-RPC lines.
 
 mod catalog;
+mod code_units;
 mod cortext_rag;
 mod embedding;
 mod init_doctor;

@@ -2,6 +2,7 @@
 ragbox speaks MCP the way other clients expect (the SDK also validates
 structuredContent against each tool's outputSchema)."""
 
+import ast
 import asyncio
 import json
 import os
@@ -178,3 +179,48 @@ def test_embedding_tools_with_progress(workspace):
                 }
 
     run(scenario())
+
+
+DATA = pathlib.Path(os.environ.get("RAGBOX_DATA", ROOT.parent / "shared" / "data"))
+PYTHON_SOURCES = [
+    "skills/wshobson+agents/tools/doc_gardener.py",
+    "skills/K-Dense-AI+claude-scientific-skills/scientific-skills/pptx/scripts/office/validators/base.py",
+]
+
+
+def parses(chunk):
+    """True when a chunk is complete Python; an indented one (a method) inside a block."""
+    source = "if True:\n" + chunk if chunk[:1].isspace() else chunk
+    try:
+        ast.parse(source)
+        return True
+    except SyntaxError:
+        return False
+
+
+def test_python_code_comes_back_in_whole_units(tmp_path):
+    """Every chunk search returns from real Python files is complete Python, as
+    Python's own parser reads it: code is never cut in the middle of a unit."""
+    ws = tmp_path / "ws"
+    for i, rel in enumerate(PYTHON_SOURCES):
+        target = ws / "tools" / f"{i}_{pathlib.Path(rel).name}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((DATA / rel).read_bytes())
+    (tmp_path / "user-config").mkdir()
+
+    async def scenario():
+        async with stdio_client(server(ws)) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                embedded = await session.call_tool("embed_workspace", {})
+                assert embedded.structured_content["embedded"] == 2, embedded.content
+                chunks = {}
+                for query in ["validate xml", "report findings", "repair whitespace", "links", "main", "schema", "ids"]:
+                    found = await session.call_tool("search", {"query": query, "search_type": "hybrid", "limit": 50})
+                    for hit in found.structured_content["results"]:
+                        chunks[(hit["source"]["filepath"], hit["source"]["chunk_index"])] = hit["content"]
+                broken = [text[:300] for text in chunks.values() if not parses(text)]
+                assert len(chunks) >= 30, len(chunks)
+                assert not broken, broken
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=180))

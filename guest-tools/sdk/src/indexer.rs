@@ -12,7 +12,7 @@ use crate::bindings::ragbox::tools::embedder::{self, EmbedKind};
 use crate::chunk::{Sizes, chunk};
 use crate::document::prepare;
 use crate::text::looks_binary;
-use crate::{host, skill, walk};
+use crate::{code, host, skill, walk};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -183,7 +183,7 @@ pub fn survey_only(scope: &str, only: Only, stored: &BTreeMap<String, Document>)
         }
         on_disk.insert(entry.path.clone());
         match stored.get(&entry.path) {
-            Some(d) if d.content_hash == content.hash => survey.unchanged += 1,
+            Some(d) if d.content_hash == content.hash && indexed_as_now(&entry.path, d) => survey.unchanged += 1,
             Some(_) => survey.changed.push(entry.path),
             None => survey.new.push(entry.path),
         }
@@ -193,6 +193,19 @@ pub fn survey_only(scope: &str, only: Only, stored: &BTreeMap<String, Document>)
         |path: &str| prefix.is_empty() || prefix == "." || path == prefix || path.starts_with(&format!("{prefix}/"));
     survey.deleted = stored.keys().filter(|p| in_scope(p) && only.wants(p) && !on_disk.contains(*p)).cloned().collect();
     survey
+}
+
+/// Whether a stored document was cut the way its file is cut now: skills and
+/// code indexed by an older ragbox as prose are re-embedded as whole units.
+fn indexed_as_now(path: &str, stored: &Document) -> bool {
+    let marker = if skill::is_skill(path) {
+        skill::MARKER
+    } else if crate::document::kind_of(path) == "code" {
+        code::MARKER
+    } else {
+        return true;
+    };
+    stored.metadata.iter().any(|(k, v)| k == marker.0 && v == marker.1)
 }
 
 /// Brings the index in line with the files under `scope` (workspace-relative:
@@ -258,6 +271,8 @@ pub fn run_only(scope: &str, only: Only) -> Result<Report, String> {
             prepared.metadata.extend(extra);
             let whole = Chunk { text: content.text.clone(), start: 0, end: content.text.len() as u64 };
             (vec![whole], vec![parsed.intent_text()])
+        } else if prepared.kind == "code" {
+            code_chunks(&path, &content.text, sizes, &mut prepared)?
         } else {
             // HTML is chunked by its visible text; everything else from after the frontmatter.
             let (body, base) = match &prepared.extracted {
@@ -287,6 +302,51 @@ pub fn run_only(scope: &str, only: Only) -> Result<Report, String> {
     done += flush(&mut batch, &mut report)?;
     host::progress(done, Some(total), Some(&format!("embedded {done} of {total} files")));
     Ok(report)
+}
+
+/// Symbols named in a code file's first chunk's vector (the model reads 256 tokens).
+const EMBEDDED_SYMBOLS: usize = 24;
+/// Symbols kept in a code file's metadata.
+const LISTED_SYMBOLS: usize = 64;
+
+/// A code file cut into whole units (see [`code`]), each embedded with the
+/// file's path and its container's first line; the first also with the
+/// symbols the file defines, so "where is X done" finds the file.
+fn code_chunks(
+    path: &str,
+    text: &str,
+    sizes: Sizes,
+    prepared: &mut crate::document::Prepared,
+) -> Result<(Vec<Chunk>, Vec<String>), String> {
+    let offsets = embedder::token_offsets(text)?;
+    let symbols = code::top_level_symbols(path, text);
+    if !symbols.is_empty() {
+        let mut listed = symbols.iter().take(LISTED_SYMBOLS).cloned().collect::<Vec<_>>().join(", ");
+        if symbols.len() > LISTED_SYMBOLS {
+            listed.push_str(&format!(", … ({} in all)", symbols.len()));
+        }
+        prepared.metadata.push(("symbols".into(), listed));
+    }
+    prepared.metadata.push((code::MARKER.0.into(), code::MARKER.1.into()));
+    let pieces = code::chunks(path, text, &offsets, sizes);
+    let mut chunks = Vec::with_capacity(pieces.len());
+    let mut embed = Vec::with_capacity(pieces.len());
+    for (i, piece) in pieces.into_iter().enumerate() {
+        let body = &text[piece.span.start..piece.span.end];
+        let header = match (i, piece.context.is_empty()) {
+            (0, _) if !symbols.is_empty() => {
+                format!(
+                    "{path} defines {}",
+                    symbols.iter().take(EMBEDDED_SYMBOLS).cloned().collect::<Vec<_>>().join(", ")
+                )
+            }
+            (_, false) => format!("{path} {}", piece.context),
+            _ => path.to_string(),
+        };
+        embed.push(format!("{header}\n{body}"));
+        chunks.push(Chunk { text: body.to_string(), start: piece.span.start as u64, end: piece.span.end as u64 });
+    }
+    Ok((chunks, embed))
 }
 
 /// A document read, chunked and waiting for its vectors.

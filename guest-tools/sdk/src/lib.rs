@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod chunk;
+pub mod code;
 pub mod cortext;
 pub mod document;
 pub mod indexer;

@@ -9,8 +9,10 @@ use crate::cortext::{DateRange, Layout};
 use crate::text::truncate;
 use serde_json::{Value, json};
 
-/// Longest chunk text a result carries; the path leads to the rest.
-pub const MAX_TEXT_BYTES: usize = 1200;
+/// Longest chunk text a result carries: prose chunks and whole code units fit
+/// (see [`crate::code::MAX_UNIT_BYTES`]); only a very long SKILL.md is cut
+/// (`search_skills` returns skills whole), and the path leads to the rest.
+pub const MAX_TEXT_BYTES: usize = crate::code::MAX_UNIT_BYTES;
 
 /// A filter on conversation type and date, nothing else.
 pub fn filter(conversation_type: Option<&str>, date_range: Option<&DateRange>) -> Filter {
@@ -84,7 +86,7 @@ pub fn result_json(hit: &Hit) -> Value {
     json!({
         "conversation": conversation_name(doc),
         "score": score(hit.score),
-        "text": truncate(hit.chunk.text.trim(), MAX_TEXT_BYTES),
+        "text": truncate(hit.chunk.text.trim_end(), MAX_TEXT_BYTES),
         "source_path": doc.path,
         "type": doc.conversation_type,
         "date": doc.date,

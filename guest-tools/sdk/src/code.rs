@@ -1,0 +1,708 @@
+//! Code files are cut into whole units — a function, a class method, a struct
+//! with its doc comment and attributes — never in the middle of one (seed 004:
+//! 20 lines of a 50-line function are useless to an agent).
+//!
+//! There is no parser per language in the sandbox; instead a small scanner
+//! follows brackets, strings and comments well enough to tell where a
+//! top-level item starts: a line at the outer bracket depth and indentation
+//! that is not a continuation (`}`, `else`, `where`, `end`, …). Comments,
+//! attributes and decorators directly above an item belong to it. Containers
+//! (`impl`, `class`, `trait`, `mod`, …) too big for one chunk are split into
+//! their members the same way, one level in. Small neighbouring units are
+//! packed together up to the chunk size; a unit bigger than that stays whole.
+//! Only a unit beyond [`MAX_UNIT_BYTES`] (generated or minified code) is cut
+//! into windows like prose.
+
+use crate::chunk::{Sizes, Span, chunk};
+
+/// Metadata that marks a code file indexed in whole units.
+pub const MARKER: (&str, &str) = ("ragbox.index", "code");
+/// A unit bigger than this is cut into windows rather than returned whole.
+pub const MAX_UNIT_BYTES: usize = 24 * 1024;
+/// Nesting levels a container is split into at most (module → class → method).
+const MAX_LEVELS: usize = 3;
+
+/// A piece of a code file to embed and return whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeChunk {
+    /// Byte range in the file.
+    pub span: Span,
+    /// The enclosing container's first line (`impl Sizes {`, `class Foo(Base):`)
+    /// for members of a split container; empty at the top level.
+    pub context: String,
+}
+
+/// The lexical rules the scanner needs for one language.
+#[derive(Debug, Clone, Copy)]
+struct Syntax {
+    line_comments: &'static [&'static str],
+    /// `/* … */` comments.
+    block_comments: bool,
+    single_quote: Quote,
+    /// Backtick strings (JS templates, Go raw strings, shell).
+    backticks: bool,
+    /// Python's `"""` and `'''`.
+    triple_quotes: bool,
+    /// `"…"` may run over several lines (Rust, shell, Ruby, …).
+    multiline_strings: bool,
+    /// Blocks are marked by indentation (Python) or keywords (Ruby, Lua), not brackets.
+    indented_blocks: bool,
+}
+
+/// What `'` means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Quote {
+    /// A string delimiter.
+    String,
+    /// A character literal (`'x'`); otherwise a lifetime or label (Rust).
+    Char,
+}
+
+fn syntax_for(path: &str) -> Syntax {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let c_like = Syntax {
+        line_comments: &["//"],
+        block_comments: true,
+        single_quote: Quote::Char,
+        backticks: false,
+        triple_quotes: false,
+        multiline_strings: false,
+        indented_blocks: false,
+    };
+    match ext.as_str() {
+        "rs" => Syntax { multiline_strings: true, ..c_like },
+        "go" => Syntax { backticks: true, ..c_like },
+        "js" | "mjs" | "cjs" | "ts" | "tsx" | "jsx" | "vue" | "svelte" => {
+            Syntax { single_quote: Quote::String, backticks: true, ..c_like }
+        }
+        "php" => Syntax { line_comments: &["//", "#"], single_quote: Quote::String, multiline_strings: true, ..c_like },
+        "dart" | "scss" => Syntax { single_quote: Quote::String, ..c_like },
+        "css" => Syntax { line_comments: &[], single_quote: Quote::String, ..c_like },
+        "py" => Syntax {
+            line_comments: &["#"],
+            block_comments: false,
+            single_quote: Quote::String,
+            backticks: false,
+            triple_quotes: true,
+            multiline_strings: false,
+            indented_blocks: true,
+        },
+        "rb" | "ex" | "exs" | "jl" | "r" => Syntax {
+            line_comments: &["#"],
+            block_comments: false,
+            single_quote: Quote::String,
+            backticks: false,
+            triple_quotes: ext != "rb" && ext != "r",
+            multiline_strings: true,
+            indented_blocks: true,
+        },
+        "sh" | "bash" | "zsh" | "fish" => Syntax {
+            line_comments: &["#"],
+            block_comments: false,
+            single_quote: Quote::String,
+            backticks: true,
+            triple_quotes: false,
+            multiline_strings: true,
+            indented_blocks: true,
+        },
+        "lua" | "sql" | "hs" => Syntax {
+            line_comments: &["--"],
+            block_comments: ext == "sql",
+            single_quote: if ext == "hs" { Quote::Char } else { Quote::String },
+            backticks: false,
+            triple_quotes: false,
+            multiline_strings: ext != "hs",
+            indented_blocks: ext != "sql",
+        },
+        _ => c_like,
+    }
+}
+
+/// Where the scanner is at a line's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Code,
+    BlockComment,
+    Str(u8),
+    Triple(u8),
+}
+
+/// One line as the scanner saw it.
+#[derive(Debug, Clone, Copy)]
+struct Line {
+    start: usize,
+    end: usize,
+    /// Bracket depth and state at the line's start.
+    depth: i32,
+    state: State,
+    indent: usize,
+    blank: bool,
+}
+
+/// Splits `text` into lines and follows brackets, strings and comments across them.
+fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
+    let bytes = text.as_bytes();
+    let mut lines = Vec::new();
+    let (mut depth, mut state) = (0i32, State::Code);
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i + 1);
+        let line = &bytes[start..end];
+        let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
+        let blank = line.iter().all(u8::is_ascii_whitespace);
+        let (line_depth, line_state) = (depth, state);
+        let mut i = 0;
+        while i < line.len() {
+            let rest = &line[i..];
+            match state {
+                State::BlockComment => {
+                    if rest.starts_with(b"*/") {
+                        state = State::Code;
+                        i += 1;
+                    }
+                }
+                State::Str(q) => {
+                    if rest[0] == b'\\' {
+                        i += 1;
+                    } else if rest[0] == q {
+                        state = State::Code;
+                    }
+                }
+                State::Triple(q) => {
+                    if rest[0] == b'\\' {
+                        i += 1;
+                    } else if rest.starts_with(&[q, q, q]) {
+                        state = State::Code;
+                        i += 2;
+                    }
+                }
+                State::Code => {
+                    if syntax.line_comments.iter().any(|c| rest.starts_with(c.as_bytes())) {
+                        break;
+                    }
+                    match rest[0] {
+                        b'/' if syntax.block_comments && rest.starts_with(b"/*") => {
+                            state = State::BlockComment;
+                            i += 1;
+                        }
+                        q @ (b'"' | b'\'') if syntax.triple_quotes && rest.starts_with(&[q, q, q]) => {
+                            state = State::Triple(q);
+                            i += 2;
+                        }
+                        b'"' => state = State::Str(b'"'),
+                        b'`' if syntax.backticks => state = State::Str(b'`'),
+                        b'\'' => match syntax.single_quote {
+                            Quote::String => state = State::Str(b'\''),
+                            Quote::Char => i += char_literal_len(rest),
+                        },
+                        b'{' | b'(' | b'[' => depth += 1,
+                        // Clamped: a stray closer must not push the rest of the file out of reach.
+                        b'}' | b')' | b']' => depth = (depth - 1).max(0),
+                        _ => {}
+                    }
+                }
+            }
+            i += 1;
+        }
+        // Single-line strings end with their line, so one unbalanced quote cannot swallow the file.
+        if let State::Str(q) = state
+            && (q == b'\'' || !syntax.multiline_strings)
+            && q != b'`'
+        {
+            state = State::Code;
+        }
+        lines.push(Line { start, end, depth: line_depth, state: line_state, indent, blank });
+        start = end;
+    }
+    lines
+}
+
+/// Bytes after the opening `'` to skip for a character literal (`'x'`,
+/// `'\n'`, `'\u{1F600}'`); 0 when the quote is a lifetime or label.
+fn char_literal_len(rest: &[u8]) -> usize {
+    let body = &rest[1..];
+    if body.first() == Some(&b'\\') {
+        // The closing quote comes after the escaped character: `'\''`, `'\u{1F600}'`.
+        return body.iter().skip(2).take(10).position(|&b| b == b'\'').map_or(0, |p| p + 3);
+    }
+    // One (possibly multi-byte) character, then the closing quote.
+    let width = match body.first() {
+        Some(&b) if b < 0x80 => 1,
+        Some(&b) if b >= 0xF0 => 4,
+        Some(&b) if b >= 0xE0 => 3,
+        Some(_) => 2,
+        None => return 0,
+    };
+    if body.get(width) == Some(&b'\'') { width + 1 } else { 0 }
+}
+
+/// How a line at the level being split relates to the items there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Starts an item.
+    Start,
+    /// Belongs to the next item: a comment, attribute or decorator.
+    LeadIn,
+    /// Continues the current item: a closer, `else`, `where`, `end`, …
+    Continuation,
+}
+
+const CONTINUATION_WORDS: &[&str] = &[
+    "end", "else", "elif", "elsif", "elseif", "except", "finally", "rescue", "ensure", "where", "fi", "done", "esac",
+    "then", "do", "until", "catch",
+];
+
+fn role(line: &str, syntax: Syntax) -> Role {
+    let t = line.trim();
+    let first = t.as_bytes()[0];
+    if matches!(first, b'}' | b')' | b']' | b'{' | b'.') {
+        return Role::Continuation;
+    }
+    let word: &str = t.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').next().unwrap_or("");
+    if CONTINUATION_WORDS.contains(&word) {
+        return Role::Continuation;
+    }
+    let comment = syntax.line_comments.iter().any(|c| t.starts_with(c))
+        || (syntax.block_comments && t.starts_with("/*"))
+        || t.starts_with("#[")
+        || t.starts_with("#![")
+        || (first == b'@' && !t.contains('{'));
+    if comment { Role::LeadIn } else { Role::Start }
+}
+
+/// Keywords that name what follows them.
+const DEFINERS: &[&str] = &[
+    "fn",
+    "def",
+    "class",
+    "struct",
+    "enum",
+    "trait",
+    "impl",
+    "interface",
+    "type",
+    "func",
+    "function",
+    "module",
+    "mod",
+    "union",
+    "const",
+    "static",
+    "let",
+    "var",
+    "val",
+    "object",
+    "record",
+    "protocol",
+    "extension",
+    "namespace",
+    "macro_rules!",
+    "async",
+    "defmodule",
+    "defp",
+    "local",
+];
+/// Definers whose items hold members worth splitting out when the item is too big.
+const CONTAINERS: &[&str] = &[
+    "impl",
+    "trait",
+    "class",
+    "interface",
+    "mod",
+    "module",
+    "namespace",
+    "object",
+    "protocol",
+    "extension",
+    "defmodule",
+];
+
+/// The item's keyword and name (`fn chunk`, `class Foo`, `impl Display for Span`),
+/// when its first line defines something.
+pub fn symbol(first_line: &str) -> Option<String> {
+    let words: Vec<&str> = first_line.split_whitespace().collect();
+    let at = words.iter().position(|w| {
+        let w = w.split(['<', '(', ':', '{']).next().unwrap_or(w);
+        DEFINERS.contains(&w) && !matches!(w, "async" | "local")
+    })?;
+    // Only modifiers (`pub`, `export default`, `static`, `pub(crate)`) may come before the keyword.
+    let modifier = |w: &&str| w.starts_with("pub(") || w.bytes().all(|b| b.is_ascii_lowercase());
+    if at > 4 || !words[..at].iter().all(modifier) {
+        return None;
+    }
+    let keyword = words[at].split(['<', '(', ':', '{']).next().unwrap_or(words[at]);
+    let rest = words[at + 1..].join(" ");
+    let name = if keyword == "impl" {
+        // `impl<T> Display for Span<T> {` → `Display for Span<T>`
+        let rest = words[at..].join(" ");
+        let rest = rest.strip_prefix("impl").unwrap_or(&rest);
+        let rest = if rest.starts_with('<') { skip_generics(rest) } else { rest };
+        rest.split(['{']).next().unwrap_or("").split(" where").next().unwrap_or("").trim().to_string()
+    } else {
+        rest.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '$' | '!' | '.' | '?'))).next()?.to_string()
+    };
+    (!name.is_empty()).then(|| format!("{keyword} {}", name.chars().take(80).collect::<String>()))
+}
+
+fn skip_generics(s: &str) -> &str {
+    let mut depth = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &s[i + 1..];
+                }
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+fn is_container(first_line: &str) -> bool {
+    first_line.split_whitespace().any(|w| CONTAINERS.contains(&w.split(['<', '(', ':', '{']).next().unwrap_or(w)))
+}
+
+/// An item found at one level: its lines (indices into the scan) and first line.
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    first: usize,
+    start_line: usize,
+    last: usize,
+}
+
+/// Items among `lines[from..to]` at bracket depth `depth` and indentation at most `indent`.
+fn items(text: &str, lines: &[Line], from: usize, to: usize, depth: i32, indent: usize, syntax: Syntax) -> Vec<Item> {
+    let mut out: Vec<Item> = Vec::new();
+    let mut lead_in: Option<usize> = None;
+    for (i, line) in lines.iter().enumerate().take(to).skip(from) {
+        let at_level = line.depth == depth && line.state == State::Code && line.indent <= indent;
+        if line.blank {
+            if at_level {
+                lead_in = None;
+            }
+            continue;
+        }
+        if !at_level {
+            continue;
+        }
+        match role(&text[line.start..line.end], syntax) {
+            Role::LeadIn => {
+                lead_in.get_or_insert(i);
+            }
+            Role::Continuation => lead_in = None,
+            Role::Start => {
+                let first = lead_in.take().unwrap_or(i);
+                if let Some(prev) = out.last_mut() {
+                    prev.last = first - 1;
+                }
+                out.push(Item { first, start_line: i, last: to - 1 });
+            }
+        }
+    }
+    out
+}
+
+/// A unit before packing.
+#[derive(Debug, Clone)]
+struct Unit {
+    span: Span,
+    context: String,
+    /// A container's head (`impl X {`): joined to its first member whatever the size.
+    glue: bool,
+    /// Too big for one chunk, with no members to split into.
+    oversized: bool,
+}
+
+/// The byte span of lines `first..=last`, trimmed of whitespace at both ends
+/// but keeping the first line's indentation, so a method reads as it stands.
+fn span_of(text: &str, lines: &[Line], first: usize, last: usize) -> Option<Span> {
+    let (start, end) = (lines[first].start, lines[last].end);
+    let piece = &text[start..end];
+    let trimmed = piece.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    let lead = piece.len() - piece.trim_start().len();
+    let line_start = text[..start + lead].rfind('\n').map_or(0, |p| p + 1).max(start);
+    Some(Span { start: line_start, end: start + lead + trimmed.len() })
+}
+
+/// How [`split`] measures and bounds units.
+struct Limits<'a> {
+    tokens: &'a dyn Fn(Span) -> usize,
+    sizes: Sizes,
+    syntax: Syntax,
+}
+
+/// Splits lines `first..=last` into units at (`depth`, `indent`), going into
+/// containers too big for one chunk. Items are looked for from line `from`
+/// on; the lines before the first item form a head unit (a file's doc comment
+/// and imports; a container's doc and first line(s), glued to its first member).
+#[allow(clippy::too_many_arguments)]
+fn split(
+    text: &str,
+    lines: &[Line],
+    (first, from, last): (usize, usize, usize),
+    (depth, indent): (i32, usize),
+    context: &str,
+    limits: &Limits,
+    level: usize,
+    out: &mut Vec<Unit>,
+) {
+    let found = items(text, lines, from, last + 1, depth, indent, limits.syntax);
+    let head_end = found.first().map_or(last + 1, |f| f.first);
+    if head_end > first
+        && let Some(span) = span_of(text, lines, first, head_end - 1)
+    {
+        out.push(Unit { span, context: context.to_string(), glue: level > 0, oversized: false });
+    }
+    for item in found {
+        let Some(span) = span_of(text, lines, item.first, item.last) else { continue };
+        let start_line = &text[lines[item.start_line].start..lines[item.start_line].end];
+        let big = (limits.tokens)(span) > limits.sizes.target;
+        let members = (big && level < MAX_LEVELS && is_container(start_line))
+            .then(|| members(text, lines, item, limits.syntax))
+            .flatten();
+        match members {
+            Some((last, member_level)) => {
+                let range = (item.first, item.start_line + 1, last);
+                split(text, lines, range, member_level, start_line.trim(), limits, level + 1, out);
+            }
+            None => {
+                let oversized = big && span.end - span.start > MAX_UNIT_BYTES;
+                out.push(Unit { span, context: context.to_string(), glue: false, oversized });
+            }
+        }
+    }
+}
+
+/// A container's last member line (its closing lines left out) and the
+/// members' (depth, indentation): that of the first line inside one bracket
+/// deeper or, for indented blocks, further indented. `None` when there is none.
+fn members(text: &str, lines: &[Line], item: Item, syntax: Syntax) -> Option<(usize, (i32, usize))> {
+    let outer = lines[item.start_line];
+    let first = (item.start_line + 1..=item.last).find(|&i| {
+        let l = &lines[i];
+        !l.blank
+            && l.state == State::Code
+            && l.indent > outer.indent
+            && (l.depth == outer.depth + 1 || (syntax.indented_blocks && l.depth == outer.depth))
+    })?;
+    // Closing lines (`}`, `end`) and comments back at the container's indentation are not a member's.
+    let mut last = item.last;
+    while last > first
+        && (lines[last].blank
+            || (lines[last].indent <= outer.indent
+                && role(&text[lines[last].start..lines[last].end], syntax) != Role::Start))
+    {
+        last -= 1;
+    }
+    Some((last, (lines[first].depth, lines[first].indent)))
+}
+
+/// Cuts a code file into whole units, packs small neighbours up to
+/// `sizes.target` tokens, and windows only what exceeds [`MAX_UNIT_BYTES`].
+/// `token_starts` are the byte offsets where the text's tokens start.
+pub fn chunks(path: &str, text: &str, token_starts: &[u32], sizes: Sizes) -> Vec<CodeChunk> {
+    let syntax = syntax_for(path);
+    let lines = scan(text, syntax);
+    if lines.is_empty() {
+        return Vec::new();
+    }
+    let tokens = |s: Span| {
+        let index = |at: usize| token_starts.partition_point(|&t| (t as usize) < at);
+        index(s.end) - index(s.start)
+    };
+    let limits = Limits { tokens: &tokens, sizes, syntax };
+    let mut units = Vec::new();
+    split(text, &lines, (0, 0, lines.len() - 1), (0, 0), "", &limits, 0, &mut units);
+
+    let mut out: Vec<CodeChunk> = Vec::new();
+    let mut open: Option<(CodeChunk, bool)> = None;
+    for unit in units {
+        if unit.oversized {
+            out.extend(open.take().map(|(c, _)| c));
+            let piece = &text[unit.span.start..unit.span.end];
+            let local: Vec<u32> = token_starts
+                .iter()
+                .filter(|&&t| (t as usize) >= unit.span.start && (t as usize) < unit.span.end)
+                .map(|&t| t - unit.span.start as u32)
+                .collect();
+            out.extend(chunk(piece, &local, sizes).into_iter().map(|s| CodeChunk {
+                span: Span { start: unit.span.start + s.start, end: unit.span.start + s.end },
+                context: unit.context.clone(),
+            }));
+            continue;
+        }
+        open = match open {
+            Some((mut o, glued))
+                if o.context == unit.context
+                    && (glued || tokens(Span { start: o.span.start, end: unit.span.end }) <= sizes.target) =>
+            {
+                o.span.end = unit.span.end;
+                Some((o, unit.glue))
+            }
+            prev => {
+                out.extend(prev.map(|(c, _)| c));
+                Some((CodeChunk { span: unit.span, context: unit.context }, unit.glue))
+            }
+        };
+    }
+    out.extend(open.map(|(c, _)| c));
+    out
+}
+
+/// The symbols a file defines at its top level, in order (`fn chunk`, `class Foo`).
+pub fn top_level_symbols(path: &str, text: &str) -> Vec<String> {
+    let syntax = syntax_for(path);
+    let lines = scan(text, syntax);
+    items(text, &lines, 0, lines.len(), 0, 0, syntax)
+        .into_iter()
+        .filter_map(|item| symbol(&text[lines[item.start_line].start..lines[item.start_line].end]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Token starts at every word, as a stand-in for the model's tokenizer.
+    fn words(text: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut prev_space = true;
+        for (i, c) in text.char_indices() {
+            if !c.is_whitespace() && prev_space {
+                out.push(i as u32);
+            }
+            prev_space = c.is_whitespace();
+        }
+        out
+    }
+
+    fn cut<'a>(path: &str, text: &'a str, target: usize) -> Vec<&'a str> {
+        let sizes = Sizes { target, overlap: target / 8, min: target / 8 };
+        chunks(path, text, &words(text), sizes).into_iter().map(|c| &text[c.span.start..c.span.end]).collect()
+    }
+
+    const RUST: &str = r#"//! Module docs.
+
+use std::fmt;
+
+/// A span.
+#[derive(Debug)]
+pub struct Span {
+    start: usize,
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let brace = '{';
+        write!(f, "{}{brace}", self.start)
+    }
+}
+
+/// Adds.
+pub fn add<'a>(a: &'a str,
+    b: usize,
+) -> usize
+where
+    usize: Copy,
+{
+    let s = "}}} not a closer";
+    a.len() + b + s.len()
+}
+"#;
+
+    #[test]
+    fn rust_items_stay_whole_with_their_docs() {
+        let units = cut("src/lib.rs", RUST, 30);
+        assert!(
+            units[0]
+                .starts_with("//! Module docs.\n\nuse std::fmt;\n\n/// A span.\n#[derive(Debug)]\npub struct Span {")
+        );
+        assert!(units[1].starts_with("impl fmt::Display for Span {") && units[1].ends_with("}\n}"), "{units:?}");
+        assert!(units[2].starts_with("/// Adds.\npub fn add") && units[2].ends_with("s.len()\n}"), "{units:?}");
+        assert_eq!(units.len(), 3);
+        // Tighter: the impl is split into its methods, its first line leading the first one.
+        let units = cut("src/lib.rs", RUST, 12);
+        assert_eq!(units[0], "//! Module docs.\n\nuse std::fmt;");
+        assert!(units[1].starts_with("/// A span.\n#[derive(Debug)]\npub struct Span {") && units[1].ends_with('}'));
+        assert!(units[2].starts_with("impl fmt::Display for Span {\n    fn fmt("), "{units:?}");
+        assert!(units[2].ends_with("self.start)\n    }"), "{units:?}");
+        assert!(units[3].starts_with("/// Adds.\npub fn add") && units[3].ends_with("s.len()\n}"), "{units:?}");
+        assert_eq!(units.len(), 4);
+        // With room to spare, neighbours are packed, never cut.
+        assert_eq!(cut("src/lib.rs", RUST, 1000), vec![RUST.trim()]);
+    }
+
+    #[test]
+    fn big_containers_split_into_whole_members() {
+        let py = "\"\"\"Tools.\n\nclass NotReal:\n\"\"\"\nimport os\n\n\nclass Walker(Base):\n    \"\"\"Walks.\"\"\"\n\n    def __init__(self, root):\n        self.root = root\n\n    @property\n    def name(self):\n        return os.path.basename(\n    self.root)\n\n    def walk(self):\n        for d in os.listdir(self.root):\n            yield d\n\n\nif __name__ == \"__main__\":\n    main()\n";
+        let units = cut("tools/walk.py", py, 12);
+        assert_eq!(units[0], "\"\"\"Tools.\n\nclass NotReal:\n\"\"\"\nimport os");
+        assert_eq!(
+            units[1],
+            "class Walker(Base):\n    \"\"\"Walks.\"\"\"\n\n    def __init__(self, root):\n        self.root = root"
+        );
+        assert_eq!(units[2], "    @property\n    def name(self):\n        return os.path.basename(\n    self.root)");
+        assert!(units[3].starts_with("    def walk(self):") && units[3].ends_with("yield d"));
+        assert_eq!(units[4], "if __name__ == \"__main__\":\n    main()");
+        let sizes = Sizes { target: 12, overlap: 1, min: 1 };
+        let with_context = chunks("tools/walk.py", py, &words(py), sizes);
+        assert_eq!(with_context[2].context, "class Walker(Base):");
+        assert_eq!(with_context[4].context, "");
+    }
+
+    #[test]
+    fn c_style_bodies_and_javascript_templates() {
+        let c = "#include <stdio.h>\n\nint main(void)\n{\n    printf(\"}\\n\");\n    return 0;\n}\n\nstatic int two(void)\n{\n    return 2;\n}\n";
+        let units = cut("a.c", c, 8);
+        assert_eq!(
+            units,
+            vec![
+                "#include <stdio.h>",
+                "int main(void)\n{\n    printf(\"}\\n\");\n    return 0;\n}",
+                "static int two(void)\n{\n    return 2;\n}"
+            ]
+        );
+        let js = "const t = `\n}\nfunction fake() {\n`;\n\nexport function real(a) {\n  return a;\n}\n";
+        let units = cut("a.js", js, 6);
+        assert_eq!(units, vec!["const t = `\n}\nfunction fake() {\n`;", "export function real(a) {\n  return a;\n}"]);
+    }
+
+    #[test]
+    fn oversized_units_are_windowed_and_the_rest_stays_whole() {
+        let long = format!("fn huge() {{\n{}}}\n\nfn small() {{}}\n", "    let x = 1;\n".repeat(3000));
+        let units = cut("a.rs", &long, 100);
+        assert!(units.len() > 10);
+        assert_eq!(units.last(), Some(&"fn small() {}"));
+        assert!(units.iter().all(|u| u.len() < MAX_UNIT_BYTES));
+    }
+
+    #[test]
+    fn symbols_name_what_a_file_defines() {
+        assert_eq!(top_level_symbols("src/lib.rs", RUST), vec!["struct Span", "impl fmt::Display for Span", "fn add"]);
+        assert_eq!(symbol("export default async function handler(req) {"), Some("function handler".into()));
+        assert_eq!(
+            symbol("impl<T: Copy> From<T> for Wrapper<T> where T: Eq {"),
+            Some("impl From<T> for Wrapper<T>".into())
+        );
+        assert_eq!(symbol("class Walker(Base):"), Some("class Walker".into()));
+        assert_eq!(symbol("main()"), None);
+        assert_eq!(symbol("print(\"the class is\")"), None);
+    }
+
+    #[test]
+    fn hostile_text_never_panics() {
+        for text in ["", "\n\n", "}}}}", "'", "\"\"\"", "/*", "fn x() {", "é'", "'\\", "@", "#[", "\u{feff}x"] {
+            for path in ["a.rs", "a.py", "a.js", "a.sql", "a.sh"] {
+                let units = cut(path, text, 4);
+                assert!(units.iter().all(|u| !u.trim().is_empty()));
+            }
+        }
+    }
+}
