@@ -15,6 +15,11 @@
 //!
 //! [tools.my_indexer]      # a third-party tool allowed to change the index
 //! grants = ["corpus-write"]
+//! sha256 = "9f86d0…"      # refuse the component unless its bytes hash to this
+//! read_dirs = ["../docs"] # extra folders it may read, at their absolute paths
+//!
+//! [tools.embed_document]
+//! enabled = false         # not offered at all
 //! ```
 
 use serde::Deserialize;
@@ -98,6 +103,14 @@ pub struct ToolOverrides {
     /// What the tool may do beyond reading: `"corpus-write"` lets it change the index.
     /// Built-in tools that write the index hold it already.
     pub grants: Option<Vec<Grant>>,
+    /// `false` leaves the tool out of the server altogether.
+    pub enabled: Option<bool>,
+    /// The sha256 (hex) the component's bytes must have; any other is refused.
+    pub sha256: Option<String>,
+    /// Folders besides the workspace the tool may read (read-only), relative to
+    /// the workspace or absolute; the tool sees each at its absolute path.
+    #[serde(default)]
+    pub read_dirs: Vec<PathBuf>,
 }
 
 /// A permission a tool can be given.
@@ -109,10 +122,12 @@ pub enum Grant {
 }
 
 /// What one tool may do beyond reading the workspace and the index.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grants {
     /// May store and remove documents.
     pub corpus_write: bool,
+    /// Extra folders it may read, absolute.
+    pub read_dirs: Vec<PathBuf>,
 }
 
 /// The limits one call runs under.
@@ -135,14 +150,52 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
-        toml::from_str(&text).map_err(|e| ConfigError::Parse { path, message: e.to_string() })
+        let mut config: Self =
+            toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
+        for (name, tool) in &mut config.tools {
+            if let Some(pin) = &mut tool.sha256 {
+                *pin = pin.trim().to_ascii_lowercase();
+                if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    let message = format!(
+                        "[tools.{name}] sha256 must be 64 hex digits (`ragbox tools inspect FILE` prints a component's)"
+                    );
+                    return Err(ConfigError::Parse { path, message });
+                }
+            }
+            for dir in &mut tool.read_dirs {
+                if dir.is_relative() {
+                    *dir = workspace.join(&*dir);
+                }
+            }
+        }
+        Ok(config)
     }
 
-    /// What `tool` may do: its `[tools.NAME] grants` when set, else `default`.
+    /// What `tool` may do: its `[tools.NAME] grants` when set, else `default`;
+    /// plus its `read_dirs`.
     pub fn grants_for(&self, tool: &str, default: Grants) -> Grants {
-        match self.tools.get(tool).and_then(|o| o.grants.as_ref()) {
-            Some(grants) => Grants { corpus_write: grants.contains(&Grant::CorpusWrite) },
+        let overrides = self.tools.get(tool);
+        let mut grants = match overrides.and_then(|o| o.grants.as_ref()) {
+            Some(grants) => Grants { corpus_write: grants.contains(&Grant::CorpusWrite), read_dirs: Vec::new() },
             None => default,
+        };
+        grants.read_dirs.extend(overrides.map(|o| o.read_dirs.clone()).unwrap_or_default());
+        grants
+    }
+
+    /// Whether the component offering `tool`, whose bytes hash to `sha256`, may
+    /// load: `Err` says why not (disabled, or not the pinned bytes).
+    pub fn admits(&self, tool: &str, sha256: &str) -> Result<(), String> {
+        let Some(o) = self.tools.get(tool) else { return Ok(()) };
+        if o.enabled == Some(false) {
+            return Err(format!("disabled by [tools.{tool}] enabled = false in {DATA_DIR}/config.toml"));
+        }
+        match &o.sha256 {
+            Some(pin) if pin != sha256 => Err(format!(
+                "its sha256 is {sha256}, not the {pin} pinned by [tools.{tool}] sha256 in {DATA_DIR}/config.toml: \
+                 the component changed since it was pinned. If you trust the new one, put its sha256 in the pin"
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -189,5 +242,30 @@ mod tests {
         std::fs::write(&file, "[limits]\ntimeout = 5\n").unwrap();
         let err = Config::load(dir.path()).unwrap_err().to_string();
         assert!(err.contains("unknown field `timeout`"), "{err}");
+    }
+
+    #[test]
+    fn pins_enabled_and_read_dirs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(DATA_DIR)).unwrap();
+        let file = dir.path().join(DATA_DIR).join("config.toml");
+        let pin = "AB".repeat(32);
+        let text = format!(
+            "[tools.pinned]\nsha256 = \"{pin}\"\nread_dirs = [\"../docs\", \"/srv/data\"]\n[tools.off]\nenabled = false\n"
+        );
+        std::fs::write(&file, text).unwrap();
+        let c = Config::load(dir.path()).unwrap();
+        assert_eq!(c.admits("pinned", &"ab".repeat(32)), Ok(()));
+        let refused = c.admits("pinned", &"cd".repeat(32)).unwrap_err();
+        assert!(refused.contains("not the abab") && refused.contains("put its sha256 in the pin"), "{refused}");
+        assert!(c.admits("off", "x").unwrap_err().contains("enabled = false"));
+        assert_eq!(c.admits("other", "x"), Ok(()));
+        let g = c.grants_for("pinned", Grants::default());
+        assert_eq!(g.read_dirs, vec![dir.path().join("../docs"), PathBuf::from("/srv/data")]);
+        assert!(!g.corpus_write);
+
+        std::fs::write(&file, "[tools.x]\nsha256 = \"abc\"\n").unwrap();
+        let err = Config::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("64 hex digits"), "{err}");
     }
 }

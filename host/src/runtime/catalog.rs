@@ -1,5 +1,6 @@
 //! The set of tools a server offers: the built-ins embedded in the binary, then
-//! `.wasm` components from the tools folders. A component that fails to load or
+//! `.wasm` components from the tools folders. A component that fails to load,
+//! that the workspace's policy refuses (disabled, or not its pinned bytes) or
 //! whose tool name is taken is rejected with a reason; the rest still load.
 
 use super::RuntimeError;
@@ -22,6 +23,55 @@ pub struct Rejected {
     pub reason: String,
 }
 
+/// Decides whether a component offering a tool (name, sha256 of its bytes)
+/// may load; `Err` says why not.
+pub type Admit<'a> = &'a dyn Fn(&str, &str) -> Result<(), String>;
+
+/// An [`Admit`] policy a loader keeps.
+pub type Policy = std::sync::Arc<dyn Fn(&str, &str) -> Result<(), String> + Send + Sync>;
+
+/// What a catalog is loaded from, kept so a server can load it again when a
+/// tools folder changes.
+#[derive(Clone)]
+pub struct CatalogLoader {
+    /// The engine components compile for.
+    pub engine: Engine,
+    /// Where compiled components are cached.
+    pub cache: CompileCache,
+    /// The built-in components.
+    pub builtins: &'static [(&'static str, &'static [u8])],
+    /// The folders of extra components.
+    pub dirs: Vec<PathBuf>,
+    /// Limits for `describe()`.
+    pub describe_limits: Limits,
+    /// The workspace's policy.
+    pub admit: Policy,
+}
+
+/// What the tools folders hold, to notice a change: each component's path,
+/// size and modification time.
+pub type Fingerprint = Vec<(PathBuf, u64, Option<std::time::SystemTime>)>;
+
+impl CatalogLoader {
+    /// Loads the catalog.
+    pub fn load(&self) -> Catalog {
+        Catalog::load(&self.engine, &self.cache, self.builtins, &self.dirs, &self.describe_limits, &*self.admit)
+    }
+
+    /// The components in the tools folders now.
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.dirs
+            .iter()
+            .flat_map(|d| wasm_files(d))
+            .map(|p| {
+                let meta = std::fs::metadata(&p).ok();
+                let size = meta.as_ref().map_or(0, |m| m.len());
+                (p, size, meta.and_then(|m| m.modified().ok()))
+            })
+            .collect()
+    }
+}
+
 /// The loaded tools, in load order, and the rejected components.
 #[derive(Clone, Default)]
 pub struct Catalog {
@@ -30,23 +80,38 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Loads `builtins`, then every `*.wasm` in each of `dirs` (missing folders are skipped).
+    /// Loads `builtins`, then every `*.wasm` in each of `dirs` (missing folders
+    /// are skipped), keeping those `admit` lets in.
     pub fn load(
         engine: &Engine,
         cache: &CompileCache,
         builtins: &[(&str, &[u8])],
         dirs: &[PathBuf],
         describe_limits: &Limits,
+        admit: Admit,
     ) -> Self {
         let mut catalog = Self::default();
+        let add = |catalog: &mut Self, source: Source, bytes: &[u8]| match load_one(
+            engine,
+            cache,
+            source.clone(),
+            bytes,
+            describe_limits,
+        ) {
+            Ok(tool) => match admit(tool.name(), &tool.sha256) {
+                Ok(()) => catalog.add(tool),
+                Err(reason) => catalog.reject(source, format!("tool '{}' {reason}", tool.name())),
+            },
+            Err(reason) => catalog.reject(source, reason),
+        };
         for (name, bytes) in builtins {
-            catalog.add(engine, cache, Source::BuiltIn((*name).to_string()), bytes, describe_limits);
+            add(&mut catalog, Source::BuiltIn((*name).to_string()), bytes);
         }
         for dir in dirs {
             for path in wasm_files(dir) {
                 let source = Source::File(path.clone());
                 match read_component(&path) {
-                    Ok(bytes) => catalog.add(engine, cache, source, &bytes, describe_limits),
+                    Ok(bytes) => add(&mut catalog, source, &bytes),
                     Err(e) => catalog.reject(source, e.to_string()),
                 }
             }
@@ -69,27 +134,20 @@ impl Catalog {
         self.tools.iter().find(|t| t.name() == name)
     }
 
-    fn add(&mut self, engine: &Engine, cache: &CompileCache, source: Source, bytes: &[u8], limits: &Limits) {
-        let sha256 = hex::encode(Sha256::digest(bytes));
-        let loaded = cache
-            .load(engine, bytes, &sha256, &source.to_string())
-            .and_then(|component| LoadedTool::new(engine, &component, source.clone(), sha256, limits));
-        match loaded {
-            Ok(tool) => match self.get(tool.name()) {
-                Some(existing) => {
-                    let reason = format!(
-                        "tool name '{}' is already taken by {}; rename one of them or remove one",
-                        tool.name(),
-                        existing.source
-                    );
-                    self.reject(source, reason);
-                }
-                None => {
-                    tracing::debug!(tool = tool.name(), source = %tool.source, "loaded");
-                    self.tools.push(tool);
-                }
-            },
-            Err(e) => self.reject(source, e.to_string()),
+    fn add(&mut self, tool: LoadedTool) {
+        match self.get(tool.name()) {
+            Some(existing) => {
+                let reason = format!(
+                    "tool name '{}' is already taken by {}; rename one of them or remove one",
+                    tool.name(),
+                    existing.source
+                );
+                self.reject(tool.source.clone(), reason);
+            }
+            None => {
+                tracing::debug!(tool = tool.name(), source = %tool.source, "loaded");
+                self.tools.push(tool);
+            }
         }
     }
 
@@ -97,6 +155,21 @@ impl Catalog {
         tracing::warn!("component {source} not loaded: {reason}");
         self.rejected.push(Rejected { source, reason });
     }
+}
+
+/// Compiles (or loads from the cache) one component and asks it to describe itself.
+pub fn load_one(
+    engine: &Engine,
+    cache: &CompileCache,
+    source: Source,
+    bytes: &[u8],
+    limits: &Limits,
+) -> Result<LoadedTool, String> {
+    let sha256 = hex::encode(Sha256::digest(bytes));
+    cache
+        .load(engine, bytes, &sha256, &source.to_string())
+        .and_then(|component| LoadedTool::new(engine, &component, source, sha256, limits))
+        .map_err(|e| e.to_string())
 }
 
 /// `*.wasm` files directly in `dir`, sorted; none when the folder is missing.
@@ -111,7 +184,8 @@ fn wasm_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-fn read_component(path: &Path) -> Result<Vec<u8>, RuntimeError> {
+/// A component file's bytes, refused above the size limit.
+pub fn read_component(path: &Path) -> Result<Vec<u8>, RuntimeError> {
     let read_err = |source| RuntimeError::Read { path: path.to_path_buf(), source };
     let len = std::fs::metadata(path).map_err(read_err)?.len();
     if len > MAX_COMPONENT_BYTES {

@@ -13,7 +13,7 @@ mod tool;
 
 pub use bindings::ragbox::tools::host::Level;
 pub use cache::CompileCache;
-pub use catalog::{Catalog, Rejected};
+pub use catalog::{Admit, Catalog, CatalogLoader, Fingerprint, Rejected, load_one, read_component};
 pub use engine::new_engine;
 use linker::capabilities_linker;
 pub use sandbox::{CallEnv, HostState, Progress, ProgressSink};

@@ -118,6 +118,15 @@ pub fn new_store(engine: &Engine, tool: Arc<str>, env: CallEnv, limits: &Limits)
     if let Ok(dir) = &env.workspace {
         wasi.preopened_dir(dir, ".", FsPerms::ReadOnly)
             .map_err(|e| format!("cannot open workspace {}: {e:#}", dir.display()))?;
+        // Folders granted in config, read-only, each where it is on the host.
+        for extra in &env.grants.read_dirs {
+            let granted = |e: &dyn std::fmt::Display| {
+                format!("cannot open {} (read_dirs of [tools.{tool}] in .ragbox/config.toml): {e}", extra.display())
+            };
+            let dir = extra.canonicalize().map_err(|e| granted(&e))?;
+            let guest = dir.to_str().ok_or_else(|| granted(&"the path is not UTF-8"))?;
+            wasi.preopened_dir(&dir, guest, FsPerms::ReadOnly).map_err(|e| granted(&format!("{e:#}")))?;
+        }
     }
     wasi.stderr(stderr.clone()).allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
     let guard = Guard::new(limits.memory_bytes, limits.timeout, env.cancel.clone());

@@ -178,7 +178,7 @@ impl LoadedTool {
     /// What the tool may do when config says nothing: built-in tools that
     /// declare they write get `corpus-write`; anything else only reads.
     pub fn default_grants(&self) -> Grants {
-        Grants { corpus_write: matches!(self.source, Source::BuiltIn(_)) && !self.read_only() }
+        Grants { corpus_write: matches!(self.source, Source::BuiltIn(_)) && !self.read_only(), read_dirs: Vec::new() }
     }
 
     /// Runs one call in a fresh sandbox. Blocks: call it from a blocking thread.
