@@ -15,7 +15,8 @@ pub fn run(workspace: &Path) -> anyhow::Result<()> {
         load_ms = started.elapsed().as_millis() as u64,
         "serving MCP on stdio"
     );
-    let server = RagboxServer::new(opened.catalog, opened.workspaces, opened.config, opened.corpora);
+    let server =
+        RagboxServer::new(opened.catalog, Some(opened.loader), opened.workspaces, opened.config, opened.corpora);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(serve_stdio(server))
 }

@@ -1,11 +1,13 @@
 //! The rmcp server handler: `tools/list` from the catalog, `tools/call` into
-//! the runtime.
+//! the runtime. While serving, the tools folders are watched: a component
+//! added, changed or removed reloads the catalog and, when the list changed,
+//! tells the client (`notifications/tools/list_changed`).
 
 use super::progress;
 use super::reply::to_result;
 use crate::config::Config;
 use crate::corpus::Corpora;
-use crate::runtime::{CallEnv, Catalog, Failure, LoadedTool, Outcome};
+use crate::runtime::{CallEnv, Catalog, CatalogLoader, Failure, LoadedTool, Outcome};
 use crate::workspace::{WORKSPACE_ARG, Workspaces};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -14,7 +16,11 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// How often the tools folders are looked at while serving.
+const TOOLS_POLL: Duration = Duration::from_secs(1);
 
 /// The ragbox MCP server for one workspace.
 #[derive(Clone)]
@@ -23,32 +29,100 @@ pub struct RagboxServer {
 }
 
 struct Inner {
-    catalog: Catalog,
-    tools: Vec<Tool>,
+    /// Replaced whole when the tools folders change; calls keep the tool they started with.
+    listing: RwLock<Arc<Listing>>,
+    loader: Option<CatalogLoader>,
     workspaces: Workspaces,
     config: Config,
     corpora: Arc<Corpora>,
 }
 
-impl RagboxServer {
-    /// A server offering the tools in `catalog` for `workspaces`, on their indexes in `corpora`.
-    pub fn new(catalog: Catalog, workspaces: Workspaces, config: Config, corpora: Arc<Corpora>) -> Self {
+/// The loaded tools and their `tools/list` entries.
+struct Listing {
+    catalog: Catalog,
+    tools: Vec<Tool>,
+}
+
+impl Listing {
+    fn new(catalog: Catalog) -> Arc<Self> {
         let tools = catalog.tools().iter().filter_map(mcp_tool).collect();
-        Self { inner: Arc::new(Inner { catalog, tools, workspaces, config, corpora }) }
+        Arc::new(Self { catalog, tools })
+    }
+}
+
+impl RagboxServer {
+    /// A server offering the tools in `catalog` for `workspaces`, on their
+    /// indexes in `corpora`; with a `loader`, it follows the tools folders.
+    pub fn new(
+        catalog: Catalog,
+        loader: Option<CatalogLoader>,
+        workspaces: Workspaces,
+        config: Config,
+        corpora: Arc<Corpora>,
+    ) -> Self {
+        let listing = RwLock::new(Listing::new(catalog));
+        Self { inner: Arc::new(Inner { listing, loader, workspaces, config, corpora }) }
     }
 
-    /// The tools as `tools/list` shows them.
-    pub fn tools(&self) -> &[Tool] {
-        &self.inner.tools
+    fn listing(&self) -> Arc<Listing> {
+        // A poisoned lock only means a reload panicked; the last listing is still whole.
+        self.inner.listing.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Loads the catalog again; true when the tool list changed.
+    fn reload(&self, loader: &CatalogLoader) -> bool {
+        let fresh = Listing::new(loader.load());
+        let mut listing = self.inner.listing.write().unwrap_or_else(|e| e.into_inner());
+        let changed = listing.tools != fresh.tools;
+        let names = |l: &Listing| l.catalog.tools().iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
+        tracing::info!(tools = ?names(&fresh), rejected = fresh.catalog.rejected().len(), changed, "tools reloaded");
+        *listing = fresh;
+        changed
     }
 }
 
 /// Serves MCP over stdin/stdout until the client disconnects.
 pub async fn serve_stdio(server: RagboxServer) -> anyhow::Result<()> {
+    let watched = server.clone();
     let running = server.serve(rmcp::transport::stdio()).await?;
+    let watcher = watched.inner.loader.clone().map(|loader| {
+        let peer = running.peer().clone();
+        tokio::spawn(watch_tools(watched, loader, peer))
+    });
     let reason = running.waiting().await?;
+    if let Some(w) = watcher {
+        w.abort();
+    }
     tracing::info!("client disconnected ({reason:?})");
     Ok(())
+}
+
+/// Reloads the catalog whenever the tools folders change, once a change has
+/// settled (a component still being copied is not loaded half-written).
+async fn watch_tools(server: RagboxServer, loader: CatalogLoader, peer: rmcp::Peer<RoleServer>) {
+    let fingerprint = |l: &CatalogLoader| {
+        let l = l.clone();
+        async move { tokio::task::spawn_blocking(move || l.fingerprint()).await.unwrap_or_default() }
+    };
+    let mut seen = fingerprint(&loader).await;
+    loop {
+        tokio::time::sleep(TOOLS_POLL).await;
+        let now = fingerprint(&loader).await;
+        if now == seen {
+            continue;
+        }
+        tokio::time::sleep(TOOLS_POLL / 2).await;
+        let settled = fingerprint(&loader).await;
+        if settled != now {
+            continue; // still changing: look again next round
+        }
+        seen = settled;
+        let (s, l) = (server.clone(), loader.clone());
+        let changed = tokio::task::spawn_blocking(move || s.reload(&l)).await.unwrap_or(false);
+        if changed && let Err(e) = peer.notify_tool_list_changed().await {
+            tracing::warn!("cannot tell the client the tool list changed: {e}");
+        }
+    }
 }
 
 /// The MCP description of a loaded tool.
@@ -81,7 +155,7 @@ fn mcp_tool(tool: &LoadedTool) -> Option<Tool> {
 
 impl ServerHandler for RagboxServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("ragbox", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
                 "ragbox serves the workspace {}: search it by keyword and meaning, and see what is indexed. \
@@ -95,11 +169,11 @@ impl ServerHandler for RagboxServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+        Ok(ListToolsResult::with_all_items(self.listing().tools.clone()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner.tools.iter().find(|t| t.name == name).cloned()
+        self.listing().tools.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(
@@ -107,8 +181,9 @@ impl ServerHandler for RagboxServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(tool) = self.inner.catalog.get(&request.name).cloned() else {
-            let names: Vec<&str> = self.inner.catalog.tools().iter().map(LoadedTool::name).collect();
+        let listing = self.listing();
+        let Some(tool) = listing.catalog.get(&request.name).cloned() else {
+            let names: Vec<&str> = listing.catalog.tools().iter().map(LoadedTool::name).collect();
             return Err(McpError::invalid_params(
                 format!("unknown tool '{}'; available: {}", request.name, names.join(", ")),
                 None,
