@@ -45,9 +45,10 @@ test: build model test-rust test-guests test-python
 test-rust:
 	cargo test --workspace
 
-# Guest logic (arguments, Cortext paths, filters) as native unit tests.
+# Guest logic (arguments, Cortext paths, filters) as native unit tests; the example tool's too.
 test-guests:
 	cd guest-tools && cargo test --target $(HOST_TRIPLE)
+	cd examples/tool-find-todos && cargo test --target $(HOST_TRIPLE) --target-dir ../../target/guest-tools-tests
 
 test-python:
 	$(PYTHON) -m pytest -q tests/python
@@ -76,11 +77,14 @@ lint:
 	cargo clippy --workspace --all-targets -- -D warnings
 	cd guest-tools && cargo clippy --all-targets -- -D warnings
 	cd tests/hostile && cargo clippy --target wasm32-wasip2 --target-dir ../../target/guest-tools-tests -- -D warnings
+	cd examples/tool-find-todos && cargo fmt --check
+	cd examples/tool-find-todos && cargo clippy --target wasm32-wasip2 --target-dir ../../target/guest-tools-tests -- -D warnings
 
 fmt:
 	cargo fmt --all
 	cd guest-tools && cargo fmt --all
 	cd tests/hostile && cargo fmt
+	cd examples/tool-find-todos && cargo fmt
 
 clean:
 	cargo clean

@@ -11,3 +11,4 @@ mod rag_server;
 mod sandbox;
 mod search_workspace;
 mod skills;
+mod third_party;

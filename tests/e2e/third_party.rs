@@ -1,0 +1,186 @@
+//! Third-party components: the example tool in `examples/tool-find-todos`
+//! (built against `wit/` only) goes from a file dropped into the tools folder
+//! to `tools/list` while the server runs; the workspace's policy pins,
+//! switches off and grants; `ragbox tools inspect` says what a component is.
+
+use ragbox_tests::{Fixture, Raw, call, example_tool_wasm, hostile_wasm, is_error, text};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn tools_json(f: &Fixture) -> Value {
+    let out = f.command(&["tools", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn names(tools: &Value) -> Vec<String> {
+    tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+}
+
+fn rejected_reason(tools: &Value, needle: &str) -> Option<String> {
+    tools["rejected"].as_array().unwrap().iter().find_map(|r| {
+        let reason = r["reason"].as_str().unwrap();
+        reason.contains(needle).then(|| reason.to_string())
+    })
+}
+
+/// Reads server messages until a `tools/list_changed` notification, answering nothing else.
+fn await_list_changed(raw: &mut Raw) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if raw.recv()["method"] == "notifications/tools/list_changed" {
+            return;
+        }
+    }
+    panic!("no notifications/tools/list_changed within 20 s");
+}
+
+fn listed(raw: &mut Raw, id: u64) -> Vec<String> {
+    raw.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}).to_string());
+    let reply = raw.recv();
+    reply["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn a_dropped_in_tool_is_listed_while_serving_and_works() {
+    let f = Fixture::empty();
+    f.write("src/app.rs", "fn main() {\n    // TODO: parse the flags\n    let todos = 1; // not a note\n}\n");
+    f.write("notes/plan.md", "- FIXME the deploy script\n- done: tests\n");
+    f.write("node_modules/dep/index.js", "// TODO: skipped folder\n");
+    let mut raw = Raw::start(&f);
+    assert!(!listed(&mut raw, 1).contains(&"find_todos".to_string()));
+
+    // Copied in while serving: the client is told, and the tool is there.
+    let tools = f.workspace.join(".ragbox/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::copy(example_tool_wasm(), tools.join("find_todos.wasm")).unwrap();
+    await_list_changed(&mut raw);
+    assert!(listed(&mut raw, 2).contains(&"find_todos".to_string()));
+
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                     "params": {"name": "find_todos", "arguments": {}}})
+        .to_string(),
+    );
+    let reply = raw.recv();
+    let body = &reply["result"]["structuredContent"];
+    assert_eq!(
+        body["notes"],
+        json!([
+            {"path": "notes/plan.md", "line": 1, "tag": "FIXME", "text": "the deploy script"},
+            {"path": "src/app.rs", "line": 2, "tag": "TODO", "text": "parse the flags"}
+        ]),
+        "{reply}"
+    );
+    assert_eq!(body["complete"], true);
+
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                     "params": {"name": "find_todos", "arguments": {"limit": "ten"}}})
+        .to_string(),
+    );
+    let reply = raw.recv();
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(reply["result"]["content"][0]["text"].as_str().unwrap().contains("limit must be an integer"));
+
+    // Removed while serving: gone from the list, and the client is told.
+    std::fs::remove_file(tools.join("find_todos.wasm")).unwrap();
+    await_list_changed(&mut raw);
+    assert!(!listed(&mut raw, 5).contains(&"find_todos".to_string()));
+    raw.ping(6);
+}
+
+#[test]
+fn the_policy_pins_switches_off_and_inspect_explains() {
+    let f = Fixture::empty();
+    let wasm = f.workspace.join(".ragbox/tools/find_todos.wasm");
+    std::fs::create_dir_all(wasm.parent().unwrap()).unwrap();
+    std::fs::copy(example_tool_wasm(), &wasm).unwrap();
+
+    // inspect: what the component imports and offers, and what it would get.
+    let out = f.command(&["tools", "inspect", wasm.to_str().unwrap(), "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sha = report["sha256"].as_str().unwrap().to_string();
+    assert_eq!(sha.len(), 64);
+    let imports = report["imports"].as_array().unwrap();
+    assert!(imports.iter().any(|i| i.as_str().unwrap().starts_with("ragbox:tools/host@")), "{report}");
+    assert!(report["exports"].as_array().unwrap().iter().any(|e| e == "call"), "{report}");
+    assert_eq!(report["tool"]["name"], "find_todos");
+    assert_eq!(report["tool"]["input_schema"]["properties"]["limit"]["maximum"], 1000);
+    assert_eq!((&report["would_load"], &report["grants"]), (&json!(true), &json!(["workspace:read", "index:read"])));
+    assert_eq!(report["limits"]["timeout_secs"], 30);
+    let human = f.command(&["tools", "inspect", wasm.to_str().unwrap()]).output().unwrap();
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(human.contains("would load") && human.contains(&format!("sha256 = \"{sha}\"")), "{human}");
+    assert!(names(&tools_json(&f)).contains(&"find_todos".to_string()));
+
+    // A pin of other bytes refuses it, saying what to do.
+    let other = "0".repeat(64);
+    f.write(".ragbox/config.toml", &format!("[tools.find_todos]\nsha256 = \"{other}\"\n"));
+    let tools = tools_json(&f);
+    assert!(!names(&tools).contains(&"find_todos".to_string()));
+    let reason = rejected_reason(&tools, "find_todos").expect("refused with a reason");
+    assert!(reason.contains(&format!("its sha256 is {sha}, not the {other} pinned")), "{reason}");
+    let out = f.command(&["tools", "inspect", wasm.to_str().unwrap(), "--json"]).output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["would_load"], false);
+
+    // The right pin lets it in; built-ins can be switched off.
+    f.write(
+        ".ragbox/config.toml",
+        &format!(
+            "[tools.find_todos]\nsha256 = \"{}\"\ntimeout_secs = 7\n[tools.search_workspace]\nenabled = false\n",
+            sha.to_uppercase()
+        ),
+    );
+    let tools = tools_json(&f);
+    assert!(names(&tools).contains(&"find_todos".to_string()), "{tools}");
+    assert!(!names(&tools).contains(&"search_workspace".to_string()));
+    assert!(rejected_reason(&tools, "search_workspace").unwrap().contains("enabled = false"));
+    let out = f.command(&["tools", "inspect", wasm.to_str().unwrap(), "--json"]).output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&report["would_load"], &report["limits"]["timeout_secs"]), (&json!(true), &json!(7)));
+
+    // A malformed pin is a config error that names the fix.
+    f.write(".ragbox/config.toml", "[tools.find_todos]\nsha256 = \"abc\"\n");
+    let out = f.command(&["tools"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("64 hex digits"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn read_dirs_grant_one_more_folder_read_only() {
+    let f = Fixture::empty();
+    let shared = f.dir.path().join("shared-docs");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::write(shared.join("guide.md"), "granted text").unwrap();
+    let secret = shared.join("guide.md");
+    let tools = f.workspace.join(".ragbox/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::copy(hostile_wasm(), tools.join("hostile.wasm")).unwrap();
+
+    // Without the grant the folder does not exist for the tool.
+    let client = f.connect().await;
+    let r = call(&client, "hostile", json!({"op": "read", "path": secret.to_str().unwrap()})).await;
+    assert!(is_error(&r) && text(&r).contains("No such file"), "{}", text(&r));
+    client.cancel().await.unwrap();
+
+    // With it, the tool reads it at its absolute path, and only reads.
+    f.write(".ragbox/config.toml", "[tools.hostile]\nread_dirs = [\"../shared-docs\"]\n");
+    let client = f.connect().await;
+    let r = call(&client, "hostile", json!({"op": "read", "path": secret.to_str().unwrap()})).await;
+    assert_eq!(text(&r), "granted text");
+    let r = call(&client, "hostile", json!({"op": "write", "path": secret.to_str().unwrap()})).await;
+    assert!(is_error(&r), "{}", text(&r));
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "granted text");
+    client.cancel().await.unwrap();
+
+    let tools = tools_json(&f);
+    let hostile = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "hostile").unwrap();
+    let canonical = f.workspace.join("../shared-docs");
+    assert!(
+        hostile["grants"].as_array().unwrap().iter().any(|g| g == &json!(format!("read:{}", canonical.display()))),
+        "{hostile}"
+    );
+}
