@@ -6,6 +6,7 @@ mod code_units;
 mod cortext_rag;
 mod embedding;
 mod init_doctor;
+mod load;
 mod protocol;
 mod rag_server;
 mod sandbox;
