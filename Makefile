@@ -9,7 +9,7 @@ HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 RAGBOX := target/debug/ragbox
 QUERY ?= jwt
 
-.PHONY: setup build model release run test test-rust test-guests test-python bench bench-embed lint fmt clean
+.PHONY: setup build model release run test test-rust test-guests test-python bench bench-embed fuzz lint fmt clean
 
 setup: .setup-stamp $(VENV)/.stamp
 
@@ -70,6 +70,17 @@ $(BENCH_VENV)/.stamp: bench/requirements.txt
 # Embedding throughput vs sentence-transformers on SciFact (../shared/data, or RAGBOX_DATA).
 bench-embed: model $(BENCH_VENV)/.stamp
 	$(BENCH_VENV)/bin/python bench/embed_peers.py
+
+# Fuzz the guest parsers (chunkers, frontmatter, Cortext paths, search arguments)
+# with cargo fuzz / libFuzzer, FUZZ_SECONDS each. Stable Rust: RUSTC_BOOTSTRAP
+# lets cargo fuzz pass its -Z flags. A crash is saved under guest-tools/fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := chunk_prose chunk_code frontmatter cortext_paths search_arguments
+fuzz:
+	cargo install --locked --quiet cargo-fuzz --version 0.13.2
+	cd guest-tools && for t in $(FUZZ_TARGETS); do \
+		RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir fuzz -O $$t -- -max_total_time=$(FUZZ_SECONDS) -max_len=4096 || exit 1; \
+	done
 
 lint:
 	cargo fmt --all --check

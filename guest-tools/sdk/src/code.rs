@@ -150,7 +150,8 @@ fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
         let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i + 1);
         let line = &bytes[start..end];
         let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
-        let blank = line.iter().all(u8::is_ascii_whitespace);
+        // Unicode whitespace too (a lone vertical tab or U+2028 is a blank line), as `role` trims it.
+        let blank = text[start..end].trim().is_empty();
         let (line_depth, line_state) = (depth, state);
         let mut i = 0;
         while i < line.len() {
@@ -255,7 +256,7 @@ const CONTINUATION_WORDS: &[&str] = &[
 
 fn role(line: &str, syntax: Syntax) -> Role {
     let t = line.trim();
-    let first = t.as_bytes()[0];
+    let Some(&first) = t.as_bytes().first() else { return Role::Continuation };
     if matches!(first, b'}' | b')' | b']' | b'{' | b'.') {
         return Role::Continuation;
     }
@@ -698,7 +699,23 @@ where
 
     #[test]
     fn hostile_text_never_panics() {
-        for text in ["", "\n\n", "}}}}", "'", "\"\"\"", "/*", "fn x() {", "é'", "'\\", "@", "#[", "\u{feff}x"] {
+        // "\n\u{b}" and "\u{2028}": whitespace to `trim` but not to ASCII checks (found by cargo fuzz).
+        for text in [
+            "",
+            "\n\n",
+            "}}}}",
+            "'",
+            "\"\"\"",
+            "/*",
+            "fn x() {",
+            "é'",
+            "'\\",
+            "@",
+            "#[",
+            "\u{feff}x",
+            "\n\u{b}",
+            "\u{2028}",
+        ] {
             for path in ["a.rs", "a.py", "a.js", "a.sql", "a.sh"] {
                 let units = cut(path, text, 4);
                 assert!(units.iter().all(|u| !u.trim().is_empty()));

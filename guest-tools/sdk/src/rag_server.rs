@@ -86,6 +86,9 @@ pub fn mime_of(path: &str) -> &'static str {
 /// MIME type (`text/markdown`). `None` for an unknown MIME type.
 pub fn extensions_for(source: &str) -> Option<Vec<String>> {
     let s = source.trim().trim_start_matches('.').to_ascii_lowercase();
+    if s.is_empty() {
+        return None; // "" or "." names no file type (found by cargo fuzz)
+    }
     if s.contains('/') {
         let exts: Vec<String> = MIME.iter().filter(|(_, m)| *m == s).map(|(e, _)| e.to_string()).collect();
         return (!exts.is_empty()).then_some(exts);
@@ -285,6 +288,7 @@ mod tests {
         assert_eq!(extensions_for(".md"), Some(vec!["md".to_string()]));
         assert_eq!(extensions_for("text/markdown"), Some(vec!["md".into(), "markdown".into(), "mdx".into()]));
         assert_eq!(extensions_for("application/x-unknown"), None);
+        assert_eq!((extensions_for(""), extensions_for(" . ")), (None, None));
     }
 
     #[test]
