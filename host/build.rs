@@ -53,13 +53,14 @@ fn main() {
     std::fs::write(out_dir.join("builtin_tools.rs"), generated).expect("write builtin_tools.rs");
 }
 
-/// The tool crates of the guest workspace: every member folder except `sdk`.
+/// The tool crates of the guest workspace: every member folder except `sdk`
+/// (the shared library) and `fuzz` (cargo fuzz targets, outside the workspace).
 fn tool_crates(guests: &Path) -> Vec<(String, PathBuf)> {
     let mut tools: Vec<(String, PathBuf)> = std::fs::read_dir(guests)
         .expect("read guest-tools/")
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.join("Cargo.toml").exists() && p.file_name().is_some_and(|n| n != "sdk"))
+        .filter(|p| p.join("Cargo.toml").exists() && p.file_name().is_some_and(|n| n != "sdk" && n != "fuzz"))
         .map(|p| (p.file_name().expect("has a name").to_string_lossy().into_owned(), p))
         .collect();
     tools.sort();
