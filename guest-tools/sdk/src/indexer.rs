@@ -18,6 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Chunks embedded per call to the model.
 const BATCH_CHUNKS: usize = 64;
+/// Documents stored per transaction at most (many small or empty files).
+const BATCH_DOCUMENTS: usize = 256;
 
 /// What a run did.
 #[derive(Debug, Default)]
@@ -293,7 +295,7 @@ pub fn run_only(scope: &str, only: Only) -> Result<Report, String> {
         };
         batch_chunks += chunks.len();
         batch.push(Pending { path, content, chunks, embed, prepared });
-        if batch_chunks >= BATCH_CHUNKS {
+        if batch_chunks >= BATCH_CHUNKS || batch.len() >= BATCH_DOCUMENTS {
             done += flush(&mut batch, &mut report)?;
             batch_chunks = 0;
             host::progress(done, Some(total), Some(&format!("embedded {done} of {total} files")));
@@ -359,17 +361,20 @@ struct Pending {
     prepared: crate::document::Prepared,
 }
 
-/// Embeds every chunk in the batch in one call, then stores each document in
-/// its own transaction.
+/// Embeds every chunk in the batch in one call, then stores the batch's
+/// documents in one transaction: an interrupted run loses at most one batch.
 fn flush(batch: &mut Vec<Pending>, report: &mut Report) -> Result<u64, String> {
     let texts: Vec<String> = batch.iter().flat_map(|p| p.embed.iter().cloned()).collect();
-    let mut vectors = embedder::embed(&texts, EmbedKind::Passage)?.into_iter();
-    let mut stored = 0;
+    // Empty and whitespace-only files have no chunks: nothing for the model.
+    let mut vectors =
+        if texts.is_empty() { Vec::new() } else { embedder::embed(&texts, EmbedKind::Passage)? }.into_iter();
+    let mut documents = Vec::with_capacity(batch.len());
+    let mut chunk_count = 0;
     for Pending { path, content, chunks, embed, prepared } in batch.drain(..) {
         let doc_vectors: Vec<Vec<f32>> = vectors.by_ref().take(embed.len()).collect();
         let conversation = prepared.conversation;
-        let count = chunks.len() as u64;
-        corpus::put(&NewDocument {
+        chunk_count += chunks.len() as u64;
+        documents.push(NewDocument {
             path,
             content_hash: content.hash,
             size: content.size,
@@ -381,11 +386,14 @@ fn flush(batch: &mut Vec<Pending>, report: &mut Report) -> Result<u64, String> {
             metadata: prepared.metadata,
             chunks,
             vectors: doc_vectors,
-        })?;
-        report.embedded += 1;
-        report.chunks += count;
-        stored += 1;
+        });
     }
+    let stored = documents.len() as u64;
+    if stored > 0 {
+        corpus::put_many(&documents)?;
+    }
+    report.embedded += stored;
+    report.chunks += chunk_count;
     Ok(stored)
 }
 

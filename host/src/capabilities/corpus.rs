@@ -39,6 +39,12 @@ impl Host for HostState {
         self.corpus()?.put(doc).map_err(|e| e.to_string())
     }
 
+    fn put_many(&mut self, documents: Vec<NewDocument>) -> Result<(), String> {
+        self.require_corpus_write()?;
+        let docs = documents.into_iter().map(convert::new_document).collect::<Result<Vec<_>, _>>()?;
+        self.corpus()?.put_many(docs).map_err(|e| e.to_string())
+    }
+
     fn remove(&mut self, path: String) -> Result<bool, String> {
         self.require_corpus_write()?;
         self.corpus()?.remove(&path).map_err(|e| e.to_string())

@@ -136,6 +136,23 @@ impl Corpus {
         Ok(())
     }
 
+    /// Stores every one of `docs` in one transaction, stamped with the current model.
+    pub fn put_many(&self, mut docs: Vec<NewDocument>) -> Result<(), CorpusError> {
+        if docs.is_empty() {
+            return Ok(());
+        }
+        let embedder = self.embedder.get()?;
+        let info = embedder.info();
+        let now = now_millis();
+        for doc in &mut docs {
+            doc.record.model_id = info.id.clone();
+            doc.dimension = info.dimension;
+            doc.record.embedded_at = now;
+        }
+        self.store()?.put_documents(&docs)?;
+        Ok(())
+    }
+
     /// Removes the document at `path`; false when it was not stored.
     pub fn remove(&self, path: &str) -> Result<bool, CorpusError> {
         match self.existing_store()? {

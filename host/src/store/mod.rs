@@ -170,45 +170,63 @@ impl Store {
     /// Writes `doc` with its chunks and vectors in one transaction, replacing
     /// any earlier version; returns the new generation.
     pub fn put_document(&self, doc: &NewDocument) -> Result<u64, StoreError> {
-        for chunk in &doc.chunks {
-            if chunk.vector.len() != doc.dimension {
-                return Err(StoreError::Dimension {
-                    path: doc.record.path.clone(),
-                    got: chunk.vector.len(),
-                    expected: doc.dimension,
-                });
+        self.put_documents(std::slice::from_ref(doc))
+    }
+
+    /// Writes every one of `docs` in one transaction (all or none), each
+    /// replacing any earlier version; returns the new generation. One commit
+    /// for many small documents instead of one each.
+    pub fn put_documents(&self, docs: &[NewDocument]) -> Result<u64, StoreError> {
+        for doc in docs {
+            for chunk in &doc.chunks {
+                if chunk.vector.len() != doc.dimension {
+                    return Err(StoreError::Dimension {
+                        path: doc.record.path.clone(),
+                        got: chunk.vector.len(),
+                        expected: doc.dimension,
+                    });
+                }
             }
         }
+        let Some(last) = docs.last() else { return self.generation() };
         self.write(|txn| {
-            self.check_model(txn, &doc.record.model_id)?;
-            let mut ids = txn.open_table(DOC_IDS).map_err(|e| self.err(e))?;
-            let existing = ids.get(doc.record.path.as_str()).map_err(|e| self.err(e))?.map(|v| v.value());
-            let id = match existing {
-                Some(id) => {
-                    remove_chunks(txn, id, self)?;
-                    id
-                }
-                None => {
-                    let id = bump(txn, "next_doc_id", self)?;
-                    ids.insert(doc.record.path.as_str(), id).map_err(|e| self.err(e))?;
-                    id
-                }
-            };
-            let mut record = doc.record.clone();
-            record.chunks = doc.chunks.len() as u32;
-            txn.open_table(DOCS)
-                .map_err(|e| self.err(e))?
-                .insert(id, record.encode().as_slice())
-                .map_err(|e| self.err(e))?;
-            let mut chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
-            let mut vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
-            for (ordinal, chunk) in doc.chunks.iter().enumerate() {
-                let key = (id, ordinal as u32);
-                chunks.insert(key, chunk.record.encode().as_slice()).map_err(|e| self.err(e))?;
-                vectors.insert(key, encode_vector(&chunk.vector).as_slice()).map_err(|e| self.err(e))?;
+            self.check_model(txn, &last.record.model_id)?;
+            let mut generation = 0;
+            for doc in docs {
+                generation = self.put_in(txn, doc)?;
             }
-            log_change(txn, &doc.record.path, self)
+            Ok(generation)
         })
+    }
+
+    fn put_in(&self, txn: &redb::WriteTransaction, doc: &NewDocument) -> Result<u64, StoreError> {
+        let mut ids = txn.open_table(DOC_IDS).map_err(|e| self.err(e))?;
+        let existing = ids.get(doc.record.path.as_str()).map_err(|e| self.err(e))?.map(|v| v.value());
+        let id = match existing {
+            Some(id) => {
+                remove_chunks(txn, id, self)?;
+                id
+            }
+            None => {
+                let id = bump(txn, "next_doc_id", self)?;
+                ids.insert(doc.record.path.as_str(), id).map_err(|e| self.err(e))?;
+                id
+            }
+        };
+        let mut record = doc.record.clone();
+        record.chunks = doc.chunks.len() as u32;
+        txn.open_table(DOCS)
+            .map_err(|e| self.err(e))?
+            .insert(id, record.encode().as_slice())
+            .map_err(|e| self.err(e))?;
+        let mut chunks = txn.open_table(CHUNKS).map_err(|e| self.err(e))?;
+        let mut vectors = txn.open_table(VECTORS).map_err(|e| self.err(e))?;
+        for (ordinal, chunk) in doc.chunks.iter().enumerate() {
+            let key = (id, ordinal as u32);
+            chunks.insert(key, chunk.record.encode().as_slice()).map_err(|e| self.err(e))?;
+            vectors.insert(key, encode_vector(&chunk.vector).as_slice()).map_err(|e| self.err(e))?;
+        }
+        log_change(txn, &doc.record.path, self)
     }
 
     /// Removes the document at `path` and its chunks; false when it was not stored.
