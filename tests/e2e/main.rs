@@ -5,6 +5,7 @@ mod catalog;
 mod code_units;
 mod cortext_rag;
 mod embedding;
+mod hostile_inputs;
 mod init_doctor;
 mod load;
 mod protocol;

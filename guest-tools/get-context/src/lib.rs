@@ -105,7 +105,7 @@ fn keyword_context(topic: &str, n: usize) -> Vec<Found> {
     let words = keywords(topic);
     let phrase = topic.trim().to_lowercase();
     let mut scored = Vec::new();
-    for entry in walk::files(".", |e| log::debug(&format!("walk: {e}"))) {
+    for entry in walk::files(".", |_, e| log::debug(&format!("walk: {e}"))) {
         if entry.size > walk::DEFAULT_MAX_FILE_BYTES {
             continue;
         }

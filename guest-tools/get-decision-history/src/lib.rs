@@ -129,7 +129,7 @@ fn run(topic: &str) -> Value {
         decisions.extend(matching(DECISIONS_LOG, "decisions_log", sections(text, false).into_iter(), &words, &phrase));
     }
     let layout = Layout::current();
-    for entry in walk::files(".", |e| log::debug(&format!("walk: {e}"))) {
+    for entry in walk::files(".", |_, e| log::debug(&format!("walk: {e}"))) {
         if entry.size > walk::DEFAULT_MAX_FILE_BYTES
             || layout.parse(&entry.path).is_none()
             || !matches!(kind_of(&entry.path), "markdown" | "text")

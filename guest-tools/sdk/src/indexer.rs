@@ -158,7 +158,15 @@ pub fn survey(scope: &str, stored: &BTreeMap<String, Document>) -> Survey {
 pub fn survey_only(scope: &str, only: Only, stored: &BTreeMap<String, Document>) -> Survey {
     let mut survey = Survey::default();
     let mut on_disk = BTreeSet::new();
-    for entry in walk::files(scope, |e| host::log(host::Level::Warn, &format!("walk: {e}"))) {
+    // What the walk could not see is reported with the run, not only logged.
+    let mut unseen = Vec::new();
+    let entries = walk::files(scope, |path, e| {
+        host::log(host::Level::Warn, &format!("walk: {}: {e}", path.as_deref().unwrap_or(scope)));
+        unseen.push((path.unwrap_or_else(|| scope.to_string()), e));
+    });
+    let walk_complete = unseen.is_empty();
+    survey.errors.extend(unseen);
+    for entry in entries {
         if !only.wants(&entry.path) {
             continue;
         }
@@ -193,7 +201,11 @@ pub fn survey_only(scope: &str, only: Only, stored: &BTreeMap<String, Document>)
     let prefix = scope.trim_start_matches("./").trim_end_matches('/');
     let in_scope =
         |path: &str| prefix.is_empty() || prefix == "." || path == prefix || path.starts_with(&format!("{prefix}/"));
-    survey.deleted = stored.keys().filter(|p| in_scope(p) && only.wants(p) && !on_disk.contains(*p)).cloned().collect();
+    // A file the walk could not see may still be there: only a complete walk removes documents.
+    if walk_complete {
+        survey.deleted =
+            stored.keys().filter(|p| in_scope(p) && only.wants(p) && !on_disk.contains(*p)).cloned().collect();
+    }
     survey
 }
 

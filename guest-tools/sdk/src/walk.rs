@@ -21,9 +21,9 @@ pub struct Entry {
 /// honouring `.gitignore`, `.ignore` and `.git/info/exclude` even outside a git
 /// repository, and skipping ragbox's data dir and VCS folders. Hidden files are
 /// included: Cortext keeps its memory under `.workspace/`. Errors on single
-/// entries (unreadable folder, broken symlink) are passed to `on_error` and the
-/// walk goes on.
-pub fn files(root: &str, mut on_error: impl FnMut(String)) -> Vec<Entry> {
+/// entries (unreadable folder, broken symlink, a name that is not UTF-8) are
+/// passed to `on_error` as (path when known, what happened) and the walk goes on.
+pub fn files(root: &str, mut on_error: impl FnMut(Option<String>, String)) -> Vec<Entry> {
     let mut out = Vec::new();
     let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
@@ -45,10 +45,28 @@ pub fn files(root: &str, mut on_error: impl FnMut(String)) -> Vec<Entry> {
                 let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
                 out.push(Entry { path: relative(entry.path()), size });
             }
-            Err(err) => on_error(err.to_string()),
+            Err(err) => {
+                let (path, message) = describe(&err);
+                on_error(path, message);
+            }
         }
     }
     out
+}
+
+/// The path an error is about, when it says, and what happened in words a user can act on.
+fn describe(err: &ignore::Error) -> (Option<String>, String) {
+    match err {
+        ignore::Error::WithPath { path, err } => (Some(relative(path)), describe(err).1),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => describe(err),
+        ignore::Error::Io(e) if e.raw_os_error() == Some(25) || e.to_string().contains("Illegal byte sequence") => (
+            None,
+            "a file or folder name that is not valid UTF-8 ended the listing of its folder, so files listed \
+             after it were not seen (WebAssembly tools get names as UTF-8 text): rename it, e.g. with convmv"
+                .to_string(),
+        ),
+        other => (None, other.to_string()),
+    }
 }
 
 /// Turns a walked path (`./a/b.md`) into the workspace-relative form `a/b.md`.

@@ -72,7 +72,7 @@ impl Search {
 fn search(s: &Search) -> Value {
     let mut results = Vec::new();
     let (mut searched, mut skipped, mut more) = (0u64, 0u64, false);
-    let files = walk::files(".", |e| ragbox_sdk::log::debug(&format!("walk: {e}")));
+    let files = walk::files(".", |_, e| ragbox_sdk::log::debug(&format!("walk: {e}")));
     'files: for entry in &files {
         let conv = Layout::current().parse(&entry.path);
         if !s.wants(conv.as_ref()) {
