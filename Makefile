@@ -71,11 +71,11 @@ $(BENCH_VENV)/.stamp: bench/requirements.txt
 bench-embed: model $(BENCH_VENV)/.stamp
 	$(BENCH_VENV)/bin/python bench/embed_peers.py
 
-# Fuzz the guest parsers (chunkers, frontmatter, Cortext paths, search arguments)
+# Fuzz the guest parsers (chunkers, frontmatter, Cortext paths) and every built-in tool's argument decoding
 # with cargo fuzz / libFuzzer, FUZZ_SECONDS each. Stable Rust: RUSTC_BOOTSTRAP
 # lets cargo fuzz pass its -Z flags. A crash is saved under guest-tools/fuzz/artifacts/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := chunk_prose chunk_code frontmatter cortext_paths search_arguments
+FUZZ_TARGETS := chunk_prose chunk_code frontmatter cortext_paths search_arguments tool_arguments
 fuzz:
 	cargo install --locked --quiet cargo-fuzz --version 0.13.2
 	cd guest-tools && for t in $(FUZZ_TARGETS); do \

@@ -1,6 +1,10 @@
 //! Cortext's `embed_document`: embed one file, or every file under a folder,
 //! for semantic search (seeds 000-001).
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::cortext;
 use ragbox_sdk::indexer::{self, Report};
 use ragbox_sdk::{Annotations, CallError, ToolInfo, walk};
@@ -14,6 +18,20 @@ struct Args {
     #[serde(default)]
     #[allow(dead_code)]
     workspace_path: Option<String>,
+}
+
+fn parse(arguments: &str) -> Result<Args, CallError> {
+    let a: Args = cortext::arguments(arguments)?;
+    if a.path.trim().is_empty() {
+        return Err(cortext::invalid("path must not be empty"));
+    }
+    Ok(a)
+}
+
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    parse(arguments).map(drop)
 }
 
 struct Tool;
@@ -43,10 +61,7 @@ impl ragbox_sdk::Guest for Tool {
 
     fn call(arguments: String) -> Result<String, CallError> {
         let workspace = cortext::workspace()?;
-        let a: Args = cortext::arguments(&arguments)?;
-        if a.path.trim().is_empty() {
-            return Err(cortext::invalid("path must not be empty"));
-        }
+        let a = parse(&arguments)?;
         let not_found = || cortext::failed(format!("Path not found: {}", a.path));
         let rel = walk::in_workspace(&a.path, &workspace.path).ok_or_else(not_found)?;
         if std::fs::symlink_metadata(&rel).is_err() {
@@ -57,4 +72,6 @@ impl ragbox_sdk::Guest for Tool {
     }
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);

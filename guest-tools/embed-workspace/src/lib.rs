@@ -3,6 +3,10 @@
 //! skipped, deleted ones removed; progress is reported while it runs, and a
 //! cancelled or timed-out run keeps every document it finished.
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::cortext;
 use ragbox_sdk::indexer::{self, Report};
 use ragbox_sdk::{Annotations, CallError, ToolInfo};
@@ -18,6 +22,16 @@ struct Args {
     #[serde(default)]
     #[allow(dead_code)]
     workspace_path: Option<String>,
+}
+
+fn parse(arguments: &str) -> Result<Args, CallError> {
+    cortext::arguments(arguments)
+}
+
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    parse(arguments).map(drop)
 }
 
 struct Tool;
@@ -47,11 +61,13 @@ impl ragbox_sdk::Guest for Tool {
 
     fn call(arguments: String) -> Result<String, CallError> {
         cortext::workspace()?;
-        let a: Args = cortext::arguments(&arguments)?;
+        let a = parse(&arguments)?;
         let only = if a.only_skills { indexer::Only::Skills } else { indexer::Only::All };
         let report = indexer::run_only(".", only).map_err(cortext::failed)?;
         Ok(report.to_json().to_string())
     }
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);

@@ -2,6 +2,10 @@
 //! the passages that make them relevant. Uses the semantic index when there is
 //! one, keyword search over the files when there is not.
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, Layout};
 use ragbox_sdk::semantic::{self, score};
@@ -173,6 +177,18 @@ fn run(topic: &str, n: usize) -> Result<Value, String> {
     Ok(out)
 }
 
+fn parse(arguments: &str) -> Result<(Args, usize), CallError> {
+    let a: Args = cortext::arguments(arguments)?;
+    let n = validate(&a).map_err(cortext::invalid)?;
+    Ok((a, n))
+}
+
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    parse(arguments).map(drop)
+}
+
 struct Tool;
 
 impl ragbox_sdk::Guest for Tool {
@@ -230,12 +246,13 @@ impl ragbox_sdk::Guest for Tool {
 
     fn call(arguments: String) -> Result<String, CallError> {
         cortext::workspace()?;
-        let a: Args = cortext::arguments(&arguments)?;
-        let n = validate(&a).map_err(cortext::invalid)?;
+        let (a, n) = parse(&arguments)?;
         Ok(run(a.topic.trim(), n).map_err(cortext::failed)?.to_string())
     }
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);
 
 #[cfg(test)]

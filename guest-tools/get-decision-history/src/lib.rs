@@ -2,6 +2,10 @@
 //! workspace's decisions log (`.workspace/memory/decisions.md`) and from the
 //! decision sections of conversations, each with its surrounding section.
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::cortext::{self, Layout};
 use ragbox_sdk::document::kind_of;
 use ragbox_sdk::text::{keyword_score, keywords, looks_binary, truncate};
@@ -168,6 +172,20 @@ fn run(topic: &str) -> Value {
     out
 }
 
+fn parse(arguments: &str) -> Result<Args, CallError> {
+    let a: Args = cortext::arguments(arguments)?;
+    if a.topic.trim().is_empty() {
+        return Err(cortext::invalid("topic must not be empty"));
+    }
+    Ok(a)
+}
+
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    parse(arguments).map(drop)
+}
+
 struct Tool;
 
 impl ragbox_sdk::Guest for Tool {
@@ -227,14 +245,13 @@ impl ragbox_sdk::Guest for Tool {
 
     fn call(arguments: String) -> Result<String, CallError> {
         cortext::workspace()?;
-        let a: Args = cortext::arguments(&arguments)?;
-        if a.topic.trim().is_empty() {
-            return Err(cortext::invalid("topic must not be empty"));
-        }
+        let a = parse(&arguments)?;
         Ok(run(a.topic.trim()).to_string())
     }
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);
 
 #[cfg(test)]

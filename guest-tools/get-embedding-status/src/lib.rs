@@ -1,6 +1,10 @@
 //! Cortext's `get_embedding_status`: what the semantic index holds, what was
 //! embedded recently, and which files are waiting to be embedded (seeds 000-002).
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::cortext;
 use ragbox_sdk::indexer::{stored_documents, survey};
 use ragbox_sdk::text::rfc3339;
@@ -63,6 +67,16 @@ fn status() -> Result<Value, String> {
         },
         "up_to_date": pending == 0,
     }))
+}
+
+fn parse(arguments: &str) -> Result<Args, CallError> {
+    cortext::arguments(arguments)
+}
+
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    parse(arguments).map(drop)
 }
 
 struct Tool;
@@ -141,9 +155,11 @@ impl ragbox_sdk::Guest for Tool {
 
     fn call(arguments: String) -> Result<String, CallError> {
         cortext::workspace()?;
-        let _: Args = cortext::arguments(&arguments)?;
+        parse(&arguments)?;
         status().map(|v| v.to_string()).map_err(cortext::failed)
     }
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);

@@ -1,6 +1,10 @@
 //! Cortext's `get_similar`: the documents most similar to a given one, ranked
 //! by document-level similarity (mean chunk vectors), the source left out.
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext;
 use ragbox_sdk::semantic::{self, conversation_name, score};
@@ -70,6 +74,18 @@ fn run(source: &str, workspace_root: &str, n: u64) -> Result<Value, String> {
     Ok(json!({ "success": true, "source": path, "num_results": similar.len(), "similar": similar }))
 }
 
+fn parse(arguments: &str) -> Result<(Args, u64), CallError> {
+    let a: Args = cortext::arguments(arguments)?;
+    let n = validate(&a).map_err(cortext::invalid)?;
+    Ok((a, n))
+}
+
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    parse(arguments).map(drop)
+}
+
 struct Tool;
 
 impl ragbox_sdk::Guest for Tool {
@@ -124,12 +140,13 @@ impl ragbox_sdk::Guest for Tool {
 
     fn call(arguments: String) -> Result<String, CallError> {
         let workspace = cortext::workspace()?;
-        let a: Args = cortext::arguments(&arguments)?;
-        let n = validate(&a).map_err(cortext::invalid)?;
+        let (a, n) = parse(&arguments)?;
         Ok(run(&a.source_path, &workspace.path, n).map_err(cortext::failed)?.to_string())
     }
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);
 
 #[cfg(test)]

@@ -1,6 +1,10 @@
 //! The RAG MCP Server's `list_sources` (seed 003): the indexed documents with
 //! their metadata, optionally grouped and with collection statistics.
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::corpus::Document;
 use ragbox_sdk::indexer::stored_documents;
@@ -134,6 +138,12 @@ fn run(r: &Request) -> Result<Value, String> {
     Ok(out)
 }
 
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    request(arguments).map(drop)
+}
+
 struct Tool;
 
 impl ragbox_sdk::Guest for Tool {
@@ -185,6 +195,8 @@ impl ragbox_sdk::Guest for Tool {
     }
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);
 
 #[cfg(test)]

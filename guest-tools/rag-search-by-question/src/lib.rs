@@ -3,6 +3,10 @@
 //! the sentences that bear on it (not whole chunks), offers definition
 //! candidates for what/define questions, and a confidence from the scores.
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::rag_server::{self, Mode, Scored, round, source};
 use ragbox_sdk::text::keywords;
@@ -308,6 +312,12 @@ fn run(r: &Request) -> Result<Value, String> {
     }))
 }
 
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    request(arguments).map(drop)
+}
+
 struct Tool;
 
 impl ragbox_sdk::Guest for Tool {
@@ -376,6 +386,8 @@ impl ragbox_sdk::Guest for Tool {
     }
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);
 
 #[cfg(test)]

@@ -2,6 +2,10 @@
 //! content is closest in meaning to a reference text, one entry per document
 //! (its best chunk), above a similarity threshold.
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::rag_server::{self, document_id, metadata, round, source};
 use ragbox_sdk::text::truncate;
@@ -109,6 +113,12 @@ fn run(r: &Request) -> Result<Value, String> {
     }))
 }
 
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    request(arguments).map(drop)
+}
+
 struct Tool;
 
 impl ragbox_sdk::Guest for Tool {
@@ -179,6 +189,8 @@ impl ragbox_sdk::Guest for Tool {
     }
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);
 
 #[cfg(test)]

@@ -1,6 +1,10 @@
 //! Cortext's `search_semantic`: the chunks closest in meaning to a query,
 //! filtered by conversation type and date (seeds 000-002).
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, DateRange};
 use ragbox_sdk::semantic::{self, result_json, result_schema};
@@ -84,6 +88,16 @@ fn run(r: &Request) -> Result<Value, String> {
     Ok(out)
 }
 
+fn parse(arguments: &str) -> Result<Request, CallError> {
+    Request::from_args(cortext::arguments(arguments)?).map_err(cortext::invalid)
+}
+
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    parse(arguments).map(drop)
+}
+
 struct Tool;
 
 impl ragbox_sdk::Guest for Tool {
@@ -128,11 +142,13 @@ impl ragbox_sdk::Guest for Tool {
 
     fn call(arguments: String) -> Result<String, CallError> {
         cortext::workspace()?;
-        let request = Request::from_args(cortext::arguments(&arguments)?).map_err(cortext::invalid)?;
+        let request = parse(&arguments)?;
         Ok(run(&request).map_err(cortext::failed)?.to_string())
     }
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);
 
 #[cfg(test)]

@@ -3,6 +3,10 @@
 //! name, path, tags, relevance and the complete SKILL.md — in the text layout
 //! of seed 004's Section 3.
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::corpus::Filter;
 use ragbox_sdk::cortext;
@@ -89,6 +93,18 @@ fn run(query: &str, n: u64) -> Result<String, String> {
     Ok(hits.iter().enumerate().map(|(i, h)| format_match(i, h)).collect::<Vec<_>>().join("\n"))
 }
 
+fn parse(arguments: &str) -> Result<(Args, u64), CallError> {
+    let a: Args = cortext::arguments(arguments)?;
+    let n = validate(&a).map_err(cortext::invalid)?;
+    Ok((a, n))
+}
+
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    parse(arguments).map(drop)
+}
+
 struct Tool;
 
 impl ragbox_sdk::Guest for Tool {
@@ -117,12 +133,13 @@ impl ragbox_sdk::Guest for Tool {
 
     fn call(arguments: String) -> Result<String, CallError> {
         cortext::workspace()?;
-        let a: Args = cortext::arguments(&arguments)?;
-        let n = validate(&a).map_err(cortext::invalid)?;
+        let (a, n) = parse(&arguments)?;
         run(a.query.trim(), n).map_err(cortext::failed)
     }
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);
 
 #[cfg(test)]

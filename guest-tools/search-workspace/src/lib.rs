@@ -1,6 +1,10 @@
 //! Cortext's `search_workspace`: keyword or regex search over the workspace's
 //! text files, with conversation type and date filters from Cortext paths.
 
+// Natively (tests, fuzzing) the crate is a library without the component
+// export, so the call path is reachable only in wasm.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, ConversationPath, DateRange, Layout};
 use ragbox_sdk::text::{looks_binary, truncate};
@@ -126,6 +130,16 @@ fn search(s: &Search) -> Value {
     })
 }
 
+fn parse(arguments: &str) -> Result<Search, CallError> {
+    Search::from_args(cortext::arguments(arguments)?).map_err(cortext::invalid)
+}
+
+/// Decodes and checks `arguments` exactly as `call` does, touching neither the
+/// host nor the workspace: what the argument fuzz target drives natively.
+pub fn decode(arguments: &str) -> Result<(), CallError> {
+    parse(arguments).map(drop)
+}
+
 struct Tool;
 
 impl ragbox_sdk::Guest for Tool {
@@ -145,7 +159,7 @@ impl ragbox_sdk::Guest for Tool {
 
     fn call(arguments: String) -> Result<String, CallError> {
         cortext::workspace()?;
-        let search_req = Search::from_args(cortext::arguments(&arguments)?).map_err(cortext::invalid)?;
+        let search_req = parse(&arguments)?;
         Ok(search(&search_req).to_string())
     }
 }
@@ -196,6 +210,8 @@ fn output_schema() -> Value {
     })
 }
 
+// Exported only in the component: natively the crate is a library (tests, fuzzing).
+#[cfg(target_arch = "wasm32")]
 ragbox_sdk::export!(Tool);
 
 #[cfg(test)]
