@@ -9,7 +9,7 @@
 
 use ragbox_sdk::cortext;
 use ragbox_sdk::indexer::{self, Report};
-use ragbox_sdk::{Annotations, CallError, ToolInfo};
+use ragbox_sdk::{Annotations, CallError, ToolInfo, walk};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -18,6 +18,9 @@ struct Args {
     /// Index only SKILL.md files (a skills library on its own); `ragbox index --skills`.
     #[serde(default)]
     only_skills: bool,
+    /// Only these workspace-relative files or folders (what changed); `ragbox serve --watch`.
+    #[serde(default)]
+    paths: Option<Vec<String>>,
     /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
     #[serde(default)]
     #[allow(dead_code)]
@@ -25,7 +28,17 @@ struct Args {
 }
 
 fn parse(arguments: &str) -> Result<Args, CallError> {
-    cortext::arguments(arguments)
+    let mut a: Args = cortext::arguments(arguments)?;
+    if let Some(paths) = &mut a.paths {
+        for p in paths.iter_mut() {
+            let bad = || cortext::invalid(format!("paths: {p:?} is not a workspace-relative path"));
+            if p.trim_start().starts_with('/') {
+                return Err(bad());
+            }
+            *p = walk::in_workspace(p, ".").ok_or_else(bad)?;
+        }
+    }
+    Ok(a)
 }
 
 /// Decodes and checks `arguments` exactly as `call` does, touching neither the
@@ -50,7 +63,12 @@ impl ragbox_sdk::Guest for Tool {
                 "type": "object",
                 "properties": {
                     "workspace_path": { "type": "string", "description": "Optional workspace root path" },
-                    "only_skills": { "type": "boolean", "default": false, "description": "Index only SKILL.md files (a skills library on its own)" }
+                    "only_skills": { "type": "boolean", "default": false, "description": "Index only SKILL.md files (a skills library on its own)" },
+                    "paths": {
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "description": "Only these workspace-relative files or folders, e.g. the ones that changed: each is embedded, re-embedded, or removed from the index when gone (default: the whole workspace)"
+                    }
                 }
             })
             .to_string(),
@@ -63,7 +81,11 @@ impl ragbox_sdk::Guest for Tool {
         cortext::workspace()?;
         let a = parse(&arguments)?;
         let only = if a.only_skills { indexer::Only::Skills } else { indexer::Only::All };
-        let report = indexer::run_only(".", only).map_err(cortext::failed)?;
+        let scope = match &a.paths {
+            Some(paths) => indexer::Scope::Paths(paths),
+            None => indexer::Scope::Under("."),
+        };
+        let report = indexer::run_scoped(scope, only).map_err(cortext::failed)?;
         Ok(report.to_json().to_string())
     }
 }

@@ -154,16 +154,57 @@ pub fn survey(scope: &str, stored: &BTreeMap<String, Document>) -> Survey {
     survey_only(scope, Only::All, stored)
 }
 
+/// The files a run covers.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    /// Everything under a workspace-relative folder or file (`.` for all).
+    Under(&'a str),
+    /// These workspace-relative files or folders, present or gone (what a watcher saw change).
+    Paths(&'a [String]),
+}
+
+impl Scope<'_> {
+    /// Whether the stored document at `path` falls in this scope.
+    fn covers(&self, path: &str) -> bool {
+        let under = |prefix: &str| {
+            let prefix = prefix.trim_start_matches("./").trim_matches('/');
+            prefix.is_empty() || prefix == "." || path == prefix || path.starts_with(&format!("{prefix}/"))
+        };
+        match self {
+            Scope::Under(prefix) => under(prefix),
+            Scope::Paths(paths) => paths.iter().any(|p| under(p)),
+        }
+    }
+
+    /// How a walk error names the scope when it names no path.
+    fn label(&self) -> String {
+        match self {
+            Scope::Under(prefix) => prefix.to_string(),
+            Scope::Paths(paths) => paths.join(", "),
+        }
+    }
+}
+
 /// [`survey`] restricted to the files `only` wants.
 pub fn survey_only(scope: &str, only: Only, stored: &BTreeMap<String, Document>) -> Survey {
+    survey_scoped(Scope::Under(scope), only, stored)
+}
+
+/// Compares the files in `scope` that `only` wants with `stored`, by content hash.
+pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Document>) -> Survey {
     let mut survey = Survey::default();
     let mut on_disk = BTreeSet::new();
     // What the walk could not see is reported with the run, not only logged.
     let mut unseen = Vec::new();
-    let entries = walk::files(scope, |path, e| {
-        host::log(host::Level::Warn, &format!("walk: {}: {e}", path.as_deref().unwrap_or(scope)));
-        unseen.push((path.unwrap_or_else(|| scope.to_string()), e));
-    });
+    let mut on_error = |path: Option<String>, e: String| {
+        let path = path.unwrap_or_else(|| scope.label());
+        host::log(host::Level::Warn, &format!("walk: {path}: {e}"));
+        unseen.push((path, e));
+    };
+    let entries = match scope {
+        Scope::Under(root) => walk::files(root, &mut on_error),
+        Scope::Paths(paths) => walk::files_at(paths, &mut on_error),
+    };
     let walk_complete = unseen.is_empty();
     survey.errors.extend(unseen);
     for entry in entries {
@@ -198,13 +239,10 @@ pub fn survey_only(scope: &str, only: Only, stored: &BTreeMap<String, Document>)
             None => survey.new.push(entry.path),
         }
     }
-    let prefix = scope.trim_start_matches("./").trim_end_matches('/');
-    let in_scope =
-        |path: &str| prefix.is_empty() || prefix == "." || path == prefix || path.starts_with(&format!("{prefix}/"));
     // A file the walk could not see may still be there: only a complete walk removes documents.
     if walk_complete {
         survey.deleted =
-            stored.keys().filter(|p| in_scope(p) && only.wants(p) && !on_disk.contains(*p)).cloned().collect();
+            stored.keys().filter(|p| scope.covers(p) && only.wants(p) && !on_disk.contains(*p)).cloned().collect();
     }
     survey
 }
@@ -230,7 +268,12 @@ pub fn run(scope: &str) -> Result<Report, String> {
 
 /// [`run`] restricted to the files `only` wants.
 pub fn run_only(scope: &str, only: Only) -> Result<Report, String> {
-    let survey = survey_only(scope, only, &stored_documents()?);
+    run_scoped(Scope::Under(scope), only)
+}
+
+/// Brings the index in line with the files in `scope` that `only` wants.
+pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
+    let survey = survey_scoped(scope, only, &stored_documents()?);
     let mut report = Report {
         skipped: survey.unchanged,
         total_files: survey.total_files,

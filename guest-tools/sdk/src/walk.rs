@@ -1,5 +1,6 @@
 //! Walking the workspace the guest sees (read-only, as its current directory).
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// Folders never searched or indexed: ragbox's own data and VCS internals.
@@ -25,17 +26,7 @@ pub struct Entry {
 /// passed to `on_error` as (path when known, what happened) and the walk goes on.
 pub fn files(root: &str, mut on_error: impl FnMut(Option<String>, String)) -> Vec<Entry> {
     let mut out = Vec::new();
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| {
-            !(e.depth() > 0
-                && e.file_type().is_some_and(|t| t.is_dir())
-                && e.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n)))
-        })
-        .build();
+    let walker = builder(root).build();
     for item in walker {
         match item {
             Ok(entry) => {
@@ -52,6 +43,119 @@ pub fn files(root: &str, mut on_error: impl FnMut(Option<String>, String)) -> Ve
         }
     }
     out
+}
+
+/// The walk every listing shares: ignore files honoured, ragbox's and VCS folders skipped.
+fn builder(root: &str) -> ignore::WalkBuilder {
+    let mut b = ignore::WalkBuilder::new(root);
+    b.hidden(false).require_git(false).follow_links(false).sort_by_file_name(|a, b| a.cmp(b)).filter_entry(|e| {
+        !(e.depth() > 0
+            && e.file_type().is_some_and(|t| t.is_dir())
+            && e.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n)))
+    });
+    b
+}
+
+/// What a full walk of the workspace would yield at or under `paths`
+/// (workspace-relative files or folders, e.g. the ones a watcher saw change),
+/// in path order and without duplicates. A path that is gone, ignored, or
+/// inside an ignored or skipped folder yields nothing. Only the folders that
+/// hold the paths are listed, so a few changes in a big workspace cost little.
+pub fn files_at(paths: &[String], mut on_error: impl FnMut(Option<String>, String)) -> Vec<Entry> {
+    let mut listings = Listings::default();
+    let mut out = BTreeMap::new();
+    let mut wanted: Vec<&str> = paths.iter().map(|p| p.trim_matches('/')).filter(|p| !p.is_empty()).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    for path in wanted {
+        if path == "." {
+            out.extend(files(".", &mut on_error).into_iter().map(|e| (e.path.clone(), e)));
+            continue;
+        }
+        let (parent, name) = split(path);
+        if !listings.visible_dir(parent, &mut on_error) {
+            continue;
+        }
+        match listings.get(parent, &mut on_error).get(name) {
+            Some(Listed::File(size)) => {
+                out.insert(path.to_string(), Entry { path: path.to_string(), size: *size });
+            }
+            Some(Listed::Dir) => out.extend(files(path, &mut on_error).into_iter().map(|e| (e.path.clone(), e))),
+            None => {}
+        }
+    }
+    out.into_values().collect()
+}
+
+/// A child of a folder as a full walk sees it.
+enum Listed {
+    File(u64),
+    Dir,
+}
+
+/// Folder listings as a full walk sees them (ignore rules applied), each read once.
+#[derive(Default)]
+struct Listings {
+    dirs: HashMap<String, HashMap<String, Listed>>,
+}
+
+impl Listings {
+    /// The visible children of `dir` (workspace-relative, `.` for the root).
+    fn get(&mut self, dir: &str, on_error: &mut impl FnMut(Option<String>, String)) -> &HashMap<String, Listed> {
+        self.dirs.entry(dir.to_string()).or_insert_with(|| {
+            let mut children = HashMap::new();
+            let walker = builder(dir).max_depth(Some(1)).build();
+            for item in walker {
+                match item {
+                    Ok(entry) if entry.depth() == 1 => {
+                        let Some(name) = entry.file_name().to_str() else { continue };
+                        let Some(kind) = entry.file_type() else { continue };
+                        if kind.is_dir() {
+                            children.insert(name.to_string(), Listed::Dir);
+                        } else if kind.is_file() {
+                            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+                            children.insert(name.to_string(), Listed::File(size));
+                        }
+                    }
+                    Ok(_) => {}
+                    // A folder that is gone is not an error: its files were deleted.
+                    Err(err) if is_not_found(&err) => {}
+                    Err(err) => {
+                        let (path, message) = describe(&err);
+                        on_error(path, message);
+                    }
+                }
+            }
+            children
+        })
+    }
+
+    /// Whether a full walk enters `dir`: every folder from the root down to it is listed in its parent.
+    fn visible_dir(&mut self, dir: &str, on_error: &mut impl FnMut(Option<String>, String)) -> bool {
+        if dir == "." {
+            return true;
+        }
+        let (parent, name) = split(dir);
+        self.visible_dir(parent, on_error) && matches!(self.get(parent, on_error).get(name), Some(Listed::Dir))
+    }
+}
+
+/// `a/b/c` → (`a/b`, `c`); `c` → (`.`, `c`).
+fn split(path: &str) -> (&str, &str) {
+    match path.rsplit_once('/') {
+        Some((parent, name)) => (parent, name),
+        None => (".", path),
+    }
+}
+
+fn is_not_found(err: &ignore::Error) -> bool {
+    match err {
+        ignore::Error::WithPath { err, .. }
+        | ignore::Error::WithDepth { err, .. }
+        | ignore::Error::WithLineNumber { err, .. } => is_not_found(err),
+        ignore::Error::Io(e) => e.kind() == std::io::ErrorKind::NotFound,
+        _ => false,
+    }
 }
 
 /// The path an error is about, when it says, and what happened in words a user can act on.
