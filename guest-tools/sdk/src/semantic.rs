@@ -102,7 +102,7 @@ pub fn result_schema() -> Value {
         "properties": {
             "conversation": { "type": "string", "description": "Conversation folder (e.g. 001-auth-patterns), or the file name outside conversations" },
             "score": { "type": "number", "description": "Cosine similarity, higher is closer" },
-            "text": { "type": "string", "description": "The matching chunk (cut at 1,200 bytes)" },
+            "text": { "type": "string", "description": "The matching chunk: a prose passage or a whole code unit (cut at 24 KiB)" },
             "source_path": { "type": "string", "description": "Workspace-relative path of the document" },
             "type": { "type": ["string", "null"], "description": "Conversation type" },
             "date": { "type": ["string", "null"], "description": "Conversation date folder" },
