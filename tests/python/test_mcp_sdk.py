@@ -8,46 +8,13 @@ import json
 import os
 import pathlib
 
-import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-RAGBOX = os.environ.get("RAGBOX_BIN", str(ROOT / "target" / "debug" / "ragbox"))
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    files = {
-        "brainstorm/2025-11-17/001-auth-ideas/conversation.md": "# Auth ideas\n\nWe compared JWT tokens with server sessions.\n",
-        "debug/2025-10-02/002-token-leak/conversation.md": "# Token leak\n\nFix: redact jwt fields before logging.\n",
-        "notes/todo.md": "Nothing about tokens here.\n",
-        ".gitignore": "private/\n",
-        "private/secret.md": "JWT secret\n",
-    }
-    for rel, text in files.items():
-        path = ws / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    (tmp_path / "user-config").mkdir()
-    return ws
-
+from conftest import RAGBOX, ROOT, ragbox_env
 
 def server(ws):
-    assert pathlib.Path(RAGBOX).exists(), f"{RAGBOX} not built: run `cargo build -p ragbox` (make test does)"
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", ""),
-        "RAGBOX_CONFIG_DIR": str(ws.parent / "user-config"),
-        "RAGBOX_COMPILE_CACHE": str(ROOT / "target" / "test-compile-cache"),
-        "RAGBOX_LOG": "warn",
-    }
-    # Where the embedding model is: the same place the Makefile fetched it to.
-    for var in ("XDG_CACHE_HOME", "RAGBOX_MODEL"):
-        if var in os.environ:
-            env[var] = os.environ[var]
-    return StdioServerParameters(command=RAGBOX, args=["serve", "--workspace", str(ws)], env=env)
+    return StdioServerParameters(command=RAGBOX, args=["serve", "--workspace", str(ws)], env=ragbox_env(ws))
 
 
 def run(coro):

@@ -21,6 +21,8 @@ const MAX_LIMIT: u64 = 1000;
 const SOURCE_TYPE: &str = "local_file";
 /// How it got into the index: by an indexing run (embed tools or `ragbox index`).
 const SOURCE_METHOD: &str = "indexer";
+/// The metadata key the host sets on documents written by the file watcher.
+const SOURCE_METHOD_KEY: &str = "ragbox.source_method";
 
 #[derive(Debug, Deserialize)]
 struct Args {
@@ -71,6 +73,12 @@ fn request(arguments: &str) -> Result<Request, CallError> {
     })
 }
 
+/// How the document came in: `file_watcher` when `serve --watch` indexed it
+/// last (the host records that), `indexer` otherwise.
+fn source_method(d: &Document) -> &str {
+    d.metadata.iter().find(|(k, _)| k == SOURCE_METHOD_KEY).map_or(SOURCE_METHOD, |(_, v)| v.as_str())
+}
+
 fn source_json(d: &Document) -> Value {
     json!({
         "id": document_id(&d.path),
@@ -79,7 +87,7 @@ fn source_json(d: &Document) -> Value {
         "file_type": mime_of(&d.path),
         "size": d.size,
         "source_type": SOURCE_TYPE,
-        "source_method": SOURCE_METHOD,
+        "source_method": source_method(d),
         // The file's modification time: creation times are not kept by every filesystem.
         "created_at": rfc3339(d.mtime.saturating_mul(1000)),
         "indexed_at": rfc3339(d.embedded_at),
@@ -130,7 +138,7 @@ fn run(r: &Request) -> Result<Value, String> {
             "total_size_mb": rag_server::round(size as f64 / 1_048_576.0),
             "file_types": counts(docs.iter().map(|d| mime_of(&d.path))),
             "source_types": counts(docs.iter().map(|_| SOURCE_TYPE)),
-            "source_methods": counts(docs.iter().map(|_| SOURCE_METHOD)),
+            "source_methods": counts(docs.iter().map(source_method)),
             "oldest_document": docs.iter().map(|d| d.embedded_at).min(),
             "newest_document": docs.iter().map(|d| d.embedded_at).max(),
         });

@@ -2,8 +2,8 @@
 //! `corpus-write` grant.
 
 use super::convert;
-use crate::runtime::HostState;
 use crate::runtime::bindings::ragbox::tools::corpus::{Chunk, CorpusStats, Document, Filter, Host, NewDocument};
+use crate::runtime::{Caller, HostState};
 
 impl Host for HostState {
     fn get(&mut self, path: String) -> Result<Option<Document>, String> {
@@ -35,18 +35,34 @@ impl Host for HostState {
 
     fn put(&mut self, document: NewDocument) -> Result<(), String> {
         self.require_corpus_write()?;
-        let doc = convert::new_document(document)?;
+        let doc = convert::new_document(self.stamp(document))?;
         self.corpus()?.put(doc).map_err(|e| e.to_string())
     }
 
     fn put_many(&mut self, documents: Vec<NewDocument>) -> Result<(), String> {
         self.require_corpus_write()?;
-        let docs = documents.into_iter().map(convert::new_document).collect::<Result<Vec<_>, _>>()?;
+        let docs =
+            documents.into_iter().map(|d| convert::new_document(self.stamp(d))).collect::<Result<Vec<_>, _>>()?;
         self.corpus()?.put_many(docs).map_err(|e| e.to_string())
     }
 
     fn remove(&mut self, path: String) -> Result<bool, String> {
         self.require_corpus_write()?;
         self.corpus()?.remove(&path).map_err(|e| e.to_string())
+    }
+}
+
+/// The metadata key that says how a document came in (`list_sources`' `source_method`).
+pub const SOURCE_METHOD_KEY: &str = "ragbox.source_method";
+
+impl HostState {
+    /// Records who wrote `document`: the file watcher marks its own, and a
+    /// tool cannot claim that mark for itself.
+    fn stamp(&self, mut document: NewDocument) -> NewDocument {
+        document.metadata.retain(|(k, _)| k != SOURCE_METHOD_KEY);
+        if self.env.caller == Caller::FileWatcher {
+            document.metadata.push((SOURCE_METHOD_KEY.to_string(), "file_watcher".to_string()));
+        }
+        document
     }
 }

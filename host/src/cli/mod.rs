@@ -18,6 +18,8 @@ const EXAMPLES: &str = "\
 Examples:
   ragbox serve                         serve the current folder over MCP (stdio)
   ragbox serve --workspace ~/notes     serve another folder
+  ragbox serve --watch                 serve, and index files as they change
+  ragbox serve --http 127.0.0.1:8765   one server for several agents (bearer token in .ragbox/http-token)
   ragbox index                         embed the current folder (new and changed files only)
   ragbox index notes/                  embed one folder or file
   ragbox index --skills ~/skills       index a skills library (SKILL.md) on its own
@@ -52,6 +54,25 @@ enum Command {
         /// The workspace folder (default: the current folder).
         #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
         workspace: PathBuf,
+        /// Keep the index in line with the workspace: files created, changed,
+        /// deleted or renamed are indexed within seconds (and what changed
+        /// while no server watched, at start).
+        #[arg(long)]
+        watch: bool,
+        /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio,
+        /// for several agents at once (e.g. 127.0.0.1:8765). Needs the bearer token.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// The bearer token file for --http (default: .ragbox/http-token,
+        /// created with a fresh token on first start).
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
+        /// Let --http bind an address other machines can reach.
+        #[arg(long, requires = "http")]
+        allow_public: bool,
+        /// Another Host name clients may use with --http (repeatable), e.g. this machine's name.
+        #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+        allowed_hosts: Vec<String>,
     },
     /// List the loaded tool components: name, source, sha256 and grants.
     Tools {
@@ -202,7 +223,9 @@ pub fn main() -> ExitCode {
     // A server's log is its record; a command's output is for the person who ran it.
     init_logging(if matches!(cli.command, Command::Serve { .. }) { "info,rmcp=warn" } else { "warn" });
     let result = match cli.command {
-        Command::Serve { workspace } => serve::run(&workspace),
+        Command::Serve { workspace, watch, http, token_file, allow_public, allowed_hosts } => {
+            serve::run(&workspace, serve::ServeArgs { watch, http, token_file, allow_public, allowed_hosts })
+        }
         Command::Tools { action: None, workspace, json } => tools::run(&workspace, json),
         Command::Tools { action: Some(ToolsAction::Inspect { file, workspace, json }), .. } => {
             tools::inspect(&file, &workspace, json)

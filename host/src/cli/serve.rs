@@ -1,22 +1,63 @@
-//! `ragbox serve`: MCP over stdio.
+//! `ragbox serve`: MCP over stdio, or Streamable HTTP with `--http`.
 
 use super::open::open;
+use crate::config::DATA_DIR;
+use crate::mcp::http::{HttpOptions, load_or_create_token, serve_http};
 use crate::mcp::{RagboxServer, serve_stdio};
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use tokio_util::sync::CancellationToken;
 
-/// Loads the tools, then serves until the client hangs up.
-pub fn run(workspace: &Path) -> anyhow::Result<()> {
+/// How `serve` was asked to run.
+#[derive(Debug, Default)]
+pub struct ServeArgs {
+    /// Follow the workspace's changes into the index.
+    pub watch: bool,
+    /// Serve over HTTP on this address instead of stdio.
+    pub http: Option<SocketAddr>,
+    /// The bearer token file (default: the data dir's `http-token`).
+    pub token_file: Option<PathBuf>,
+    /// Allow a non-loopback `http` address.
+    pub allow_public: bool,
+    /// Extra Host names for HTTP clients.
+    pub allowed_hosts: Vec<String>,
+}
+
+/// Loads the tools, then serves until the client hangs up (stdio) or the
+/// process is stopped (HTTP).
+pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let opened = open(workspace)?;
+    let served = opened.workspaces.served().to_path_buf();
     tracing::info!(
-        workspace = %opened.workspaces.served().display(),
+        workspace = %served.display(),
         tools = opened.catalog.tools().len(),
         rejected = opened.catalog.rejected().len(),
         load_ms = started.elapsed().as_millis() as u64,
-        "serving MCP on stdio"
+        watch = args.watch,
+        "serving MCP on {}",
+        if args.http.is_some() { "HTTP" } else { "stdio" }
     );
     let server =
         RagboxServer::new(opened.catalog, Some(opened.loader), opened.workspaces, opened.config, opened.corpora);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(serve_stdio(server))
+    let Some(addr) = args.http else {
+        return runtime.block_on(serve_stdio(server, args.watch));
+    };
+    let token_file = args.token_file.unwrap_or_else(|| served.join(DATA_DIR).join("http-token"));
+    let (token, fresh) = load_or_create_token(&token_file)?;
+    if fresh {
+        // Shown this once; afterwards it is only in the file.
+        eprintln!("ragbox: new HTTP bearer token (kept in {}):\n{token}", token_file.display());
+    } else {
+        eprintln!("ragbox: HTTP bearer token in {}", token_file.display());
+    }
+    let options = HttpOptions { addr, token_file, allow_public: args.allow_public, allowed_hosts: args.allowed_hosts };
+    runtime.block_on(async move {
+        let stop = CancellationToken::new();
+        server.start_background(args.watch, &stop);
+        let served = serve_http(server, options, token, stop.clone()).await;
+        stop.cancel();
+        Ok(served?)
+    })
 }

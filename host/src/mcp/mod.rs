@@ -1,6 +1,8 @@
 //! The MCP server: tools come from the loaded components; each call runs in
 //! its own sandbox on a blocking thread.
 
+mod follow;
+pub mod http;
 mod progress;
 mod reply;
 mod server;

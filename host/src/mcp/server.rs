@@ -7,17 +7,18 @@ use super::progress;
 use super::reply::to_result;
 use crate::config::Config;
 use crate::corpus::Corpora;
-use crate::runtime::{CallEnv, Catalog, CatalogLoader, Failure, LoadedTool, Outcome};
+use crate::runtime::{CallEnv, Caller, Catalog, CatalogLoader, Failure, LoadedTool, Outcome};
 use crate::workspace::{WORKSPACE_ARG, Workspaces};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// How often the tools folders are looked at while serving.
 const TOOLS_POLL: Duration = Duration::from_secs(1);
@@ -35,6 +36,8 @@ struct Inner {
     workspaces: Workspaces,
     config: Config,
     corpora: Arc<Corpora>,
+    /// Every client that finished `initialize`, told when the tool list changes.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
 }
 
 /// The loaded tools and their `tools/list` entries.
@@ -61,7 +64,8 @@ impl RagboxServer {
         corpora: Arc<Corpora>,
     ) -> Self {
         let listing = RwLock::new(Listing::new(catalog));
-        Self { inner: Arc::new(Inner { listing, loader, workspaces, config, corpora }) }
+        let peers = Mutex::new(Vec::new());
+        Self { inner: Arc::new(Inner { listing, loader, workspaces, config, corpora, peers }) }
     }
 
     fn listing(&self) -> Arc<Listing> {
@@ -79,27 +83,78 @@ impl RagboxServer {
         *listing = fresh;
         changed
     }
+
+    /// Starts what runs beside the clients: following the tools folders and,
+    /// with `watch`, the workspace. Both stop when `stop` fires.
+    pub fn start_background(&self, watch: bool, stop: &CancellationToken) {
+        if let Some(loader) = self.inner.loader.clone() {
+            let (server, stop) = (self.clone(), stop.clone());
+            tokio::spawn(async move { stop.run_until_cancelled(watch_tools(server, loader)).await });
+        }
+        if watch {
+            tokio::spawn(super::follow::follow(self.clone(), stop.clone()));
+        }
+    }
+
+    /// Tells every connected client that the tool list changed.
+    async fn notify_tool_list_changed(&self) {
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut peers = self.inner.peers.lock().unwrap_or_else(|e| e.into_inner());
+            peers.retain(|p| !p.is_transport_closed());
+            peers.clone()
+        };
+        for peer in peers {
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                tracing::warn!("cannot tell a client the tool list changed: {e}");
+            }
+        }
+    }
+
+    /// The served workspace.
+    pub(crate) fn workspaces(&self) -> &Workspaces {
+        &self.inner.workspaces
+    }
+
+    /// Runs the tool `name` in the served workspace on the server's own
+    /// behalf (the file watcher), with the grants and limits config gives it.
+    pub(crate) async fn call_own(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        caller: Caller,
+        cancel: CancellationToken,
+    ) -> Result<Outcome, String> {
+        let tool = self.listing().catalog.get(name).cloned().ok_or_else(|| {
+            format!("the tool {name} is not loaded (is it disabled under [tools.{name}] in .ragbox/config.toml?)")
+        })?;
+        let served = self.inner.workspaces.served().to_path_buf();
+        let corpus = self.inner.corpora.get(&served);
+        let grants = self.inner.config.grants_for(name, tool.default_grants());
+        let mut env = CallEnv::in_workspace(served, corpus, grants);
+        env.cancel = cancel;
+        env.caller = caller;
+        let limits = self.inner.config.limits_for(name, !tool.read_only());
+        let arguments = arguments.to_string();
+        tokio::task::spawn_blocking(move || tool.call(&arguments, env, &limits))
+            .await
+            .map_err(|e| format!("tool {name} failed inside the host: {e}"))
+    }
 }
 
 /// Serves MCP over stdin/stdout until the client disconnects.
-pub async fn serve_stdio(server: RagboxServer) -> anyhow::Result<()> {
-    let watched = server.clone();
+pub async fn serve_stdio(server: RagboxServer, watch: bool) -> anyhow::Result<()> {
+    let stop = CancellationToken::new();
+    server.start_background(watch, &stop);
     let running = server.serve(rmcp::transport::stdio()).await?;
-    let watcher = watched.inner.loader.clone().map(|loader| {
-        let peer = running.peer().clone();
-        tokio::spawn(watch_tools(watched, loader, peer))
-    });
     let reason = running.waiting().await?;
-    if let Some(w) = watcher {
-        w.abort();
-    }
+    stop.cancel();
     tracing::info!("client disconnected ({reason:?})");
     Ok(())
 }
 
 /// Reloads the catalog whenever the tools folders change, once a change has
 /// settled (a component still being copied is not loaded half-written).
-async fn watch_tools(server: RagboxServer, loader: CatalogLoader, peer: rmcp::Peer<RoleServer>) {
+async fn watch_tools(server: RagboxServer, loader: CatalogLoader) {
     let fingerprint = |l: &CatalogLoader| {
         let l = l.clone();
         async move { tokio::task::spawn_blocking(move || l.fingerprint()).await.unwrap_or_default() }
@@ -119,8 +174,8 @@ async fn watch_tools(server: RagboxServer, loader: CatalogLoader, peer: rmcp::Pe
         seen = settled;
         let (s, l) = (server.clone(), loader.clone());
         let changed = tokio::task::spawn_blocking(move || s.reload(&l)).await.unwrap_or(false);
-        if changed && let Err(e) = peer.notify_tool_list_changed().await {
-            tracing::warn!("cannot tell the client the tool list changed: {e}");
+        if changed {
+            server.notify_tool_list_changed().await;
         }
     }
 }
@@ -164,6 +219,10 @@ impl ServerHandler for RagboxServer {
             ))
     }
 
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.inner.peers.lock().unwrap_or_else(|e| e.into_inner()).push(context.peer);
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -202,7 +261,7 @@ impl ServerHandler for RagboxServer {
         };
         let corpus = workspace.as_ref().ok().map(|dir| self.inner.corpora.get(dir));
         let grants = self.inner.config.grants_for(tool.name(), tool.default_grants());
-        let env = CallEnv { workspace, corpus, grants, progress, cancel: context.ct.clone() };
+        let env = CallEnv { workspace, corpus, grants, progress, cancel: context.ct.clone(), caller: Caller::Client };
         let limits = self.inner.config.limits_for(tool.name(), !tool.read_only());
         let runner = tool.clone();
         let started = std::time::Instant::now();

@@ -16,7 +16,7 @@ pub use cache::CompileCache;
 pub use catalog::{Admit, Catalog, CatalogLoader, Fingerprint, Rejected, load_one, read_component};
 pub use engine::new_engine;
 use linker::capabilities_linker;
-pub use sandbox::{CallEnv, HostState, Progress, ProgressSink};
+pub use sandbox::{CallEnv, Caller, HostState, Progress, ProgressSink};
 pub use tool::{Failure, LoadedTool, Outcome, Source};
 
 /// Errors loading a component.

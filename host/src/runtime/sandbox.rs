@@ -41,6 +41,19 @@ pub struct CallEnv {
     pub progress: Option<ProgressSink>,
     /// Fires when the client cancels the call.
     pub cancel: CancellationToken,
+    /// Who started the call; recorded with the documents it writes.
+    pub caller: Caller,
+}
+
+/// Who started a call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Caller {
+    /// A client's `tools/call`, or the command line.
+    #[default]
+    Client,
+    /// `serve --watch`, after files changed: the documents it writes are
+    /// listed with `source_method: file_watcher`.
+    FileWatcher,
 }
 
 impl CallEnv {
@@ -52,6 +65,7 @@ impl CallEnv {
             grants,
             progress: None,
             cancel: CancellationToken::new(),
+            caller: Caller::Client,
         }
     }
 
@@ -63,6 +77,7 @@ impl CallEnv {
             grants: Grants::default(),
             progress: None,
             cancel: CancellationToken::new(),
+            caller: Caller::Client,
         }
     }
 }

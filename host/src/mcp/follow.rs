@@ -1,0 +1,71 @@
+//! `serve --watch`: keeps the index in line with the workspace while serving.
+//! Changed paths go to the `embed_workspace` component, with the grants and
+//! limits config gives it, so watching decides nothing a full run would not.
+
+use super::server::RagboxServer;
+use crate::runtime::{Caller, Outcome};
+use crate::watch::{Changes, Watcher};
+use serde_json::json;
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The tool that indexes.
+const INDEXER: &str = "embed_workspace";
+/// Runs of one batch that stopped early (out of time) before giving up on it.
+const MAX_RUNS: usize = 20;
+
+/// Indexes what changed while no server watched, then every settled batch
+/// of changes, until `stop` fires.
+pub async fn follow(server: RagboxServer, stop: CancellationToken) {
+    let root = server.workspaces().served().to_path_buf();
+    let watcher = tokio::task::spawn_blocking(move || Watcher::start(&root)).await;
+    let mut watcher = match watcher {
+        Ok(Ok(w)) => w,
+        Ok(Err(e)) => return tracing::error!("--watch: {e}; the index follows the workspace only when indexed"),
+        Err(e) => return tracing::error!("--watch: the watcher failed to start: {e}"),
+    };
+    tracing::info!(polling = watcher.polling, "watching the workspace for changes");
+    // Started before the catch-up run, so nothing written meanwhile is missed.
+    let mut changes = Changes::rescan();
+    loop {
+        index(&server, &changes, &stop).await;
+        changes = tokio::select! {
+            next = watcher.next() => match next {
+                Some(c) => c,
+                None => return tracing::warn!("--watch: the file watch ended"),
+            },
+            () = stop.cancelled() => return,
+        };
+    }
+}
+
+/// Runs the indexer over one batch until it has finished it.
+async fn index(server: &RagboxServer, changes: &Changes, stop: &CancellationToken) {
+    let started = Instant::now();
+    let arguments =
+        if changes.rescan { json!({}) } else { json!({ "paths": changes.paths.iter().collect::<Vec<_>>() }) };
+    for _ in 0..MAX_RUNS {
+        let outcome = server.call_own(INDEXER, arguments.clone(), Caller::FileWatcher, stop.child_token()).await;
+        let report = match outcome {
+            Ok(Outcome::Ok(body)) => serde_json::from_str::<serde_json::Value>(&body).unwrap_or_default(),
+            Ok(Outcome::ToolError { body, .. }) => return tracing::error!("--watch: indexing failed: {body}"),
+            Ok(Outcome::Failed(failure)) => return tracing::error!("--watch: indexing failed: {failure}"),
+            Err(e) => return tracing::error!("--watch: {e}"),
+        };
+        let count = |key: &str| report.get(key).and_then(|v| v.as_u64()).unwrap_or(0);
+        let errors = report.get("errors").and_then(|v| v.as_array()).map_or(0, Vec::len);
+        tracing::info!(
+            changed = changes.paths.len(),
+            full = changes.rescan,
+            embedded = count("embedded"),
+            removed = count("removed"),
+            errors,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "--watch: index updated"
+        );
+        if report.get("complete") != Some(&json!(false)) || stop.is_cancelled() {
+            return;
+        }
+    }
+    tracing::warn!("--watch: indexing kept stopping early; the rest waits for the next change or `ragbox index`");
+}

@@ -1,0 +1,216 @@
+//! `serve --http`: the MCP Streamable HTTP transport, so several agents share
+//! one warm server and index. Every request needs the bearer token; `Host`
+//! and `Origin` are checked against DNS rebinding; loopback unless asked.
+
+use super::server::RagboxServer;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Where the MCP endpoint is served.
+pub const ENDPOINT: &str = "/mcp";
+
+/// Why the HTTP server cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// A public address without `--allow-public`.
+    #[error(
+        "refusing to serve on {0}: it is not a loopback address, so other machines could reach the tools. \
+         Use 127.0.0.1, or pass --allow-public to serve there anyway (the bearer token is still required)"
+    )]
+    Public(SocketAddr),
+    /// The token file could not be read or written.
+    #[error("token file {path}: {source}")]
+    Token { path: PathBuf, source: std::io::Error },
+    /// The token file holds no token.
+    #[error("token file {0} is empty: put a token in it, or delete it to have one generated")]
+    EmptyToken(PathBuf),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    /// The server stopped with an error.
+    #[error("HTTP server: {0}")]
+    Serve(std::io::Error),
+}
+
+/// How to serve over HTTP.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// The bearer token file; created with a fresh token when missing.
+    pub token_file: PathBuf,
+    /// Serve on a non-loopback address.
+    pub allow_public: bool,
+    /// Host names clients may use besides the loopback ones (a public deployment's name).
+    pub allowed_hosts: Vec<String>,
+}
+
+/// The token in `path`, or a fresh one written there (readable by the owner
+/// only); true when it was just made and should be shown once.
+pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
+    let err = |source| HttpError::Token { path: path.to_path_buf(), source };
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let token = text.trim().to_string();
+            if token.is_empty() {
+                return Err(HttpError::EmptyToken(path.to_path_buf()));
+            }
+            Ok((token, false))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let token = new_token().map_err(err)?;
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(err)?;
+            }
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let mut file = options.open(path).map_err(err)?;
+            writeln!(file, "{token}").map_err(err)?;
+            Ok((token, true))
+        }
+        Err(e) => Err(err(e)),
+    }
+}
+
+/// 32 random bytes from the OS, hex.
+fn new_token() -> std::io::Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
+    Ok(hex::encode(bytes))
+}
+
+/// Serves MCP over Streamable HTTP until `stop` fires or ctrl-c.
+pub async fn serve_http(
+    server: RagboxServer,
+    options: HttpOptions,
+    token: String,
+    stop: CancellationToken,
+) -> Result<(), HttpError> {
+    let addr = options.addr;
+    if !addr.ip().is_loopback() && !options.allow_public {
+        return Err(HttpError::Public(addr));
+    }
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| HttpError::Bind { addr, source })?;
+    let bound = listener.local_addr().map_err(|source| HttpError::Bind { addr, source })?;
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts(&options, bound))
+        .with_allowed_origins(allowed_origins(bound))
+        .enforce_origin_validation()
+        .with_cancellation_token(stop.child_token());
+    let service =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+    let router = axum::Router::new()
+        .nest_service(ENDPOINT, service)
+        .layer(middleware::from_fn_with_state(Arc::<str>::from(token), require_token));
+    // Tests and scripts read this line to learn the port when they asked for port 0.
+    tracing::info!("serving MCP over HTTP on http://{bound}{ENDPOINT}");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            tokio::select! {
+                () = stop.cancelled() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        })
+        .await
+        .map_err(HttpError::Serve)
+}
+
+/// Hosts a browser may name to reach this server: loopback names with the
+/// bound port, plus the bound address and the user's names when public.
+fn allowed_hosts(options: &HttpOptions, bound: SocketAddr) -> Vec<String> {
+    let port = bound.port();
+    let mut hosts = vec![
+        "localhost".to_string(),
+        format!("localhost:{port}"),
+        "127.0.0.1".to_string(),
+        format!("127.0.0.1:{port}"),
+        "::1".to_string(),
+        format!("[::1]:{port}"),
+    ];
+    if options.allow_public {
+        hosts.push(bound.ip().to_string());
+        hosts.push(bound.to_string());
+    }
+    hosts.extend(options.allowed_hosts.iter().cloned());
+    hosts
+}
+
+/// Origins a browser page may call from: only pages served on this machine's loopback.
+fn allowed_origins(bound: SocketAddr) -> Vec<String> {
+    let port = bound.port();
+    ["localhost", "127.0.0.1", "[::1]"].iter().map(|h| format!("http://{h}:{port}")).collect()
+}
+
+/// Answers 401 unless the request carries `Authorization: Bearer <token>`.
+async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
+    if bearer(request.headers()).is_some_and(|given| same(given.as_bytes(), token.as_bytes())) {
+        return next.run(request).await;
+    }
+    let mut response = (
+        StatusCode::UNAUTHORIZED,
+        "missing or wrong bearer token: send `Authorization: Bearer <token>` with the token from the \
+         server's token file (printed when it was made)\n",
+    )
+        .into_response();
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+    response
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Compares without stopping at the first difference, so timing tells nothing about the token.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens_are_read_and_compared() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(bearer(&headers), None);
+        headers.insert(header::AUTHORIZATION, "Bearer abc".parse().unwrap());
+        assert_eq!(bearer(&headers), Some("abc"));
+        headers.insert(header::AUTHORIZATION, "Basic abc".parse().unwrap());
+        assert_eq!(bearer(&headers), None);
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"abcd"));
+    }
+
+    #[test]
+    fn a_token_is_made_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/http-token");
+        let (first, fresh) = load_or_create_token(&path).unwrap();
+        assert!(fresh);
+        assert_eq!(first.len(), 64);
+        let (again, fresh) = load_or_create_token(&path).unwrap();
+        assert!(!fresh);
+        assert_eq!(first, again);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        std::fs::write(&path, "\n").unwrap();
+        assert!(matches!(load_or_create_token(&path), Err(HttpError::EmptyToken(_))));
+    }
+}

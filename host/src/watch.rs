@@ -1,0 +1,195 @@
+//! `serve --watch`: file changes in the workspace, settled into batches of
+//! workspace-relative paths for the indexer.
+//!
+//! Which changed files are indexable (ignore files, binary, size) is decided
+//! by the indexing component, as for a full run; here only ragbox's own data
+//! and VCS folders are dropped, so the index's writes never feed back.
+
+use notify::{EventKind, RecursiveMode, Watcher as _};
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// A batch is handed over once no event came for this long.
+const QUIET: Duration = Duration::from_millis(300);
+/// ... or once its first event is this old, so a steady stream of writes is still indexed.
+const MAX_WAIT: Duration = Duration::from_secs(3);
+/// Polling interval when the kernel cannot watch the whole tree.
+const POLL: Duration = Duration::from_secs(1);
+/// Folders whose changes never reach the index (as in the guest's walk).
+const SKIPPED_DIRS: &[&str] = &[".ragbox", ".git", ".hg", ".svn"];
+
+/// Why the workspace cannot be watched.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// Neither inotify nor polling could start.
+    #[error("cannot watch {path}: {source}")]
+    Start { path: PathBuf, source: notify::Error },
+}
+
+/// What changed since the last batch.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Workspace-relative `/`-separated paths of files or folders that were
+    /// created, written, removed or renamed (both names of a rename).
+    pub paths: BTreeSet<String>,
+    /// Events were lost (the kernel queue overflowed) or the root itself
+    /// changed: only a full run can tell what changed.
+    pub rescan: bool,
+}
+
+impl Changes {
+    /// A batch that asks for a full run.
+    pub fn rescan() -> Self {
+        Self { paths: BTreeSet::new(), rescan: true }
+    }
+}
+
+/// A running watch of one workspace.
+pub struct Watcher {
+    root: PathBuf,
+    /// Kept alive: dropping it stops the events.
+    _watcher: Box<dyn notify::Watcher + Send>,
+    events: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
+    /// Set when the kernel watch could not start and the tree is polled instead.
+    pub polling: bool,
+}
+
+impl Watcher {
+    /// Starts watching `root` recursively. Falls back to polling when the
+    /// kernel's watch limit is too low for the tree (with a warning saying how to raise it).
+    pub fn start(root: &Path) -> Result<Self, WatchError> {
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let (tx, events) = mpsc::unbounded_channel();
+        let send = move |tx: mpsc::UnboundedSender<_>| move |event| drop(tx.send(event));
+        let start_err = |source| WatchError::Start { path: root.clone(), source };
+        let mut native = notify::recommended_watcher(send(tx.clone())).map_err(start_err)?;
+        match native.watch(&root, RecursiveMode::Recursive) {
+            Ok(()) => Ok(Self { root, _watcher: Box::new(native), events, polling: false }),
+            Err(e) => {
+                drop(native);
+                tracing::warn!(
+                    "cannot watch {} with inotify ({e}); polling it every {}s instead. On Linux, raise the \
+                     limit with: sudo sysctl fs.inotify.max_user_watches=524288",
+                    root.display(),
+                    POLL.as_secs()
+                );
+                let config = notify::Config::default().with_poll_interval(POLL);
+                let mut poll = notify::PollWatcher::new(send(tx), config).map_err(start_err)?;
+                poll.watch(&root, RecursiveMode::Recursive).map_err(start_err)?;
+                Ok(Self { root, _watcher: Box::new(poll), events, polling: true })
+            }
+        }
+    }
+
+    /// The next settled batch of changes; `None` once the watch has ended.
+    pub async fn next(&mut self) -> Option<Changes> {
+        let mut changes = Changes::default();
+        loop {
+            let event = self.events.recv().await?;
+            if self.add(&mut changes, event) {
+                break;
+            }
+        }
+        // Only changes that matter keep the batch open: reads, and the index's
+        // own writes under `.ragbox/`, must not delay it.
+        let deadline = Instant::now() + MAX_WAIT;
+        let mut quiet = (Instant::now() + QUIET).min(deadline);
+        while let Ok(Some(event)) = tokio::time::timeout_at(quiet, self.events.recv()).await {
+            if self.add(&mut changes, event) {
+                quiet = (Instant::now() + QUIET).min(deadline);
+            }
+        }
+        Some(changes)
+    }
+
+    /// Adds what `event` changed to `changes`; false when it changed nothing that is indexed.
+    fn add(&self, changes: &mut Changes, event: notify::Result<notify::Event>) -> bool {
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!("file watch: {e}; indexing the whole workspace to catch up");
+                changes.rescan = true;
+                return true;
+            }
+        };
+        let mut relevant = false;
+        if event.need_rescan() {
+            changes.rescan = true;
+            relevant = true;
+        }
+        if matches!(event.kind, EventKind::Access(_)) {
+            return relevant;
+        }
+        for path in &event.paths {
+            match relative(&self.root, path) {
+                Some(Relative::Root) => changes.rescan = true,
+                Some(Relative::Inside(rel)) => {
+                    changes.paths.insert(rel);
+                }
+                None => continue,
+            }
+            relevant = true;
+        }
+        relevant
+    }
+}
+
+/// Where an event's path lies.
+#[derive(Debug, PartialEq, Eq)]
+enum Relative {
+    /// The workspace folder itself.
+    Root,
+    /// A path inside it, `/`-separated.
+    Inside(String),
+}
+
+/// `path` relative to `root`; `None` when it is outside, in a skipped folder, or not UTF-8.
+fn relative(root: &Path, path: &Path) -> Option<Relative> {
+    let rest = path.strip_prefix(root).ok()?;
+    let mut parts = Vec::new();
+    for part in rest.components() {
+        let Component::Normal(name) = part else { return None };
+        let Some(name) = name.to_str() else {
+            tracing::warn!(path = %path.display(), "file watch: a name that is not UTF-8 cannot be indexed");
+            return None;
+        };
+        if SKIPPED_DIRS.contains(&name) {
+            return None;
+        }
+        parts.push(name);
+    }
+    Some(if parts.is_empty() { Relative::Root } else { Relative::Inside(parts.join("/")) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_relative_to_the_workspace() {
+        let root = Path::new("/w");
+        assert_eq!(relative(root, Path::new("/w/a/b.md")), Some(Relative::Inside("a/b.md".into())));
+        assert_eq!(relative(root, Path::new("/w")), Some(Relative::Root));
+        assert_eq!(relative(root, Path::new("/w/.ragbox/index.redb")), None);
+        assert_eq!(relative(root, Path::new("/w/a/.git/HEAD")), None);
+        assert_eq!(relative(root, Path::new("/elsewhere/x.md")), None);
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_writes_settles_into_one_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut watcher = Watcher::start(dir.path()).unwrap();
+        for i in 0..50 {
+            std::fs::write(dir.path().join(format!("f{i}.md")), "x").unwrap();
+        }
+        std::fs::create_dir(dir.path().join(".ragbox")).unwrap();
+        std::fs::write(dir.path().join(".ragbox/index.redb"), "x").unwrap();
+        let changes = tokio::time::timeout(Duration::from_secs(10), watcher.next()).await.unwrap().unwrap();
+        assert!(!changes.rescan);
+        assert_eq!(changes.paths.len(), 50, "{changes:?}");
+        assert!(changes.paths.contains("f49.md"));
+    }
+}
