@@ -63,18 +63,27 @@ impl Agent {
     }
 }
 
-/// How an agent starts the server.
-struct Launch {
-    command: String,
-    args: Vec<String>,
+/// The environment variable agents read the HTTP server's bearer token from,
+/// so no config file (often committed) holds the secret.
+const TOKEN_VAR: &str = "RAGBOX_TOKEN";
+
+/// How an agent reaches the server.
+enum Launch {
+    /// It starts `command args` and speaks MCP over its stdio.
+    Spawn { command: String, args: Vec<String> },
+    /// It connects to a running `ragbox serve --http` at this URL.
+    Remote { url: String },
 }
 
 /// Writes the configs for `agents` (detected from the workspace when empty).
-pub fn run(workspace: &Path, agents: &[Agent]) -> anyhow::Result<()> {
+pub fn run(workspace: &Path, agents: &[Agent], http: Option<&str>) -> anyhow::Result<()> {
     let workspace = std::fs::canonicalize(workspace)
         .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
     let chosen = choose(&workspace, agents);
-    let launch = launch(&workspace)?;
+    let launch = match http {
+        Some(url) => Launch::Remote { url: checked_url(url)? },
+        None => launch(&workspace)?,
+    };
     // Every edit is prepared before anything is written: one bad file stops all.
     let mut edits = Vec::new();
     for agent in &chosen {
@@ -102,12 +111,29 @@ pub fn run(workspace: &Path, agents: &[Agent]) -> anyhow::Result<()> {
     if ignore_data_dir(&workspace)? {
         println!("added {DATA_DIR}/ to .gitignore");
     }
-    println!(
-        "The agents start `{} {}` in this workspace. Next: `ragbox index` to embed it.",
-        launch.command,
-        launch.args.join(" ")
-    );
+    match &launch {
+        Launch::Spawn { command, args } => println!(
+            "The agents start `{command} {}` in this workspace. Next: `ragbox index` to embed it.",
+            args.join(" ")
+        ),
+        Launch::Remote { url } => println!(
+            "The agents connect to {url}. Before starting them, give them the server's token:\n  \
+             export {TOKEN_VAR}=$(cat {}/{DATA_DIR}/http-token)\n\
+             (the token file of the workspace the server serves, or its --token-file).",
+            workspace.display()
+        ),
+    }
     Ok(())
+}
+
+/// `url` when it is an http(s) URL, else an error that shows the expected form.
+fn checked_url(url: &str) -> anyhow::Result<String> {
+    let url = url.trim();
+    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
+    match rest {
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(url.to_string()),
+        _ => bail!("--http takes the server's URL, e.g. http://127.0.0.1:8765/mcp (got {url:?})"),
+    }
 }
 
 /// The agents asked for; without any, those the workspace shows signs of, else Claude Code.
@@ -140,7 +166,7 @@ fn launch(workspace: &Path) -> anyhow::Result<Launch> {
     let command = if on_path { "ragbox".to_string() } else { exe.display().to_string() };
     // An explicit workspace: agents differ in the folder they start servers in.
     let args = vec!["serve".to_string(), "--workspace".to_string(), workspace.display().to_string()];
-    Ok(Launch { command, args })
+    Ok(Launch::Spawn { command, args })
 }
 
 /// The config file's new text: `existing` with the ragbox entry set.
@@ -154,15 +180,29 @@ fn merge(agent: Agent, existing: Option<&str>, launch: &Launch) -> Result<String
         None => json!({}),
     };
     let Some(object) = root.as_object_mut() else { return Err("the top level is not an object".into()) };
-    let (section, entry) = match agent {
-        Agent::Claude => ("mcpServers", json!({ "type": "stdio", "command": launch.command, "args": launch.args })),
-        Agent::Gemini => ("mcpServers", json!({ "command": launch.command, "args": launch.args })),
-        Agent::Opencode => {
-            let mut command = vec![launch.command.clone()];
-            command.extend(launch.args.iter().cloned());
-            ("mcp", json!({ "type": "local", "command": command, "enabled": true }))
+    // Each agent expands environment variables in its own syntax.
+    let section = if agent == Agent::Opencode { "mcp" } else { "mcpServers" };
+    let entry = match (agent, launch) {
+        (Agent::Claude, Launch::Spawn { command, args }) => {
+            json!({ "type": "stdio", "command": command, "args": args })
         }
-        Agent::Codex | Agent::All => unreachable!("handled above"),
+        (Agent::Gemini, Launch::Spawn { command, args }) => json!({ "command": command, "args": args }),
+        (Agent::Opencode, Launch::Spawn { command, args }) => {
+            let mut line = vec![command.clone()];
+            line.extend(args.iter().cloned());
+            json!({ "type": "local", "command": line, "enabled": true })
+        }
+        (Agent::Claude, Launch::Remote { url }) => json!({
+            "type": "http", "url": url, "headers": { "Authorization": format!("Bearer ${{{TOKEN_VAR}}}") }
+        }),
+        (Agent::Gemini, Launch::Remote { url }) => json!({
+            "httpUrl": url, "headers": { "Authorization": format!("Bearer ${TOKEN_VAR}") }
+        }),
+        (Agent::Opencode, Launch::Remote { url }) => json!({
+            "type": "remote", "url": url, "enabled": true,
+            "headers": { "Authorization": format!("Bearer {{env:{TOKEN_VAR}}}") }
+        }),
+        (Agent::Codex | Agent::All, _) => unreachable!("handled above"),
     };
     let servers = object.entry(section).or_insert_with(|| json!({}));
     let Some(servers) = servers.as_object_mut() else { return Err(format!("\"{section}\" is not an object")) };
@@ -180,9 +220,17 @@ fn merge_codex(existing: Option<&str>, launch: &Launch) -> Result<String, String
     });
     let Some(servers) = servers.as_table_like_mut() else { return Err("mcp_servers is not a table".into()) };
     let mut entry = toml_edit::Table::new();
-    entry.insert("command", toml_edit::value(launch.command.as_str()));
-    let args: toml_edit::Array = launch.args.iter().map(String::as_str).collect();
-    entry.insert("args", toml_edit::value(args));
+    match launch {
+        Launch::Spawn { command, args } => {
+            entry.insert("command", toml_edit::value(command.as_str()));
+            let args: toml_edit::Array = args.iter().map(String::as_str).collect();
+            entry.insert("args", toml_edit::value(args));
+        }
+        Launch::Remote { url } => {
+            entry.insert("url", toml_edit::value(url.as_str()));
+            entry.insert("bearer_token_env_var", toml_edit::value(TOKEN_VAR));
+        }
+    }
     servers.insert(SERVER_NAME, toml_edit::Item::Table(entry));
     Ok(doc.to_string())
 }
@@ -231,7 +279,37 @@ mod tests {
     use super::*;
 
     fn launch() -> Launch {
-        Launch { command: "ragbox".into(), args: vec!["serve".into(), "--workspace".into(), "/w".into()] }
+        Launch::Spawn { command: "ragbox".into(), args: vec!["serve".into(), "--workspace".into(), "/w".into()] }
+    }
+
+    #[test]
+    fn remote_entries_name_the_url_and_the_token_variable_only() {
+        let remote = Launch::Remote { url: "http://127.0.0.1:8765/mcp".into() };
+        let entry = |agent| {
+            let out: Value = serde_json::from_str(&merge(agent, None, &remote).unwrap()).unwrap();
+            let section = if agent == Agent::Opencode { "mcp" } else { "mcpServers" };
+            out[section]["ragbox"].clone()
+        };
+        assert_eq!(
+            entry(Agent::Claude),
+            json!({"type": "http", "url": "http://127.0.0.1:8765/mcp",
+                   "headers": {"Authorization": "Bearer ${RAGBOX_TOKEN}"}})
+        );
+        assert_eq!(
+            entry(Agent::Gemini),
+            json!({"httpUrl": "http://127.0.0.1:8765/mcp", "headers": {"Authorization": "Bearer $RAGBOX_TOKEN"}})
+        );
+        assert_eq!(
+            entry(Agent::Opencode),
+            json!({"type": "remote", "url": "http://127.0.0.1:8765/mcp", "enabled": true,
+                   "headers": {"Authorization": "Bearer {env:RAGBOX_TOKEN}"}})
+        );
+        let parsed: toml::Table = toml::from_str(&merge_codex(None, &remote).unwrap()).unwrap();
+        assert_eq!(parsed["mcp_servers"]["ragbox"]["url"].as_str(), Some("http://127.0.0.1:8765/mcp"));
+        assert_eq!(parsed["mcp_servers"]["ragbox"]["bearer_token_env_var"].as_str(), Some("RAGBOX_TOKEN"));
+        assert!(checked_url("127.0.0.1:8765").is_err());
+        assert!(checked_url("http://").is_err());
+        assert_eq!(checked_url(" http://localhost:1/mcp ").unwrap(), "http://localhost:1/mcp");
     }
 
     #[test]

@@ -30,6 +30,7 @@ Examples:
   ragbox sources --stats               what is indexed, with statistics
   ragbox similar notes/jwt.md          documents like this one
   ragbox init --agent all              write the MCP config of Claude Code, Gemini CLI, OpenCode, Codex
+  ragbox init --http http://127.0.0.1:8765/mcp   point them at a running HTTP server instead
   ragbox doctor                        check the model and the index (--reset starts over)
   ragbox tools                         list the loaded tool components
   ragbox tools inspect my_tool.wasm    what a component imports, offers and would be granted
@@ -178,6 +179,11 @@ enum Command {
         /// Which agents (repeatable); default: those the workspace already has config for, else Claude Code.
         #[arg(long, short = 'a', value_enum, value_name = "AGENT")]
         agent: Vec<init::Agent>,
+        /// Point the agents at a running `ragbox serve --http` (its URL, e.g.
+        /// http://127.0.0.1:8765/mcp) instead of starting a server each; they
+        /// read the token from the RAGBOX_TOKEN environment variable.
+        #[arg(long, value_name = "URL")]
+        http: Option<String>,
         /// The workspace folder.
         #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
         workspace: PathBuf,
@@ -258,7 +264,7 @@ pub fn main() -> ExitCode {
             search::sources(&workspace, stats, group_by.as_deref(), limit, json)
         }
         Command::Similar { path, limit, workspace, json } => search::similar(&workspace, &path, limit, json),
-        Command::Init { agent, workspace } => init::run(&workspace, &agent),
+        Command::Init { agent, http, workspace } => init::run(&workspace, &agent, http.as_deref()),
         Command::Doctor { reset: false, workspace, .. } => doctor::check(&workspace),
         Command::Doctor { reset: true, yes, workspace } => doctor::reset(&workspace, yes),
         Command::Model { action } => model::run(action),
