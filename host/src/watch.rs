@@ -18,6 +18,8 @@ const QUIET: Duration = Duration::from_millis(300);
 const MAX_WAIT: Duration = Duration::from_secs(3);
 /// Polling interval when the kernel cannot watch the whole tree.
 const POLL: Duration = Duration::from_secs(1);
+/// Files whose rules decide what the walk skips (as in the guest's walk).
+const IGNORE_FILES: &[&str] = &[".gitignore", ".ignore"];
 /// Folders whose changes never reach the index (as in the guest's walk).
 const SKIPPED_DIRS: &[&str] = &[".ragbox", ".git", ".hg", ".svn"];
 
@@ -126,6 +128,13 @@ impl Watcher {
         for path in &event.paths {
             match relative(&self.root, path) {
                 Some(Relative::Root) => changes.rescan = true,
+                // New ignore rules change what is indexable anywhere below: look at everything.
+                Some(Relative::Inside(rel))
+                    if IGNORE_FILES.iter().any(|f| rel == *f || rel.ends_with(&format!("/{f}"))) =>
+                {
+                    changes.rescan = true;
+                    changes.paths.insert(rel);
+                }
                 Some(Relative::Inside(rel)) => {
                     changes.paths.insert(rel);
                 }
@@ -191,5 +200,13 @@ mod tests {
         assert!(!changes.rescan);
         assert_eq!(changes.paths.len(), 50, "{changes:?}");
         assert!(changes.paths.contains("f49.md"));
+
+        // New ignore rules ask for a full run.
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let changes = tokio::time::timeout(Duration::from_secs(10), watcher.next()).await.unwrap().unwrap();
+        assert!(!changes.rescan, "{changes:?}");
+        std::fs::write(dir.path().join("sub/.gitignore"), "*.log\n").unwrap();
+        let changes = tokio::time::timeout(Duration::from_secs(10), watcher.next()).await.unwrap().unwrap();
+        assert!(changes.rescan, "{changes:?}");
     }
 }

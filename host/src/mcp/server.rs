@@ -220,7 +220,10 @@ impl ServerHandler for RagboxServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.inner.peers.lock().unwrap_or_else(|e| e.into_inner()).push(context.peer);
+        let mut peers = self.inner.peers.lock().unwrap_or_else(|e| e.into_inner());
+        // HTTP clients come and go: forget the ones that left.
+        peers.retain(|p| !p.is_transport_closed());
+        peers.push(context.peer);
     }
 
     async fn list_tools(
