@@ -52,7 +52,7 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     } else {
         eprintln!("ragbox: HTTP bearer token in {}", token_file.display());
     }
-    let options = HttpOptions { addr, token_file, allow_public: args.allow_public, allowed_hosts: args.allowed_hosts };
+    let options = HttpOptions { addr, allow_public: args.allow_public, allowed_hosts: args.allowed_hosts };
     runtime.block_on(async move {
         let stop = CancellationToken::new();
         server.start_background(args.watch, &stop);

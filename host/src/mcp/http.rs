@@ -46,8 +46,6 @@ pub enum HttpError {
 pub struct HttpOptions {
     /// Where to listen.
     pub addr: SocketAddr,
-    /// The bearer token file; created with a fresh token when missing.
-    pub token_file: PathBuf,
     /// Serve on a non-loopback address.
     pub allow_public: bool,
     /// Host names clients may use besides the loopback ones (a public deployment's name).
