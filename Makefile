@@ -9,7 +9,7 @@ HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 RAGBOX := target/debug/ragbox
 QUERY ?= jwt
 
-.PHONY: setup build model release run test test-rust test-guests test-python bench bench-embed fuzz lint fmt clean
+.PHONY: setup build model release run test test-rust test-guests test-python bench bench-quick bench-venvs fuzz lint fmt clean
 
 CONFORMANCE := tests/conformance/node_modules/.stamp
 
@@ -61,24 +61,34 @@ test-guests:
 test-python:
 	$(PYTHON) -m pytest -q tests/python
 
-# Benchmarks on the release binary; results go to bench/results/.
-bench: release bench-embed
+# Benchmarks on the release binary, side by side with the peers (each in its own
+# venv under bench/); results go to bench/results/. `make bench-quick` is the
+# five-minute version: SciFact cut to 600 documents, embedding and peers only.
+bench: release bench-venvs
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench runtime
 	cargo bench -p ragbox-tests --bench vectors
-	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench index
-	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench retrieval
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench watch
+	$(BENCH_VENV)/bin/python bench/embed_peers.py
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/peers.py
+
+bench-quick: release bench-venvs
+	$(BENCH_VENV)/bin/python bench/embed_peers.py --quick
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/peers.py --quick
 
 BENCH_VENV := bench/.venv
+
+bench-venvs: model $(BENCH_VENV)/.stamp bench/.venv-chroma/.stamp bench/.venv-qdrant/.stamp
 
 $(BENCH_VENV)/.stamp: bench/requirements.txt
 	python3 -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	@touch $@
 
-# Embedding throughput vs sentence-transformers on SciFact (../shared/data, or RAGBOX_DATA).
-bench-embed: model $(BENCH_VENV)/.stamp
-	$(BENCH_VENV)/bin/python bench/embed_peers.py
+# chroma-mcp and mcp-server-qdrant pin conflicting versions of the MCP SDK: one venv each.
+bench/.venv-%/.stamp: bench/peers/%.txt
+	python3 -m venv bench/.venv-$*
+	bench/.venv-$*/bin/pip install --quiet --disable-pip-version-check -r $<
+	@touch $@
 
 # Fuzz the guest parsers (chunkers, frontmatter, Cortext paths) and every built-in tool's argument decoding
 # with cargo fuzz / libFuzzer, FUZZ_SECONDS each. Stable Rust: RUSTC_BOOTSTRAP

