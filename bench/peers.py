@@ -384,6 +384,9 @@ async def latency(servers, queries):
                 await checked(session, tool, args(q))
                 if i >= 3:
                     samples[system].append(time.perf_counter() - started)
+                # ONNX Runtime's threads spin for a while after a run; on 2 cores that
+                # would bill the next server's query for this one's idle spinning.
+                await asyncio.sleep(0.2)
     return samples
 
 
