@@ -53,7 +53,7 @@ impl Host for HostState {
 }
 
 /// The metadata key that says how a document came in (`list_sources`' `source_method`).
-pub const SOURCE_METHOD_KEY: &str = "ragbox.source_method";
+const SOURCE_METHOD_KEY: &str = "ragbox.source_method";
 
 impl HostState {
     /// Records who wrote `document`: the file watcher marks its own, and a

@@ -5,7 +5,7 @@
 
 use super::progress;
 use super::reply::to_result;
-use crate::config::Config;
+use crate::config::{Config, Grants};
 use crate::corpus::Corpora;
 use crate::runtime::{CallEnv, Caller, Catalog, CatalogLoader, Failure, LoadedTool, Outcome};
 use crate::workspace::{WORKSPACE_ARG, Workspaces};
@@ -129,15 +129,24 @@ impl RagboxServer {
         })?;
         let served = self.inner.workspaces.served().to_path_buf();
         let corpus = self.inner.corpora.get(&served);
-        let grants = self.inner.config.grants_for(name, tool.default_grants());
-        let mut env = CallEnv::in_workspace(served, corpus, grants);
+        let mut env = CallEnv::in_workspace(served, corpus, Grants::default());
         env.cancel = cancel;
         env.caller = caller;
-        let limits = self.inner.config.limits_for(name, !tool.read_only());
-        let arguments = arguments.to_string();
-        tokio::task::spawn_blocking(move || tool.call(&arguments, env, &limits))
-            .await
-            .map_err(|e| format!("tool {name} failed inside the host: {e}"))
+        self.run(tool, arguments.to_string(), env).await.map_err(|e| format!("tool {name} failed inside the host: {e}"))
+    }
+
+    /// Runs `tool` in `env` on a blocking thread with the grants and limits
+    /// config gives it (whatever `env.grants` held): how every call runs, a
+    /// client's or the server's own.
+    async fn run(
+        &self,
+        tool: LoadedTool,
+        arguments: String,
+        mut env: CallEnv,
+    ) -> Result<Outcome, tokio::task::JoinError> {
+        env.grants = self.inner.config.grants_for(tool.name(), tool.default_grants());
+        let limits = self.inner.config.limits_for(tool.name(), !tool.read_only());
+        tokio::task::spawn_blocking(move || tool.call(&arguments, env, &limits)).await
     }
 }
 
@@ -263,12 +272,10 @@ impl ServerHandler for RagboxServer {
             None => (None, None),
         };
         let corpus = workspace.as_ref().ok().map(|dir| self.inner.corpora.get(dir));
-        let grants = self.inner.config.grants_for(tool.name(), tool.default_grants());
+        let grants = Grants::default();
         let env = CallEnv { workspace, corpus, grants, progress, cancel: context.ct.clone(), caller: Caller::Client };
-        let limits = self.inner.config.limits_for(tool.name(), !tool.read_only());
-        let runner = tool.clone();
         let started = std::time::Instant::now();
-        let outcome = tokio::task::spawn_blocking(move || runner.call(&arguments, env, &limits)).await;
+        let outcome = self.run(tool.clone(), arguments, env).await;
         // The call is over and its sink dropped: let the last reports go out first.
         if let Some(task) = forwarding {
             let _ = task.await;
