@@ -122,17 +122,19 @@ fn main() {
     .unwrap();
     writeln!(
         report,
-        "- tools loaded: search_workspace (built-in) + hostile (workspace `.ragbox/tools/`), so two components\n"
+        "- tools loaded: the {} built-in components + hostile (workspace `.ragbox/tools/`)\n",
+        ragbox::builtins::BUILTIN_TOOLS.len()
     )
     .unwrap();
     writeln!(report, "Times in ms: median | p95 | mean | samples\n").unwrap();
     writeln!(report, "| measurement | median | p95 | mean | n |\n|---|---|---|---|---|").unwrap();
 
     // Start-up. Prime the warm cache once, then alternate cold and warm runs so
-    // machine noise hits both alike.
+    // machine noise hits both alike (6 pairs: a cold start compiles every
+    // built-in component, seconds each time).
     time_to_initialize(&fixture, warm);
     let (mut cold, mut hot) = (Vec::new(), Vec::new());
-    for _ in 0..15 {
+    for _ in 0..6 {
         cold.push(time_to_initialize(&fixture, "off"));
         hot.push(time_to_initialize(&fixture, warm));
     }
