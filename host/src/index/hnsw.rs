@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 /// Below this many chunks an exact scan is fast and exact. Measured here
 /// (bench/results/vectors.md): at 50,000 384-d chunks the scan answers in
-/// 2.7 ms p50 and the graph (ef 200) in 4.0 ms, after a 159 s build; the
+/// 2.8 ms p50 and the graph (ef 200) in 4.2 ms, after a 140 s build; the
 /// graph only pays off on larger stores.
 pub const HNSW_THRESHOLD: usize = 100_000;
 
