@@ -407,9 +407,9 @@ def chroma_server(work, onnx):
     return StdioServerParameters(command=str(exe), args=args, env=peer_env(onnx))
 
 
-def qdrant_server(work, onnx):
+def qdrant_server(work, onnx, collection="scifact"):
     env = peer_env(onnx)
-    env.update(QDRANT_LOCAL_PATH=str(work / "qdrant"), COLLECTION_NAME="scifact",
+    env.update(QDRANT_LOCAL_PATH=str(work / "qdrant"), COLLECTION_NAME=collection,
                EMBEDDING_MODEL="sentence-transformers/all-MiniLM-L6-v2", QDRANT_SEARCH_LIMIT="10")
     return StdioServerParameters(command=str(PEER_PYTHON["qdrant"].parent / "mcp-server-qdrant"), env=env)
 
@@ -484,6 +484,38 @@ async def latency(servers, queries, collection="scifact"):
     return samples, rss
 
 
+def mcp_timing(servers, queries, startups, collection="scifact"):
+    """Per server: query p50/p95 (seconds), RSS after the queries, and the median of
+    `startups` fresh starts to `initialize` and to the first result."""
+    samples, rss = asyncio.run(latency(servers, queries, collection))
+    timing = {}
+    for system, server in servers.items():
+        boots = [asyncio.run(startup(server, system, queries[i], collection)) for i in range(startups)]
+        timing[system] = {
+            "init": statistics.median(b[0] for b in boots),
+            "first": statistics.median(b[1] for b in boots),
+            "p50": pct(samples[system], 50),
+            "p95": pct(samples[system], 95),
+            "rss": rss.get(system),
+        }
+        print(f"{system}: p50 {timing[system]['p50'] * 1e3:.1f} ms", flush=True)
+    return timing
+
+
+def timing_table(timing):
+    """The latency and startup table of `mcp_timing`'s figures, ratios against ragbox."""
+    lines = [
+        "| server | query p50 | query p95 | ragbox p50 ÷ this | spawn → initialize | spawn → first result | RSS |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    base = timing["ragbox"]["p50"]
+    for name, t in timing.items():
+        rss = f"{t['rss']:.0f} MiB" if t["rss"] is not None else "—"
+        lines.append(f"| {name} | {t['p50'] * 1e3:.1f} ms | {t['p95'] * 1e3:.1f} ms | {base / t['p50']:.2f} | "
+                     f"{t['init'] * 1e3:.0f} ms | {t['first'] * 1e3:.0f} ms | {rss} |")
+    return lines
+
+
 def pct(samples, p):
     s = sorted(samples)
     return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
@@ -554,20 +586,7 @@ def main():
         "chroma-mcp": chroma_server(work, onnx),
         "mcp-server-qdrant": qdrant_server(work, onnx),
     }
-    texts = list(queries.values())
-    samples, rss = asyncio.run(latency(servers, texts[:LATENCY_QUERIES]))
-    timing = {}
-    for system, server in servers.items():
-        boots = [asyncio.run(startup(server, system, texts[i])) for i in range(STARTUPS)]
-        timing[system] = {
-            "init": statistics.median(b[0] for b in boots),
-            "first": statistics.median(b[1] for b in boots),
-            "p50": pct(samples[system], 50),
-            "p95": pct(samples[system], 95),
-            "rss": rss.get(system),
-        }
-        print(f"{system}: p50 {timing[system]['p50'] * 1e3:.1f} ms", flush=True)
-
+    timing = mcp_timing(servers, list(queries.values())[:LATENCY_QUERIES], STARTUPS)
     report(docs, queries, scores, indexing, indexing_bm25s, indexing_tantivy, timing, time.perf_counter() - started)
 
 
@@ -637,15 +656,7 @@ def report(docs, queries, scores, indexing, bm25s_s, tantivy_s, timing, total):
         "(ragbox `search` semantic, chroma-mcp `chroma_query_documents`, mcp-server-qdrant `qdrant-find`). "
         f"Startup: median of {STARTUPS} fresh processes, spawn to `initialize` answered and to the first "
         "search answered (cold model). RSS: each server process after the queries.\n",
-        "| server | query p50 | query p95 | ragbox p50 ÷ this | spawn → initialize | spawn → first result | RSS |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    base = timing["ragbox"]["p50"]
-    for name, t in timing.items():
-        rss = f"{t['rss']:.0f} MiB" if t["rss"] is not None else "—"
-        lines.append(f"| {name} | {t['p50'] * 1e3:.1f} ms | {t['p95'] * 1e3:.1f} ms | {base / t['p50']:.2f} | "
-                     f"{t['init'] * 1e3:.0f} ms | {t['first'] * 1e3:.0f} ms | {rss} |")
-    lines += [
+        *timing_table(timing),
         "",
         f"Plots: `peers-quality{suffix}.png`, `peers-index{suffix}.png`, `peers-latency{suffix}.png`.",
     ]

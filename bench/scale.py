@@ -18,14 +18,13 @@ the peers' versions stay the same (delete the folder to start over); the load
 figures are those of the run that built them, all three in that one run.
 """
 
-import asyncio
 import datetime
 import hashlib
 import json
 import os
+import pathlib
 import re
 import shutil
-import statistics
 import subprocess
 import time
 
@@ -41,6 +40,7 @@ SCALE = CACHE / "scale-100k"
 COLLECTION = "scale"
 MERGE_WORDS, SPLIT_WORDS = 25, 40
 SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")  # sentence or line ends: code has no full stops
+KINDS = {".md": "markdown", ".py": "code", ".txt": "text"}  # as the indexer names them
 PARAGRAPH = re.compile(r"\S.*?(?=\n[ \t]*\n|\Z)", re.S)
 
 
@@ -107,7 +107,7 @@ def corpus():
         chunks = [{"text": text[a:b], "start": offsets[a], "end": offsets[b]} for a, b in cut]
         title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), None)
         lines.append(json.dumps({"path": path, "hash": hashlib.sha256(encoded).hexdigest(), "size": len(encoded),
-                                 "title": title, "chunks": chunks}))
+                                 "kind": KINDS[pathlib.PurePath(path).suffix], "title": title, "chunks": chunks}))
         target = ws / path
         if not target.exists() or target.read_bytes() != encoded:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -120,12 +120,13 @@ def corpus():
     return docs_file, hashlib.sha256(body.encode()).hexdigest()[:16], len(lines)
 
 
-def vectors(docs_file, digest, onnx):
-    """The chunks' vectors by ONNX Runtime, made once per corpus digest."""
+def vectors(docs_file, onnx):
+    """The chunks' vectors by ONNX Runtime, made once per set of chunk texts."""
     out, meta = SCALE / "vectors.f32", SCALE / "vectors.json"
+    texts = [c["text"] for line in docs_file.open() for c in json.loads(line)["chunks"]]
+    digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
     if out.exists() and meta.exists() and json.loads(meta.read_text()).get("digest") == digest:
         return out, json.loads(meta.read_text())
-    texts = [c["text"] for line in docs_file.open() for c in json.loads(line)["chunks"]]
     ort = peers.Ort(onnx)
     started, parts = time.perf_counter(), []
     step = 5000
@@ -177,10 +178,8 @@ def load_all(docs_file, vectors_file, key):
 
 
 def servers(onnx):
-    chroma = peers.chroma_server(SCALE, onnx)
-    qdrant = peers.qdrant_server(SCALE, onnx)
-    qdrant.env["COLLECTION_NAME"] = COLLECTION
-    return {"ragbox": peers.ragbox_server(SCALE / "ragbox"), "chroma-mcp": chroma, "mcp-server-qdrant": qdrant}
+    return {"ragbox": peers.ragbox_server(SCALE / "ragbox"), "chroma-mcp": peers.chroma_server(SCALE, onnx),
+            "mcp-server-qdrant": peers.qdrant_server(SCALE, onnx, COLLECTION)}
 
 
 def main():
@@ -192,7 +191,7 @@ def main():
     onnx = peers.onnx_model()
     docs_file, digest, documents = corpus()
     print(f"scale corpus: {CHUNKS:,} chunks in {documents:,} documents ({digest})", flush=True)
-    vectors_file, embedding = vectors(docs_file, digest, onnx)
+    vectors_file, embedding = vectors(docs_file, onnx)
     v = peers.versions()
     key = f"{digest} | {v['ragbox']} | {v['chroma']} | {v['qdrant']}"
     loads = load_all(docs_file, vectors_file, key)
@@ -200,20 +199,11 @@ def main():
     _, queries, _ = peers.scifact()
     texts = list(queries.values())[:QUERIES]
     systems = servers(onnx)
-    samples, rss = asyncio.run(peers.latency(systems, texts, COLLECTION))
-    timing = {}
-    for system, server in systems.items():
-        boots = [asyncio.run(peers.startup(server, system, texts[i], COLLECTION)) for i in range(STARTUPS)]
-        timing[system] = {"init": statistics.median(b[0] for b in boots),
-                          "first": statistics.median(b[1] for b in boots),
-                          "p50": peers.pct(samples[system], 50), "p95": peers.pct(samples[system], 95),
-                          "rss": rss.get(system)}
-        print(f"{system}: p50 {timing[system]['p50'] * 1e3:.1f} ms", flush=True)
+    timing = peers.mcp_timing(systems, texts, STARTUPS, COLLECTION)
     report(documents, embedding, loads, timing, v, time.perf_counter() - started)
 
 
 def report(documents, embedding, loads, timing, v, total):
-    mib = lambda x: f"{x:.0f} MiB" if x is not None else "—"  # noqa: E731
     lines = [
         "# ragbox vs peers at 100,000 chunks\n",
         f"- command: `make bench` (`bench/.venv/bin/python bench/scale.py`), {total / 60:.1f} min in this run",
@@ -231,15 +221,7 @@ def report(documents, embedding, loads, timing, v, total):
         "each, query embedding included (ragbox `search` semantic, chroma-mcp `chroma_query_documents`, "
         "mcp-server-qdrant `qdrant-find`). Startup: median of "
         f"{STARTUPS} fresh processes. RSS: each server process after the queries.\n",
-        "| server | query p50 | query p95 | ragbox p50 ÷ this | spawn → initialize | spawn → first result | RSS |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    base = timing["ragbox"]["p50"]
-    for name, t in timing.items():
-        lines.append(f"| {name} | {t['p50'] * 1e3:.1f} ms | {t['p95'] * 1e3:.1f} ms | {base / t['p50']:.2f} | "
-                     f"{t['init'] * 1e3:.0f} ms | {t['first'] * 1e3:.0f} ms | {mib(t['rss'])} |")
-    r = loads["ragbox"]
-    lines += [
+        *peers.timing_table(timing),
         "",
         f"## Loading {CHUNKS:,} precomputed vectors (measured {loads['date']}, all three in that run)\n",
         "Wall time of the whole loading process and its peak RSS (`wait4`); embedding excluded for all. "
@@ -249,6 +231,7 @@ def report(documents, embedding, loads, timing, v, total):
         "| system | load | peak RSS | ragbox load ÷ this |",
         "|---|---|---|---|",
     ]
+    r = loads["ragbox"]
     for name, label in (("ragbox", "ragbox"), ("chroma", "chromadb"), ("qdrant", "qdrant local")):
         lines.append(f"| {label} | {loads[name]['seconds']:.1f} s | {loads[name]['rss']:.0f} MiB | "
                      f"{r['seconds'] / loads[name]['seconds']:.2f} |")

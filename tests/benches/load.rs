@@ -1,8 +1,8 @@
 //! Loads precomputed chunk vectors into a ragbox index, for bench/scale.py:
 //! `cargo bench -p ragbox-tests --bench load -- DOCS.jsonl VECTORS.f32 WORKSPACE`.
 //!
-//! DOCS.jsonl holds one document per line (`path`, `hash`, `size`, `title`,
-//! `chunks`: `text`, `start`, `end`); VECTORS.f32 the chunks' unit vectors in
+//! DOCS.jsonl holds one document per line (`path`, `hash`, `size`, `kind`,
+//! `title`, `chunks`: `text`, `start`, `end`); VECTORS.f32 the chunks' unit vectors in
 //! the same order, little-endian f32, 384 per chunk. The documents go into
 //! WORKSPACE/.ragbox through the same `Corpus` the `embed_workspace` tool
 //! writes through; then a vector search and a keyword search build (and
@@ -10,6 +10,7 @@
 //! is the one step skipped: the peers get the same vectors. Prints one JSON
 //! line of timings.
 
+use ragbox::config::DATA_DIR;
 use ragbox::corpus::{Corpus, SharedEmbedder};
 use ragbox::embed::default_model_dir;
 use ragbox::index::Filter;
@@ -40,7 +41,7 @@ fn main() {
     assert_eq!(bytes.len() % (4 * DIM), 0, "{vectors} is not a whole number of {DIM}-float vectors");
     let mut floats = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
 
-    let data_dir = PathBuf::from(workspace).join(".ragbox");
+    let data_dir = PathBuf::from(workspace).join(DATA_DIR);
     std::fs::create_dir_all(&data_dir).expect("create the data dir");
     let corpus = Corpus::new(data_dir, Arc::new(SharedEmbedder::new(default_model_dir())));
 
@@ -69,7 +70,7 @@ fn main() {
             path: text(&doc, "path"),
             content_hash: text(&doc, "hash"),
             size: doc["size"].as_u64().expect("size"),
-            kind: "markdown".into(),
+            kind: text(&doc, "kind"),
             title: doc["title"].as_str().map(String::from),
             ..Default::default()
         };
