@@ -1,22 +1,29 @@
-//! Workspace configuration: `<workspace>/.ragbox/config.toml`.
+//! Configuration, from two files trusted differently.
+//!
+//! The user's own `config.toml` (in `$RAGBOX_CONFIG_DIR`, else the platform's
+//! config dir, e.g. `~/.config/ragbox/`) may grant anything. The workspace's
+//! `.ragbox/config.toml` came with the folder, perhaps with a cloned repository,
+//! so it may only narrow: its limits are caps, it may turn tools off and take
+//! grants away. Whatever in it would widen access (other workspaces, extra
+//! read folders, grants, pins) is ignored and reported in `ignored`.
 //!
 //! ```toml
-//! allowed_workspaces = ["../notes"]   # other folders `workspace_path` may name
+//! allowed_workspaces = ["/home/me/notes"]   # user's file only: other folders `workspace_path` may name
 //! model = "/models/bge-small-en-v1.5"  # a sentence-transformers folder (default: all-MiniLM-L6-v2)
 //!
 //! [limits]                # defaults for every tool call
-//! timeout_secs = 30       # read-only tools
-//! indexing_timeout_secs = 3600   # tools that write the index
+//! timeout_secs = 30       # read-only tools, and every third-party tool
+//! indexing_timeout_secs = 3600   # built-in tools that write the index
 //! memory_mib = 512
 //! max_output_mib = 16
 //!
 //! [tools.search_workspace]   # per-tool overrides of [limits]
 //! timeout_secs = 10
 //!
-//! [tools.my_indexer]      # a third-party tool allowed to change the index
+//! [tools.my_indexer]      # user's file only, but for turning things off:
 //! grants = ["corpus-write"]
-//! sha256 = "9f86d0…"      # refuse the component unless its bytes hash to this
-//! read_dirs = ["../docs"] # extra folders it may read, at their absolute paths
+//! sha256 = "9f86d0…"      # the bytes trusted (`ragbox tools trust FILE` writes it)
+//! read_dirs = ["/srv/docs"] # extra folders it may read, at their absolute paths
 //!
 //! [tools.embed_document]
 //! enabled = false         # not offered at all
@@ -29,6 +36,42 @@ use std::time::Duration;
 
 /// Where ragbox keeps its per-workspace data, relative to the workspace.
 pub const DATA_DIR: &str = ".ragbox";
+
+/// The config file's name, in the data dir and in the user's config dir.
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// Creates the data dir `dir` if needed, for its owner only (0700: the store
+/// holds the text of files that may have been private), and tightens an
+/// existing one; refuses one that is a symbolic link, which a cloned
+/// repository could point anywhere.
+pub fn ensure_data_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(std::io::Error::other(format!(
+            "{} is a symbolic link; ragbox keeps its data in a real folder there. Remove the link and run again",
+            dir.display()
+        ))),
+        Ok(m) if m.is_dir() => {
+            if m.permissions().mode() & 0o077 != 0 {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+            }
+            Ok(())
+        }
+        Ok(_) => Err(std::io::Error::other(format!("{} is not a folder", dir.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The user's config dir: `$RAGBOX_CONFIG_DIR`, else the platform's.
+pub fn user_config_dir() -> Option<PathBuf> {
+    match std::env::var_os("RAGBOX_CONFIG_DIR") {
+        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
+        _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.config_dir().to_path_buf()),
+    }
+}
 
 /// Errors reading the config file.
 #[derive(Debug, thiserror::Error)]
@@ -51,16 +94,16 @@ pub enum ConfigError {
     },
 }
 
-/// The parsed workspace config; every field has a default.
+/// One config file as written; every field is optional.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub struct ConfigFile {
     /// Folders besides the served workspace that a call's `workspace_path` may name.
     #[serde(default)]
     pub allowed_workspaces: Vec<PathBuf>,
     /// Default limits for every tool call.
     #[serde(default)]
-    pub limits: LimitsConfig,
+    pub limits: LimitsFile,
     /// The embedding model folder (relative to the workspace); default
     /// `$RAGBOX_MODEL`, else all-MiniLM-L6-v2 in the user cache dir.
     #[serde(default)]
@@ -70,27 +113,21 @@ pub struct Config {
     pub tools: BTreeMap<String, ToolOverrides>,
 }
 
-/// Default per-call limits.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LimitsConfig {
-    /// Wall-clock limit for a read-only tool call, in seconds.
-    pub timeout_secs: u64,
-    /// Wall-clock limit for a tool that writes the index, in seconds.
-    pub indexing_timeout_secs: u64,
+/// `[limits]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsFile {
+    /// Wall-clock limit for a read-only or third-party tool call, in seconds.
+    pub timeout_secs: Option<u64>,
+    /// Wall-clock limit for a built-in tool that writes the index, in seconds.
+    pub indexing_timeout_secs: Option<u64>,
     /// Linear memory a component may use, in MiB.
-    pub memory_mib: u64,
+    pub memory_mib: Option<u64>,
     /// Largest result a tool may return, in MiB.
-    pub max_output_mib: u64,
+    pub max_output_mib: Option<u64>,
 }
 
-impl Default for LimitsConfig {
-    fn default() -> Self {
-        Self { timeout_secs: 30, indexing_timeout_secs: 3600, memory_mib: 512, max_output_mib: 16 }
-    }
-}
-
-/// Overrides of [`LimitsConfig`] for one tool.
+/// Overrides of `[limits]` and grants for one tool.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOverrides {
@@ -141,86 +178,207 @@ pub struct Limits {
     pub max_output_bytes: usize,
 }
 
+/// Where a component was found, which decides how far it is trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Embedded in the ragbox binary.
+    BuiltIn,
+    /// The user's own tools folder: the user put it there.
+    User,
+    /// The workspace's `.ragbox/tools/`: it came with the folder, and loads
+    /// only when the user's config pins its bytes.
+    Workspace,
+}
+
+/// The configuration in force: the user's file, narrowed by the workspace's.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    user: ConfigFile,
+    workspace: ConfigFile,
+    /// The user's config file (whether or not it exists).
+    pub user_file: Option<PathBuf>,
+    /// Settings of the workspace's file that were ignored because they would
+    /// widen access, each saying where to put it instead.
+    pub ignored: Vec<String>,
+}
+
 impl Config {
-    /// Reads `<workspace>/.ragbox/config.toml`; a missing file gives the defaults.
+    /// Reads the user's config and `<workspace>/.ragbox/config.toml`; a
+    /// missing file gives the defaults.
     pub fn load(workspace: &Path) -> Result<Self, ConfigError> {
-        let path = workspace.join(DATA_DIR).join("config.toml");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(source) => return Err(ConfigError::Read { path, source }),
+        Self::load_with(user_config_dir().map(|d| d.join(CONFIG_FILE)), workspace)
+    }
+
+    /// As [`Config::load`], with the user's config file given.
+    pub fn load_with(user_file: Option<PathBuf>, workspace: &Path) -> Result<Self, ConfigError> {
+        let user = match &user_file {
+            Some(path) => read_file(path, workspace)?,
+            None => ConfigFile::default(),
         };
-        let mut config: Self =
-            toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
-        for (name, tool) in &mut config.tools {
-            if let Some(pin) = &mut tool.sha256 {
-                *pin = pin.trim().to_ascii_lowercase();
-                if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    let message = format!(
-                        "[tools.{name}] sha256 must be 64 hex digits (`ragbox tools inspect FILE` prints a component's)"
-                    );
-                    return Err(ConfigError::Parse { path, message });
-                }
-            }
-            for dir in &mut tool.read_dirs {
-                if dir.is_relative() {
-                    *dir = workspace.join(&*dir);
-                }
-            }
+        let workspace_file = workspace.join(DATA_DIR).join(CONFIG_FILE);
+        let workspace = read_file(&workspace_file, workspace)?;
+        let mut config = Self { user, workspace, user_file, ignored: Vec::new() };
+        config.ignored = config.widening(&workspace_file);
+        for line in &config.ignored {
+            tracing::warn!("{line}");
         }
         Ok(config)
     }
 
-    /// What `tool` may do: its `[tools.NAME] grants` when set, else `default`;
-    /// plus its `read_dirs`.
+    /// The workspace file's settings that would widen access, as messages.
+    fn widening(&self, file: &Path) -> Vec<String> {
+        let user = self.user_file.as_ref().map_or("your own config.toml".to_string(), |p| p.display().to_string());
+        let ignored = |what: String| {
+            format!(
+                "ignored {what} in {}: a workspace's config may only narrow what tools get;                  put it in {user} if you want it",
+                file.display()
+            )
+        };
+        let ws = &self.workspace;
+        let mut out = Vec::new();
+        if !ws.allowed_workspaces.is_empty() {
+            out.push(ignored("allowed_workspaces".into()));
+        }
+        for (name, o) in &ws.tools {
+            if !o.read_dirs.is_empty() {
+                out.push(ignored(format!("[tools.{name}] read_dirs")));
+            }
+            if o.sha256.is_some() {
+                out.push(ignored(format!(
+                    "[tools.{name}] sha256 (to trust a component, run `ragbox tools trust FILE`)"
+                )));
+            }
+            if o.grants.as_ref().is_some_and(|g| g.contains(&Grant::CorpusWrite)) {
+                out.push(ignored(format!("[tools.{name}] grants = [\"corpus-write\"]")));
+            }
+        }
+        out
+    }
+
+    /// Folders besides the served one that `workspace_path` may name (user's config only).
+    pub fn allowed_workspaces(&self) -> &[PathBuf] {
+        &self.user.allowed_workspaces
+    }
+
+    /// The model folder, when a config names one.
+    pub fn model(&self) -> Option<&Path> {
+        self.workspace.model.as_deref().or(self.user.model.as_deref())
+    }
+
+    /// What `tool` may do: its `[tools.NAME] grants` in the user's config when
+    /// set, else `default`; then whatever the workspace's config takes away;
+    /// plus the user's `read_dirs` for it.
     pub fn grants_for(&self, tool: &str, default: Grants) -> Grants {
-        let overrides = self.tools.get(tool);
-        let mut grants = match overrides.and_then(|o| o.grants.as_ref()) {
+        let user = self.user.tools.get(tool);
+        let mut grants = match user.and_then(|o| o.grants.as_ref()) {
             Some(grants) => Grants { corpus_write: grants.contains(&Grant::CorpusWrite), read_dirs: Vec::new() },
             None => default,
         };
-        grants.read_dirs.extend(overrides.map(|o| o.read_dirs.clone()).unwrap_or_default());
+        if let Some(narrowed) = self.workspace.tools.get(tool).and_then(|o| o.grants.as_ref()) {
+            grants.corpus_write &= narrowed.contains(&Grant::CorpusWrite);
+        }
+        grants.read_dirs.extend(user.map(|o| o.read_dirs.clone()).unwrap_or_default());
         grants
     }
 
-    /// Whether the component offering `tool`, whose bytes hash to `sha256`, may
-    /// load: `Err` says why not (disabled, or not the pinned bytes).
-    pub fn admits(&self, tool: &str, sha256: &str) -> Result<(), String> {
-        let Some(o) = self.tools.get(tool) else { return Ok(()) };
-        if o.enabled == Some(false) {
-            return Err(format!("disabled by [tools.{tool}] enabled = false in {DATA_DIR}/config.toml"));
+    /// Whether the component offering `tool` from `origin`, whose bytes hash
+    /// to `sha256`, may load: `Err` says why not (disabled, not the pinned
+    /// bytes, or a workspace's component the user has not trusted).
+    pub fn admits(&self, tool: &str, sha256: &str, origin: Origin) -> Result<(), String> {
+        for (which, file) in [("your config", &self.user), ("the workspace's config", &self.workspace)] {
+            if file.tools.get(tool).and_then(|o| o.enabled) == Some(false) {
+                return Err(format!("disabled by [tools.{tool}] enabled = false in {which}"));
+            }
         }
-        match &o.sha256 {
-            Some(pin) if pin != sha256 => Err(format!(
-                "its sha256 is {sha256}, not the {pin} pinned by [tools.{tool}] sha256 in {DATA_DIR}/config.toml: \
-                 the component changed since it was pinned. If you trust the new one, put its sha256 in the pin"
+        if origin == Origin::BuiltIn {
+            return Ok(()); // built-ins are part of ragbox itself: no pin applies
+        }
+        let user = self.user_file.as_ref().map_or("your config".to_string(), |p| p.display().to_string());
+        match (self.user.tools.get(tool).and_then(|o| o.sha256.as_ref()), origin) {
+            (Some(pin), _) if pin != sha256 => Err(format!(
+                "its sha256 is {sha256}, not the {pin} pinned by [tools.{tool}] sha256 in {user}: \
+                 the component changed since it was pinned. If you trust the new one, run \
+                 `ragbox tools trust FILE` (or put its sha256 in the pin)"
+            )),
+            (None, Origin::Workspace) => Err(format!(
+                "came with this workspace and is not trusted: a workspace's components load only \
+                 once you trust their bytes. If you do, run `ragbox tools trust FILE` (it records \
+                 sha256 = \"{sha256}\" under [tools.{tool}] in {user})"
             )),
             _ => Ok(()),
         }
     }
 
-    /// The limits for a call to `tool`; `indexing` picks the longer default timeout.
+    /// The limits for a call to `tool`. `indexing` (a built-in tool that
+    /// writes the index) picks the longer default timeout; the workspace's
+    /// config can only lower what the user's config and the defaults give.
     pub fn limits_for(&self, tool: &str, indexing: bool) -> Limits {
-        let d = &self.limits;
-        let o = self.tools.get(tool).cloned().unwrap_or_default();
-        let timeout = o.timeout_secs.unwrap_or(if indexing { d.indexing_timeout_secs } else { d.timeout_secs });
+        let layer = |f: &ConfigFile| {
+            let (d, o) = (&f.limits, f.tools.get(tool).cloned().unwrap_or_default());
+            let timeout = o.timeout_secs.or(if indexing { d.indexing_timeout_secs } else { d.timeout_secs });
+            (timeout, o.memory_mib.or(d.memory_mib), o.max_output_mib.or(d.max_output_mib))
+        };
+        let (user, ws) = (layer(&self.user), layer(&self.workspace));
+        let capped = |u: Option<u64>, w: Option<u64>, default: u64| {
+            w.map_or(u.unwrap_or(default), |w| w.min(u.unwrap_or(default)))
+        };
         let mib = |v: u64| usize::try_from(v.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
         Limits {
-            timeout: Duration::from_secs(timeout.max(1)),
-            memory_bytes: mib(o.memory_mib.unwrap_or(d.memory_mib).max(1)),
-            max_output_bytes: mib(o.max_output_mib.unwrap_or(d.max_output_mib).max(1)),
+            timeout: Duration::from_secs(capped(user.0, ws.0, if indexing { 3600 } else { 30 }).max(1)),
+            memory_bytes: mib(capped(user.1, ws.1, 512).max(1)),
+            max_output_bytes: mib(capped(user.2, ws.2, 16).max(1)),
         }
     }
+}
+
+/// Reads one config file; a missing file gives the defaults. Relative paths
+/// are taken from the workspace.
+fn read_file(path: &Path, workspace: &Path) -> Result<ConfigFile, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ConfigFile::default()),
+        Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
+    };
+    let mut config: ConfigFile =
+        toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+    for (name, tool) in &mut config.tools {
+        if let Some(pin) = &mut tool.sha256 {
+            *pin = pin.trim().to_ascii_lowercase();
+            if pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()) {
+                let message = format!(
+                    "[tools.{name}] sha256 must be 64 hex digits (`ragbox tools inspect FILE` prints a component's)"
+                );
+                return Err(ConfigError::Parse { path: path.to_path_buf(), message });
+            }
+        }
+        for dir in &mut tool.read_dirs {
+            if dir.is_relative() {
+                *dir = workspace.join(&*dir);
+            }
+        }
+    }
+    Ok(config)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A workspace with `ws` as its config and a user config holding `user`.
+    fn load(ws: &str, user: &str) -> (tempfile::TempDir, Result<Config, ConfigError>) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(DATA_DIR)).unwrap();
+        std::fs::write(dir.path().join(DATA_DIR).join(CONFIG_FILE), ws).unwrap();
+        let user_file = dir.path().join("user.toml");
+        std::fs::write(&user_file, user).unwrap();
+        let config = Config::load_with(Some(user_file), dir.path());
+        (dir, config)
+    }
+
     #[test]
     fn defaults_without_a_file() {
         let dir = tempfile::tempdir().unwrap();
-        let c = Config::load(dir.path()).unwrap();
+        let c = Config::load_with(None, dir.path()).unwrap();
         let l = c.limits_for("x", false);
         assert_eq!(l.timeout, Duration::from_secs(30));
         assert_eq!(l.memory_bytes, 512 << 20);
@@ -229,43 +387,69 @@ mod tests {
 
     #[test]
     fn per_tool_overrides_and_unknown_keys() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join(DATA_DIR)).unwrap();
-        let file = dir.path().join(DATA_DIR).join("config.toml");
-        std::fs::write(&file, "[limits]\ntimeout_secs = 5\n[tools.slow]\ntimeout_secs = 60\nmemory_mib = 64\n")
-            .unwrap();
-        let c = Config::load(dir.path()).unwrap();
+        let (_d, c) = load("", "[limits]\ntimeout_secs = 5\n[tools.slow]\ntimeout_secs = 60\nmemory_mib = 64\n");
+        let c = c.unwrap();
         assert_eq!(c.limits_for("fast", false).timeout, Duration::from_secs(5));
         let slow = c.limits_for("slow", false);
         assert_eq!((slow.timeout, slow.memory_bytes), (Duration::from_secs(60), 64 << 20));
 
-        std::fs::write(&file, "[limits]\ntimeout = 5\n").unwrap();
-        let err = Config::load(dir.path()).unwrap_err().to_string();
+        let err = load("[limits]\ntimeout = 5\n", "").1.unwrap_err().to_string();
         assert!(err.contains("unknown field `timeout`"), "{err}");
     }
 
     #[test]
-    fn pins_enabled_and_read_dirs() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join(DATA_DIR)).unwrap();
-        let file = dir.path().join(DATA_DIR).join("config.toml");
+    fn the_workspace_config_only_lowers_limits() {
+        let (_d, c) = load(
+            "[limits]\ntimeout_secs = 600\nmemory_mib = 64\n[tools.t]\nmax_output_mib = 1000\n",
+            "[limits]\nmemory_mib = 1024\n",
+        );
+        let l = c.unwrap().limits_for("t", false);
+        assert_eq!(l.timeout, Duration::from_secs(30), "600 is above the default: ignored");
+        assert_eq!(l.memory_bytes, 64 << 20, "a lower cap applies");
+        assert_eq!(l.max_output_bytes, 16 << 20);
+    }
+
+    #[test]
+    fn pins_enabled_and_read_dirs_come_from_the_user() {
         let pin = "AB".repeat(32);
-        let text = format!(
+        let user = format!(
             "[tools.pinned]\nsha256 = \"{pin}\"\nread_dirs = [\"../docs\", \"/srv/data\"]\n[tools.off]\nenabled = false\n"
         );
-        std::fs::write(&file, text).unwrap();
-        let c = Config::load(dir.path()).unwrap();
-        assert_eq!(c.admits("pinned", &"ab".repeat(32)), Ok(()));
-        let refused = c.admits("pinned", &"cd".repeat(32)).unwrap_err();
-        assert!(refused.contains("not the abab") && refused.contains("put its sha256 in the pin"), "{refused}");
-        assert!(c.admits("off", "x").unwrap_err().contains("enabled = false"));
-        assert_eq!(c.admits("other", "x"), Ok(()));
+        let (dir, c) = load("", &user);
+        let c = c.unwrap();
+        assert_eq!(c.admits("pinned", &"ab".repeat(32), Origin::Workspace), Ok(()));
+        let refused = c.admits("pinned", &"cd".repeat(32), Origin::User).unwrap_err();
+        assert!(refused.contains("not the abab") && refused.contains("ragbox tools trust"), "{refused}");
+        assert!(c.admits("off", "x", Origin::BuiltIn).unwrap_err().contains("enabled = false"));
+        assert_eq!(c.admits("other", "x", Origin::User), Ok(()));
+        let untrusted = c.admits("other", "x", Origin::Workspace).unwrap_err();
+        assert!(untrusted.contains("not trusted") && untrusted.contains("ragbox tools trust"), "{untrusted}");
         let g = c.grants_for("pinned", Grants::default());
         assert_eq!(g.read_dirs, vec![dir.path().join("../docs"), PathBuf::from("/srv/data")]);
         assert!(!g.corpus_write);
 
-        std::fs::write(&file, "[tools.x]\nsha256 = \"abc\"\n").unwrap();
-        let err = Config::load(dir.path()).unwrap_err().to_string();
+        let err = load("", "[tools.x]\nsha256 = \"abc\"\n").1.unwrap_err().to_string();
         assert!(err.contains("64 hex digits"), "{err}");
+    }
+
+    #[test]
+    fn the_workspace_config_cannot_widen_access() {
+        let pin = "ab".repeat(32);
+        let ws = format!(
+            "allowed_workspaces = [\"/etc\"]\n[tools.x]\nread_dirs = [\"/etc\"]\ngrants = [\"corpus-write\"]\n\
+             sha256 = \"{pin}\"\n[tools.search]\nsha256 = \"{pin}\"\n[tools.embed_workspace]\ngrants = []\n"
+        );
+        let (_d, c) = load(&ws, "");
+        let c = c.unwrap();
+        assert!(c.allowed_workspaces().is_empty());
+        assert_eq!(c.grants_for("x", Grants::default()), Grants::default());
+        assert_eq!(c.ignored.len(), 5, "{:#?}", c.ignored);
+        assert!(c.ignored.iter().all(|m| m.contains("may only narrow")), "{:#?}", c.ignored);
+        // A workspace pin trusts nothing, and no pin ever touches a built-in.
+        assert!(c.admits("x", &pin, Origin::Workspace).is_err());
+        assert_eq!(c.admits("search", &"cd".repeat(32), Origin::BuiltIn), Ok(()));
+        // Taking a grant away is narrowing: it holds.
+        let writer = Grants { corpus_write: true, read_dirs: Vec::new() };
+        assert!(!c.grants_for("embed_workspace", writer).corpus_write);
     }
 }

@@ -15,6 +15,7 @@ pub mod index;
 pub mod mcp;
 pub mod runtime;
 pub mod store;
+pub mod text;
 pub mod watch;
 pub mod workspace;
 

@@ -5,7 +5,7 @@
 //! Run with `make bench` (or `RAGBOX_BIN=target/release/ragbox cargo bench -p
 //! ragbox-tests --bench runtime`); writes `bench/results/runtime.md`.
 
-use ragbox::config::{Config, Grants};
+use ragbox::config::{Config, Grants, Origin};
 use ragbox::corpus::{Corpora, SharedEmbedder};
 use ragbox::embed::default_model_dir;
 use ragbox::runtime::{CallEnv, Catalog, CompileCache, Outcome, new_engine};
@@ -122,7 +122,7 @@ fn main() {
     .unwrap();
     writeln!(
         report,
-        "- tools loaded: the {} built-in components + hostile (workspace `.ragbox/tools/`)\n",
+        "- tools loaded: the {} built-in components + hostile (the user's tools folder)\n",
         ragbox::builtins::BUILTIN_TOOLS.len()
     )
     .unwrap();
@@ -163,8 +163,8 @@ fn main() {
     // Per-call overhead in process: fresh store + WASI context + instantiate + call.
     let config = Config::default();
     let limits = config.limits_for("hostile", false);
-    let dirs = [fixture.workspace.join(".ragbox/tools")];
-    let catalog = Catalog::load(&engine, &disk, &[], &dirs, &limits, &|_, _| Ok(()));
+    let dirs = [(fixture.config_dir.join("tools"), Origin::User)];
+    let catalog = Catalog::load(&engine, &disk, &[], &dirs, &limits, &|_, _, _| Ok(()));
     let tool = catalog.get("hostile").expect("hostile loaded");
     let embedder = Arc::new(SharedEmbedder::new(default_model_dir()));
     let corpus = Corpora::new(embedder).get(&fixture.workspace);

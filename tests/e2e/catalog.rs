@@ -11,7 +11,7 @@ fn tools_json(f: &Fixture) -> Value {
 }
 
 #[test]
-fn lists_builtins_and_workspace_components_with_sha256() {
+fn lists_builtins_and_user_components_with_sha256() {
     let f = Fixture::cortext().with_hostile();
     let v = tools_json(&f);
     let tools = v["tools"].as_array().unwrap();
@@ -45,7 +45,7 @@ fn lists_builtins_and_workspace_components_with_sha256() {
     }
     let hostile = tool("hostile");
     assert_eq!(hostile["sha256"], sha256_hex(&std::fs::read(hostile_wasm()).unwrap()));
-    assert!(hostile["source"].as_str().unwrap().ends_with(".ragbox/tools/hostile.wasm"));
+    assert!(hostile["source"].as_str().unwrap().ends_with("user-config/tools/hostile.wasm"));
     assert_eq!(v["rejected"], serde_json::json!([]));
 }
 
@@ -54,16 +54,16 @@ fn user_tools_folder_is_loaded_and_clashes_are_refused_naming_both() {
     let f = Fixture::cortext().with_hostile();
     let user_tools = f.config_dir.join("tools");
     std::fs::create_dir_all(&user_tools).unwrap();
-    std::fs::copy(hostile_wasm(), user_tools.join("also-hostile.wasm")).unwrap();
+    std::fs::copy(hostile_wasm(), user_tools.join("zz-hostile.wasm")).unwrap();
     std::fs::write(user_tools.join("garbage.wasm"), b"\0asm not really").unwrap();
     let v = tools_json(&f);
     assert_eq!(v["tools"].as_array().unwrap().len(), ragbox::builtins::BUILTIN_TOOLS.len() + 1);
     let rejected = v["rejected"].as_array().unwrap();
     assert_eq!(rejected.len(), 2, "{v}");
-    let clash = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("also-hostile.wasm")).unwrap();
+    let clash = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("zz-hostile.wasm")).unwrap();
     let reason = clash["reason"].as_str().unwrap();
     assert!(
-        reason.contains("tool name 'hostile' is already taken by") && reason.contains(".ragbox/tools/hostile.wasm"),
+        reason.contains("tool name 'hostile' is already taken by") && reason.contains("tools/hostile.wasm"),
         "{reason}"
     );
     let garbage = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("garbage.wasm")).unwrap();

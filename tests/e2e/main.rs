@@ -6,6 +6,7 @@ mod code_units;
 mod cortext_rag;
 mod embedding;
 mod hostile_inputs;
+mod hostile_repo;
 mod init_doctor;
 mod load;
 mod protocol;

@@ -88,7 +88,8 @@ fn wrong_argument_types_get_tool_errors() {
 fn a_cancelled_call_stops_its_component() {
     let f = Fixture::cortext().with_hostile();
     // A long deadline, so only cancellation can stop the loop quickly.
-    f.write(".ragbox/config.toml", "[tools.hostile]\ntimeout_secs = 120\n");
+    std::fs::remove_file(f.workspace.join(".ragbox/config.toml")).unwrap();
+    f.write_user_config("[tools.hostile]\ntimeout_secs = 120\n");
     let mut raw = Raw::start(&f);
     raw.send(
         r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"loop"}}}"#,

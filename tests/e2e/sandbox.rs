@@ -96,7 +96,7 @@ async fn the_index_is_read_only_without_the_corpus_write_grant() {
     client.cancel().await.unwrap();
 
     // Granted in config, the same call works.
-    f.write(".ragbox/config.toml", "[tools.hostile]\ntimeout_secs = 2\ngrants = [\"corpus-write\"]\n");
+    f.write_user_config("[tools.hostile]\ngrants = [\"corpus-write\"]\n");
     let client = f.connect().await;
     let r = call(&client, "hostile", json!({"op": "remove_from_index", "path": "notes/README.md"})).await;
     assert_eq!(text(&r), "removed notes/README.md from the index: true");

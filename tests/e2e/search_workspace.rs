@@ -183,7 +183,7 @@ async fn allowed_workspaces_from_config_are_served() {
     let other = f.dir.path().join("shared-notes");
     std::fs::create_dir_all(&other).unwrap();
     std::fs::write(other.join("x.md"), "JWT in the shared notes\n").unwrap();
-    f.write(".ragbox/config.toml", "allowed_workspaces = [\"../shared-notes\"]\n");
+    f.write_user_config("allowed_workspaces = [\"../shared-notes\"]\n");
     let client = f.connect().await;
     let r = call(&client, "search_workspace", json!({"query": "jwt", "workspace_path": other.to_str().unwrap()})).await;
     assert!(!is_error(&r), "{}", text(&r));

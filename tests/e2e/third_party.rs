@@ -1,7 +1,9 @@
 //! Third-party components: the example tool in `examples/tool-find-todos`
-//! (built against `wit/` only) goes from a file dropped into the tools folder
-//! to `tools/list` while the server runs; the workspace's policy pins,
-//! switches off and grants; `ragbox tools inspect` says what a component is.
+//! (built against `wit/` only) goes from a file dropped into the user's tools
+//! folder to `tools/list` while the server runs; one that came with the
+//! workspace loads only once the user trusts its bytes; the user's config
+//! pins and grants, the workspace's only switches off and lowers;
+//! `ragbox tools inspect` says what a component is.
 
 use ragbox_tests::{Fixture, Raw, call, example_tool_wasm, hostile_wasm, is_error, text};
 use serde_json::{Value, json};
@@ -50,8 +52,8 @@ fn a_dropped_in_tool_is_listed_while_serving_and_works() {
     let mut raw = Raw::start(&f);
     assert!(!listed(&mut raw, 1).contains(&"find_todos".to_string()));
 
-    // Copied in while serving: the client is told, and the tool is there.
-    let tools = f.workspace.join(".ragbox/tools");
+    // Copied into the user's tools folder while serving: the client is told, and the tool is there.
+    let tools = f.config_dir.join("tools");
     std::fs::create_dir_all(&tools).unwrap();
     std::fs::copy(example_tool_wasm(), tools.join("find_todos.wasm")).unwrap();
     await_list_changed(&mut raw);
@@ -87,7 +89,20 @@ fn a_dropped_in_tool_is_listed_while_serving_and_works() {
     std::fs::remove_file(tools.join("find_todos.wasm")).unwrap();
     await_list_changed(&mut raw);
     assert!(!listed(&mut raw, 5).contains(&"find_todos".to_string()));
-    raw.ping(6);
+
+    // One that came with the workspace stays out until the user trusts it;
+    // trusting it (an edit of the user's config) reaches the running server.
+    let shipped = f.workspace.join(".ragbox/tools");
+    std::fs::create_dir_all(&shipped).unwrap();
+    std::fs::copy(example_tool_wasm(), shipped.join("find_todos.wasm")).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!listed(&mut raw, 6).contains(&"find_todos".to_string()));
+    let out = f.command(&["tools", "trust", shipped.join("find_todos.wasm").to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("trusted tool 'find_todos'"));
+    await_list_changed(&mut raw);
+    assert!(listed(&mut raw, 7).contains(&"find_todos".to_string()));
+    raw.ping(8);
 }
 
 #[test]
@@ -108,8 +123,22 @@ fn the_policy_pins_switches_off_and_inspect_explains() {
     assert!(report["exports"].as_array().unwrap().iter().any(|e| e == "call"), "{report}");
     assert_eq!(report["tool"]["name"], "find_todos");
     assert_eq!(report["tool"]["input_schema"]["properties"]["limit"]["maximum"], 1000);
-    assert_eq!((&report["would_load"], &report["grants"]), (&json!(true), &json!(["workspace:read", "index:read"])));
+    // Shipped with the workspace and not trusted: refused, saying how to trust it.
+    assert_eq!((&report["would_load"], &report["grants"]), (&json!(false), &json!(["workspace:read", "index:read"])));
+    assert!(report["refused_because"].as_str().unwrap().contains("ragbox tools trust"), "{report}");
     assert_eq!(report["limits"]["timeout_secs"], 30);
+    let tools = tools_json(&f);
+    assert!(!names(&tools).contains(&"find_todos".to_string()));
+    assert!(rejected_reason(&tools, "find_todos").unwrap().contains("not trusted"));
+    // A pin in the workspace's own config trusts nothing.
+    f.write(".ragbox/config.toml", &format!("[tools.find_todos]\nsha256 = \"{sha}\"\n"));
+    assert!(!names(&tools_json(&f)).contains(&"find_todos".to_string()));
+
+    // `ragbox tools trust` records the pin in the user's config.
+    let out = f.command(&["tools", "trust", wasm.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let user = std::fs::read_to_string(f.config_dir.join("config.toml")).unwrap();
+    assert!(user.contains("[tools.find_todos]") && user.contains(&sha), "{user}");
     let human = f.command(&["tools", "inspect", wasm.to_str().unwrap()]).output().unwrap();
     let human = String::from_utf8_lossy(&human.stdout);
     assert!(human.contains("would load") && human.contains(&format!("sha256 = \"{sha}\"")), "{human}");
@@ -117,7 +146,7 @@ fn the_policy_pins_switches_off_and_inspect_explains() {
 
     // A pin of other bytes refuses it, saying what to do.
     let other = "0".repeat(64);
-    f.write(".ragbox/config.toml", &format!("[tools.find_todos]\nsha256 = \"{other}\"\n"));
+    f.write_user_config(&format!("[tools.find_todos]\nsha256 = \"{other}\"\n"));
     let tools = tools_json(&f);
     assert!(!names(&tools).contains(&"find_todos".to_string()));
     let reason = rejected_reason(&tools, "find_todos").expect("refused with a reason");
@@ -126,14 +155,9 @@ fn the_policy_pins_switches_off_and_inspect_explains() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["would_load"], false);
 
-    // The right pin lets it in; built-ins can be switched off.
-    f.write(
-        ".ragbox/config.toml",
-        &format!(
-            "[tools.find_todos]\nsha256 = \"{}\"\ntimeout_secs = 7\n[tools.search_workspace]\nenabled = false\n",
-            sha.to_uppercase()
-        ),
-    );
+    // The right pin lets it in; the workspace's config may switch tools off and lower limits.
+    f.write_user_config(&format!("[tools.find_todos]\nsha256 = \"{}\"\n", sha.to_uppercase()));
+    f.write(".ragbox/config.toml", "[tools.find_todos]\ntimeout_secs = 7\n[tools.search_workspace]\nenabled = false\n");
     let tools = tools_json(&f);
     assert!(names(&tools).contains(&"find_todos".to_string()), "{tools}");
     assert!(!names(&tools).contains(&"search_workspace".to_string()));
@@ -143,7 +167,7 @@ fn the_policy_pins_switches_off_and_inspect_explains() {
     assert_eq!((&report["would_load"], &report["limits"]["timeout_secs"]), (&json!(true), &json!(7)));
 
     // A malformed pin is a config error that names the fix.
-    f.write(".ragbox/config.toml", "[tools.find_todos]\nsha256 = \"abc\"\n");
+    f.write_user_config("[tools.find_todos]\nsha256 = \"abc\"\n");
     let out = f.command(&["tools"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("64 hex digits"));
@@ -156,18 +180,20 @@ async fn read_dirs_grant_one_more_folder_read_only() {
     std::fs::create_dir_all(&shared).unwrap();
     std::fs::write(shared.join("guide.md"), "granted text").unwrap();
     let secret = shared.join("guide.md");
-    let tools = f.workspace.join(".ragbox/tools");
+    let tools = f.config_dir.join("tools");
     std::fs::create_dir_all(&tools).unwrap();
     std::fs::copy(hostile_wasm(), tools.join("hostile.wasm")).unwrap();
 
-    // Without the grant the folder does not exist for the tool.
+    // Without the grant the folder does not exist for the tool; the
+    // workspace's config cannot give it.
+    f.write(".ragbox/config.toml", "[tools.hostile]\nread_dirs = [\"../shared-docs\"]\n");
     let client = f.connect().await;
     let r = call(&client, "hostile", json!({"op": "read", "path": secret.to_str().unwrap()})).await;
     assert!(is_error(&r) && text(&r).contains("No such file"), "{}", text(&r));
     client.cancel().await.unwrap();
 
-    // With it, the tool reads it at its absolute path, and only reads.
-    f.write(".ragbox/config.toml", "[tools.hostile]\nread_dirs = [\"../shared-docs\"]\n");
+    // Granted in the user's config, the tool reads it at its absolute path, and only reads.
+    f.write_user_config("[tools.hostile]\nread_dirs = [\"../shared-docs\"]\n");
     let client = f.connect().await;
     let r = call(&client, "hostile", json!({"op": "read", "path": secret.to_str().unwrap()})).await;
     assert_eq!(text(&r), "granted text");

@@ -175,7 +175,8 @@ fn describe(err: &ignore::Error) -> (Option<String>, String) {
 
 /// Turns a walked path (`./a/b.md`) into the workspace-relative form `a/b.md`.
 pub fn relative(path: &Path) -> String {
-    let s = path.to_string_lossy().replace('\\', "/");
+    // WASI paths are `/`-separated; a backslash is part of a file's name.
+    let s = path.to_string_lossy();
     s.trim_start_matches("./").to_string()
 }
 
@@ -221,5 +222,6 @@ mod tests {
     fn relative_strips_dot_prefix() {
         assert_eq!(relative(Path::new("./a/b.md")), "a/b.md");
         assert_eq!(relative(Path::new("a/b.md")), "a/b.md");
+        assert_eq!(relative(Path::new("./dir/odd\\name.md")), "dir/odd\\name.md");
     }
 }

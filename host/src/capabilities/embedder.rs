@@ -29,6 +29,7 @@ impl Host for HostState {
 
     fn token_offsets(&mut self, text: String) -> Result<Vec<u32>, String> {
         let embedder = self.corpus()?.embedder().get().map_err(|e| e.to_string())?;
-        embedder.token_offsets(&text).map_err(|e| e.to_string())
+        let guard = &self.guard;
+        embedder.token_offsets_until(&text, || guard.must_stop()).map_err(|e| e.to_string())
     }
 }

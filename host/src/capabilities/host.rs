@@ -11,7 +11,8 @@ impl types::Host for HostState {}
 impl host::Host for HostState {
     fn log(&mut self, level: Level, message: String) {
         let tool = &*self.tool;
-        let message = clip(&message);
+        // One message, one log line, whatever it holds.
+        let message = crate::text::for_log(clip(&message));
         match level {
             Level::Trace => tracing::trace!(tool, "{message}"),
             Level::Debug => tracing::debug!(tool, "{message}"),

@@ -17,6 +17,10 @@ pub fn check(workspace: &Path) -> anyhow::Result<()> {
     let served = opened.workspaces.served().to_path_buf();
     let corpus = opened.corpora.get(&served);
     let mut broken = 0;
+    // Not broken, but the user should know the workspace asked for more than it got.
+    for ignored in &opened.config.ignored {
+        say!("note    config  {ignored}");
+    }
 
     let model = match corpus.embedder().get() {
         Ok(embedder) => {

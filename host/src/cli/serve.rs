@@ -3,7 +3,7 @@
 use super::open::open;
 use crate::config::DATA_DIR;
 use crate::mcp::http::{HttpOptions, load_or_create_token, serve_http};
-use crate::mcp::{RagboxServer, serve_stdio};
+use crate::mcp::{RagboxServer, Setup, serve_stdio};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
@@ -38,8 +38,8 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
         "serving MCP on {}",
         if args.http.is_some() { "HTTP" } else { "stdio" }
     );
-    let server =
-        RagboxServer::new(opened.catalog, Some(opened.loader), opened.workspaces, opened.config, opened.corpora);
+    let setup = Setup { config: opened.config, workspaces: opened.workspaces, catalog: opened.catalog };
+    let server = RagboxServer::new(setup, Some(opened.loader), opened.corpora);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let Some(addr) = args.http else {
         return runtime.block_on(serve_stdio(server, args.watch));

@@ -10,22 +10,22 @@ pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
     let opened = open(workspace)?;
     let s = opened.call_json("get_embedding_status", json!({}))?;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&s)?));
         return Ok(());
     }
-    println!("index:     {}", s["db_path"].as_str().unwrap_or("?"));
-    println!("model:     {}", s["model"].as_str().unwrap_or("(nothing embedded yet)"));
-    println!("documents: {}", s["num_documents"]);
-    println!("chunks:    {}", s["total_chunks"]);
+    say!("index:     {}", s["db_path"].as_str().unwrap_or("?"));
+    say!("model:     {}", s["model"].as_str().unwrap_or("(nothing embedded yet)"));
+    say!("documents: {}", s["num_documents"]);
+    say!("chunks:    {}", s["total_chunks"]);
     if let Some(recent) = s["recent_embeddings"].as_array().filter(|r| !r.is_empty()) {
-        println!("recently embedded:");
+        say!("recently embedded:");
         for r in recent {
-            println!("  {}  {}", r["embedded_at"].as_str().unwrap_or("?"), r["path"].as_str().unwrap_or("?"));
+            say!("  {}  {}", r["embedded_at"].as_str().unwrap_or("?"), r["path"].as_str().unwrap_or("?"));
         }
     }
     let pending = &s["pending"];
     if pending["total"].as_u64().unwrap_or(0) == 0 {
-        println!("up to date: nothing pending");
+        say!("up to date: nothing pending");
         return Ok(());
     }
     for group in ["new", "changed", "deleted"] {
@@ -33,14 +33,14 @@ pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
         if count == 0 {
             continue;
         }
-        println!("{group}: {count}");
+        say!("{group}: {count}");
         for p in pending[group]["paths"].as_array().into_iter().flatten().take(10) {
-            println!("  {}", p.as_str().unwrap_or("?"));
+            say!("  {}", p.as_str().unwrap_or("?"));
         }
         if count > 10 {
-            println!("  … and {} more", count - 10);
+            say!("  … and {} more", count - 10);
         }
     }
-    println!("run `ragbox index` to embed what is pending");
+    say!("run `ragbox index` to embed what is pending");
     Ok(())
 }

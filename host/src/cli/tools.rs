@@ -1,9 +1,11 @@
-//! `ragbox tools`: what is loaded, from where, with which grants; and
-//! `ragbox tools inspect FILE`: what a component is and what it would get.
+//! `ragbox tools`: what is loaded, from where, with which grants;
+//! `ragbox tools inspect FILE`: what a component is and what it would get;
+//! `ragbox tools trust FILE`: pin its bytes in the user's own config.
 
 use super::open::{Opened, open};
-use crate::config::{DATA_DIR, Grants};
-use crate::runtime::{CompileCache, LoadedTool, Source, load_one, new_engine, read_component};
+use crate::builtins::BUILTIN_TOOLS;
+use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Limits, Origin, user_config_dir};
+use crate::runtime::{Catalog, CompileCache, LoadedTool, Source, load_one, new_engine, read_component};
 use anyhow::Context;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -39,13 +41,16 @@ pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
             .collect();
         let rejected: Vec<_> =
             catalog.rejected().iter().map(|r| json!({"source": r.source.to_string(), "reason": r.reason})).collect();
-        println!("{}", serde_json::to_string_pretty(&json!({"tools": tools, "rejected": rejected}))?);
+        println!(
+            "{}",
+            crate::text::for_json(&serde_json::to_string_pretty(&json!({"tools": tools, "rejected": rejected}))?)
+        );
         return Ok(());
     }
     let width = catalog.tools().iter().map(|t| t.name().len()).max().unwrap_or(4).max(4);
-    println!("{:width$}  {:64}  {:40}  SOURCE", "NAME", "SHA256", "GRANTS");
+    say!("{:width$}  {:64}  {:40}  SOURCE", "NAME", "SHA256", "GRANTS");
     for t in catalog.tools() {
-        println!(
+        say!(
             "{:width$}  {:64}  {:40}  {}",
             t.name(),
             t.sha256,
@@ -54,7 +59,7 @@ pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
         );
     }
     for r in catalog.rejected() {
-        println!("rejected: {}: {}", r.source, r.reason);
+        say!("rejected: {}: {}", r.source, r.reason);
     }
     Ok(())
 }
@@ -75,13 +80,21 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
     let exports: Vec<String> = ty.exports(&engine).map(|(n, _)| n.to_string()).collect();
 
     let opened = open(workspace)?;
-    let mut limits = opened.config.limits_for("(describe)", false);
-    limits.timeout = Duration::from_secs(5);
-    limits.max_output_bytes = 1 << 20;
-    let tool = load_one(&engine, &cache, Source::File(file.to_path_buf()), &bytes, &limits)
+    let tool = describe(&engine, &cache, file, &bytes)
         .map_err(|e| anyhow::anyhow!("{e}\n(imports: {})", imports.join(", ")))?;
     let info = &tool.info;
-    let verdict = match opened.config.admits(tool.name(), &sha256) {
+    // As the file stands: in the user's tools folder it is the user's own;
+    // anywhere else it is judged as a workspace's component would be.
+    let user_tools = user_config_dir().map(|d| d.join("tools"));
+    let origin = match (file.canonicalize(), user_tools.and_then(|d| d.canonicalize().ok())) {
+        (Ok(f), Some(d)) if f.starts_with(&d) => Origin::User,
+        _ => Origin::Workspace,
+    };
+    let builtin = opened.catalog.get(tool.name()).is_some_and(|t| matches!(t.source, Source::BuiltIn(_)));
+    let verdict = match opened.config.admits(tool.name(), &sha256, origin) {
+        _ if builtin => {
+            Err(format!("tool name '{}' is a built-in tool's, and built-ins are never replaced", tool.name()))
+        }
         Err(reason) => Err(format!("tool '{}' {reason}", tool.name())),
         Ok(()) => match opened.catalog.get(tool.name()) {
             Some(other) if other.sha256 != sha256 => Err(format!(
@@ -93,7 +106,7 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
         },
     };
     let grants = grants_of(&opened, &tool);
-    let call_limits = opened.config.limits_for(tool.name(), !tool.read_only());
+    let call_limits = opened.config.limits_for(tool.name(), tool.indexing());
     let schema = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::String(s.to_string()));
     let a = &info.annotations;
     let report = json!({
@@ -123,13 +136,13 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
         "pin": format!("[tools.{}]\nsha256 = \"{sha256}\"", info.name),
     });
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&report)?));
         return Ok(());
     }
-    println!("component   {name} ({} bytes)", bytes.len());
-    println!("sha256      {sha256}");
-    println!("tool        {}{}", info.name, info.title.as_deref().map(|t| format!(" — {t}")).unwrap_or_default());
-    println!("description {}", info.description);
+    say!("component   {name} ({} bytes)", bytes.len());
+    say!("sha256      {sha256}");
+    say!("tool        {}{}", info.name, info.title.as_deref().map(|t| format!(" — {t}")).unwrap_or_default());
+    say!("description {}", info.description);
     let flags: Vec<&str> = [
         (a.read_only, "read-only"),
         (a.destructive, "destructive"),
@@ -139,31 +152,90 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
     .into_iter()
     .filter_map(|(on, n)| on.then_some(n))
     .collect();
-    println!("annotations {}", if flags.is_empty() { "none".to_string() } else { flags.join(", ") });
-    println!("imports     {}", imports.join("\n            "));
-    println!("exports     {}", exports.join(", "));
-    println!("input       {}", report["tool"]["input_schema"]);
+    say!("annotations {}", if flags.is_empty() { "none".to_string() } else { flags.join(", ") });
+    say!("imports     {}", imports.join("\n            "));
+    say!("exports     {}", exports.join(", "));
+    say!("input       {}", report["tool"]["input_schema"]);
     if let Some(out) = report["tool"]["output_schema"].as_object() {
-        println!("output      {}", Value::Object(out.clone()));
+        say!("output      {}", Value::Object(out.clone()));
     }
-    println!();
-    println!("in {}:", report["workspace"].as_str().unwrap_or_default());
+    say!();
+    say!("in {}:", report["workspace"].as_str().unwrap_or_default());
     match &verdict {
-        Ok(()) => println!("  would load, granted {}", grant_names(&grants).join(", ")),
-        Err(reason) => println!("  would be refused: {reason}"),
+        Ok(()) => say!("  would load, granted {}", grant_names(&grants).join(", ")),
+        Err(reason) => say!("  would be refused: {reason}"),
     }
-    println!(
+    say!(
         "  limits: {} s, {} MiB memory, {} MiB output",
         call_limits.timeout.as_secs(),
         call_limits.memory_bytes >> 20,
         call_limits.max_output_bytes >> 20
     );
-    println!(
-        "  to use it, copy it into {}/{DATA_DIR}/tools/; to pin these bytes, add to {DATA_DIR}/config.toml:",
-        report["workspace"].as_str().unwrap_or_default()
+    say!(
+        "  to use it, copy it into your tools folder, or into {}/{DATA_DIR}/tools/ and trust its bytes \
+         with `ragbox tools trust {}`, which adds to your config:",
+        report["workspace"].as_str().unwrap_or_default(),
+        file.display()
     );
     for line in report["pin"].as_str().unwrap_or_default().lines() {
-        println!("    {line}");
+        say!("    {line}");
     }
+    Ok(())
+}
+
+/// The limits `describe()` runs under: it must answer fast and small.
+pub fn describe_limits() -> Limits {
+    let mut limits = Config::default().limits_for("(describe)", false);
+    limits.timeout = Duration::from_secs(5);
+    limits.max_output_bytes = 1 << 20;
+    limits
+}
+
+/// Loads `file` far enough to ask its tool name (`describe()`, in a sandbox).
+fn describe(engine: &wasmtime::Engine, cache: &CompileCache, file: &Path, bytes: &[u8]) -> Result<LoadedTool, String> {
+    load_one(engine, cache, Source::File(file.to_path_buf()), bytes, &describe_limits())
+}
+
+/// Records `file`'s sha256 under its tool name in the user's config.
+pub fn trust(file: &Path) -> anyhow::Result<()> {
+    let bytes = read_component(file)?;
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let engine = new_engine()?;
+    let cache = CompileCache::new(&engine, CompileCache::default_dir());
+    let tool = describe(&engine, &cache, file, &bytes).map_err(anyhow::Error::msg)?;
+    let name = tool.name().to_string();
+    let builtins = Catalog::load(&engine, &cache, BUILTIN_TOOLS, &[], &describe_limits(), &|_, _, _| Ok(()));
+    if builtins.get(&name).is_some() {
+        anyhow::bail!(
+            "{} offers the tool '{name}', a built-in tool's name; built-ins are never replaced",
+            file.display()
+        );
+    }
+    let dir = user_config_dir().context("no config dir for this user: set RAGBOX_CONFIG_DIR")?;
+    let path = dir.join(CONFIG_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut doc: toml_edit::DocumentMut =
+        text.parse().with_context(|| format!("{} is not valid TOML; fix it first", path.display()))?;
+    let tools = doc.entry("tools").or_insert_with(|| {
+        let mut t = toml_edit::Table::new();
+        t.set_implicit(true);
+        toml_edit::Item::Table(t)
+    });
+    let table = tools
+        .as_table_mut()
+        .context("`tools` in your config is not a table")?
+        .entry(&name)
+        .or_insert_with(toml_edit::table)
+        .as_table_mut()
+        .with_context(|| format!("[tools.{name}] in your config is not a table"))?;
+    table.insert("sha256", toml_edit::value(&sha256));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::write(&path, doc.to_string()).with_context(|| format!("cannot write {}", path.display()))?;
+    say!("trusted tool '{name}' ({sha256}) in {}", path.display());
+    say!("it loads from a workspace's {DATA_DIR}/tools/ while its bytes stay these; grants are still yours to give");
     Ok(())
 }

@@ -47,6 +47,14 @@ pub enum EmbedError {
     #[error("model: {0}")]
     Model(#[from] candle_core::Error),
     /// The caller asked to stop between batches.
+    /// A text too large to tokenize in one call.
+    #[error("text of {bytes} bytes is over the {max} bytes one call may tokenize; send it in parts")]
+    TooLarge {
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
     #[error("embedding stopped: the call was cancelled or ran out of time")]
     Stopped,
 }
@@ -158,9 +166,25 @@ impl Embedder {
 
     /// The byte offset where each token of `text` starts (no special tokens, no
     /// truncation): what a chunker needs to cut pieces that fit the model.
-    pub fn token_offsets(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
-        let encoding = self.untruncated.encode(text, false).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        let mut starts: Vec<u32> = encoding.get_offsets().iter().map(|(start, _)| *start as u32).collect();
+    /// Texts over [`MAX_TOKENIZE_BYTES`] are refused; the rest is tokenized in
+    /// pieces cut at whitespace (where BERT's pre-tokenizer cuts anyway), so
+    /// memory stays small and `stop` is heard between pieces.
+    pub fn token_offsets_until(&self, text: &str, stop: impl Fn() -> bool) -> Result<Vec<u32>, EmbedError> {
+        if text.len() > MAX_TOKENIZE_BYTES {
+            return Err(EmbedError::TooLarge { bytes: text.len(), max: MAX_TOKENIZE_BYTES });
+        }
+        let mut starts = Vec::with_capacity(text.len() / 4);
+        let mut from = 0;
+        while from < text.len() {
+            if stop() {
+                return Err(EmbedError::Stopped);
+            }
+            let to = piece_end(text, from, TOKENIZE_PIECE_BYTES);
+            let encoding =
+                self.untruncated.encode(&text[from..to], false).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+            starts.extend(encoding.get_offsets().iter().map(|(start, _)| (from + *start) as u32));
+            from = to;
+        }
         // Word pieces of one word share its start; a chunker wants each once per token anyway.
         starts.sort_unstable();
         Ok(starts)
@@ -191,4 +215,40 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T
     let bad = |message: String| EmbedError::BadFile { file: path.display().to_string(), message };
     let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
     serde_json::from_str(&text).map_err(|e| bad(e.to_string()))
+}
+
+/// Largest text `token_offsets_until` takes: the indexer's file size limit.
+pub const MAX_TOKENIZE_BYTES: usize = 8 << 20;
+
+/// Bytes tokenized at a time.
+const TOKENIZE_PIECE_BYTES: usize = 64 << 10;
+
+/// Where the piece of `text` starting at `from` ends: after the last
+/// whitespace within `max` bytes (or at a character boundary when there is none).
+fn piece_end(text: &str, from: usize, max: usize) -> usize {
+    if text.len() - from <= max {
+        return text.len();
+    }
+    let mut end = from + max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    match text[from..end].char_indices().rev().find(|(_, c)| c.is_whitespace()) {
+        Some((at, c)) if at > 0 => from + at + c.len_utf8(),
+        _ => end,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::piece_end;
+
+    #[test]
+    fn pieces_end_after_whitespace_on_character_boundaries() {
+        assert_eq!(piece_end("abc def", 0, 100), 7);
+        assert_eq!(piece_end("abc def ghi", 0, 9), 8);
+        assert_eq!(piece_end("ab\u{3000}cdefgh", 0, 7), 5, "after a 3-byte space");
+        assert_eq!(piece_end("ééééé", 0, 5), 4, "no whitespace: a character boundary");
+        assert_eq!(piece_end("abc def ghi", 4, 5), 8);
+    }
 }

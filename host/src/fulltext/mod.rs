@@ -27,6 +27,14 @@ pub enum FulltextError {
     /// Another process held the writer lock for longer than the retry window.
     #[error("the keyword index at {0} stayed busy (another ragbox process is writing); try again")]
     Busy(PathBuf),
+    /// The query cannot be run (query syntax the index does not support).
+    #[error("cannot search for {query:?}: {message}. Search with plain words (and \"quoted phrases\")")]
+    Query {
+        /// The query as given.
+        query: String,
+        /// What tantivy said.
+        message: String,
+    },
     /// tantivy failed.
     #[error(
         "keyword index at {path}: {message}. It is derived from the store: if this persists, delete {path} and it is rebuilt"
@@ -175,6 +183,7 @@ impl Fulltext {
         }
         self.reader.reload().map_err(|e| self.err(e))?;
         let parser = QueryParser::for_index(&self.index, vec![self.text]);
+        let parsed_from = query;
         let (parsed, _errors) = parser.parse_query_lenient(query);
         let query: Box<dyn Query> = match allowed {
             Some(paths) => {
@@ -187,7 +196,15 @@ impl Fulltext {
             None => parsed,
         };
         let searcher = self.reader.searcher();
-        let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score()).map_err(|e| self.err(e))?;
+        let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score()).map_err(|e| match e {
+            // The query asked for something the index cannot do (`text:*`, a range): a bad query, not a bad index.
+            tantivy::TantivyError::InvalidArgument(_)
+            | tantivy::TantivyError::SchemaError(_)
+            | tantivy::TantivyError::FieldNotFound(_) => {
+                FulltextError::Query { query: parsed_from.to_string(), message: e.to_string() }
+            }
+            e => self.err(e),
+        })?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let stored: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;

@@ -1,22 +1,37 @@
 //! `serve --http`: the MCP Streamable HTTP transport, so several agents share
 //! one warm server and index. Every request needs the bearer token; `Host`
 //! and `Origin` are checked against DNS rebinding; loopback unless asked.
+//! A flood is bounded: at most [`MAX_SESSIONS`] sessions, each closed after
+//! [`SESSION_IDLE`] without traffic; at most [`MAX_CONNECTIONS`] connections,
+//! and one that does not send its headers within [`HEADER_TIMEOUT`] is closed.
 
 use super::server::RagboxServer;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Where the MCP endpoint is served.
 pub const ENDPOINT: &str = "/mcp";
+
+/// Sessions open at once; an `initialize` beyond them gets 503.
+pub const MAX_SESSIONS: usize = 64;
+/// A session with no traffic for this long is closed.
+pub const SESSION_IDLE: Duration = Duration::from_secs(300);
+/// A session that is not initialized within this long is closed.
+const SESSION_INIT: Duration = Duration::from_secs(10);
+/// Connections open at once; more wait to be accepted.
+pub const MAX_CONNECTIONS: usize = 256;
+/// A connection that does not send a request's headers within this long is closed.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why the HTTP server cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -33,12 +48,17 @@ pub enum HttpError {
     /// The token file holds no token.
     #[error("token file {0} is empty: put a token in it, or delete it to have one generated")]
     EmptyToken(PathBuf),
+    /// The token is too short, or others can read it.
+    #[error("token file {path} is refused: {why}. Delete it to have a fresh token generated")]
+    WeakToken {
+        /// The token file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
-    /// The server stopped with an error.
-    #[error("HTTP server: {0}")]
-    Serve(std::io::Error),
 }
 
 /// How to serve over HTTP.
@@ -52,6 +72,9 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
 }
 
+/// The shortest token accepted (a fresh one is 64 hex digits).
+const MIN_TOKEN_CHARS: usize = 32;
+
 /// The token in `path`, or a fresh one written there (readable by the owner
 /// only); true when it was just made and should be shown once.
 pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
@@ -61,6 +84,21 @@ pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
             let token = text.trim().to_string();
             if token.is_empty() {
                 return Err(HttpError::EmptyToken(path.to_path_buf()));
+            }
+            if token.len() < MIN_TOKEN_CHARS {
+                return Err(HttpError::WeakToken {
+                    path: path.to_path_buf(),
+                    why: format!("it is {} characters, fewer than {MIN_TOKEN_CHARS}", token.len()),
+                });
+            }
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(path).map_err(err)?.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 {
+                    let why = format!("other users can read it (mode {mode:o}); run `chmod 600 {}`", path.display());
+                    return Err(HttpError::WeakToken { path: path.to_path_buf(), why });
+                }
             }
             Ok((token, false))
         }
@@ -106,22 +144,87 @@ pub async fn serve_http(
         .with_allowed_origins(allowed_origins(bound))
         .enforce_origin_validation()
         .with_cancellation_token(stop.child_token());
-    let service =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+    let mut sessions = LocalSessionManager::default();
+    let mut session = SessionConfig::default();
+    session.keep_alive = Some(SESSION_IDLE);
+    session.init_timeout = Some(SESSION_INIT);
+    sessions.session_config = session;
+    let sessions = Arc::new(sessions);
+    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let router = axum::Router::new()
         .nest_service(ENDPOINT, service)
+        .layer(middleware::from_fn_with_state(sessions, limit_sessions))
         .layer(middleware::from_fn_with_state(Arc::<str>::from(token), require_token));
     // Tests and scripts read this line to learn the port when they asked for port 0.
     tracing::info!("serving MCP over HTTP on http://{bound}{ENDPOINT}");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
+    accept(listener, router, stop).await;
+    Ok(())
+}
+
+/// Serves connections from `listener` until `stop` fires or ctrl-c: at most
+/// [`MAX_CONNECTIONS`] at once, each closed when its headers are slow.
+async fn accept(listener: tokio::net::TcpListener, router: axum::Router, stop: CancellationToken) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let permit = tokio::select! {
+            permit = slots.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+            () = stop.cancelled() => return,
+            _ = tokio::signal::ctrl_c() => return,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, then go on.
+                    tracing::warn!("cannot accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = stop.cancelled() => return,
+            _ = tokio::signal::ctrl_c() => return,
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service);
             tokio::select! {
+                served = connection => {
+                    if let Err(e) = served {
+                        tracing::debug!("HTTP connection ended: {e}");
+                    }
+                }
                 () = stop.cancelled() => {}
-                _ = tokio::signal::ctrl_c() => {}
             }
-        })
-        .await
-        .map_err(HttpError::Serve)
+            drop(permit);
+        });
+    }
+}
+
+/// Answers 503 to a new session's `initialize` while [`MAX_SESSIONS`] are open.
+async fn limit_sessions(State(sessions): State<Arc<LocalSessionManager>>, request: Request, next: Next) -> Response {
+    let new_session = request.method() == axum::http::Method::POST && !request.headers().contains_key("mcp-session-id");
+    if new_session && sessions.sessions.read().await.len() >= MAX_SESSIONS {
+        let mut response = (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "this server already has {MAX_SESSIONS} sessions open; close one (DELETE with its Mcp-Session-Id) \
+                 or wait: idle sessions close after {} s\n",
+                SESSION_IDLE.as_secs()
+            ),
+        )
+            .into_response();
+        response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("10"));
+        return response;
+    }
+    next.run(request).await
 }
 
 /// Hosts a browser may name to reach this server: loopback names with the
@@ -210,5 +313,16 @@ mod tests {
         }
         std::fs::write(&path, "\n").unwrap();
         assert!(matches!(load_or_create_token(&path), Err(HttpError::EmptyToken(_))));
+        std::fs::write(&path, "x\n").unwrap();
+        let short = load_or_create_token(&path).unwrap_err().to_string();
+        assert!(short.contains("fewer than 32"), "{short}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::write(&path, format!("{first}\n")).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let open = load_or_create_token(&path).unwrap_err().to_string();
+            assert!(open.contains("other users can read it") && open.contains("chmod 600"), "{open}");
+        }
     }
 }

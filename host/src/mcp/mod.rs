@@ -6,5 +6,6 @@ pub mod http;
 mod progress;
 mod reply;
 mod server;
+mod stdio;
 
-pub use server::{RagboxServer, serve_stdio};
+pub use server::{RagboxServer, Reload, Setup, serve_stdio};

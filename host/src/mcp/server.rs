@@ -1,13 +1,14 @@
 //! The rmcp server handler: `tools/list` from the catalog, `tools/call` into
-//! the runtime. While serving, the tools folders are watched: a component
-//! added, changed or removed reloads the catalog and, when the list changed,
-//! tells the client (`notifications/tools/list_changed`).
+//! the runtime. While serving, the tools folders and the config files are
+//! watched: a component added, changed or removed, or a config edited, reloads
+//! the config and the catalog and, when the list changed, tells the clients
+//! (`notifications/tools/list_changed`).
 
 use super::progress;
 use super::reply::to_result;
 use crate::config::{Config, Grants};
 use crate::corpus::Corpora;
-use crate::runtime::{CallEnv, Caller, Catalog, CatalogLoader, Failure, LoadedTool, Outcome};
+use crate::runtime::{CallEnv, Caller, Catalog, Failure, Fingerprint, LoadedTool, Outcome};
 use crate::workspace::{WORKSPACE_ARG, Workspaces};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -30,42 +31,54 @@ pub struct RagboxServer {
 }
 
 struct Inner {
-    /// Replaced whole when the tools folders change; calls keep the tool they started with.
+    /// Replaced whole when the tools folders or the config change; calls keep
+    /// the setup they started with.
     listing: RwLock<Arc<Listing>>,
-    loader: Option<CatalogLoader>,
-    workspaces: Workspaces,
-    config: Config,
+    loader: Option<Arc<dyn Reload>>,
     corpora: Arc<Corpora>,
     /// Every client that finished `initialize`, told when the tool list changes.
     peers: Mutex<Vec<Peer<RoleServer>>>,
 }
 
-/// The loaded tools and their `tools/list` entries.
+/// What a server serves: the config in force, the folders calls may name,
+/// and the loaded tools.
+pub struct Setup {
+    /// The config in force.
+    pub config: Config,
+    /// The served workspace and the others calls may name.
+    pub workspaces: Workspaces,
+    /// The loaded tools.
+    pub catalog: Catalog,
+}
+
+/// Loads a fresh [`Setup`] when the files it comes from change.
+pub trait Reload: Send + Sync {
+    /// The setup as the files say now; `Err` (a bad config edit) keeps the last one.
+    fn load(&self) -> Result<Setup, String>;
+    /// What the files it is loaded from look like now.
+    fn fingerprint(&self) -> Fingerprint;
+}
+
+/// A setup and its `tools/list` entries.
 struct Listing {
-    catalog: Catalog,
+    setup: Setup,
     tools: Vec<Tool>,
 }
 
 impl Listing {
-    fn new(catalog: Catalog) -> Arc<Self> {
-        let tools = catalog.tools().iter().filter_map(mcp_tool).collect();
-        Arc::new(Self { catalog, tools })
+    fn new(setup: Setup) -> Arc<Self> {
+        let tools = setup.catalog.tools().iter().filter_map(mcp_tool).collect();
+        Arc::new(Self { setup, tools })
     }
 }
 
 impl RagboxServer {
-    /// A server offering the tools in `catalog` for `workspaces`, on their
-    /// indexes in `corpora`; with a `loader`, it follows the tools folders.
-    pub fn new(
-        catalog: Catalog,
-        loader: Option<CatalogLoader>,
-        workspaces: Workspaces,
-        config: Config,
-        corpora: Arc<Corpora>,
-    ) -> Self {
-        let listing = RwLock::new(Listing::new(catalog));
+    /// A server offering `setup`, on the indexes in `corpora`; with a
+    /// `loader`, it follows the tools folders and the config files.
+    pub fn new(setup: Setup, loader: Option<Arc<dyn Reload>>, corpora: Arc<Corpora>) -> Self {
+        let listing = RwLock::new(Listing::new(setup));
         let peers = Mutex::new(Vec::new());
-        Self { inner: Arc::new(Inner { listing, loader, workspaces, config, corpora, peers }) }
+        Self { inner: Arc::new(Inner { listing, loader, corpora, peers }) }
     }
 
     fn listing(&self) -> Arc<Listing> {
@@ -73,13 +86,20 @@ impl RagboxServer {
         self.inner.listing.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Loads the catalog again; true when the tool list changed.
-    fn reload(&self, loader: &CatalogLoader) -> bool {
-        let fresh = Listing::new(loader.load());
+    /// Loads the config and the catalog again; true when the tool list changed.
+    fn reload(&self, loader: &dyn Reload) -> bool {
+        let fresh = match loader.load() {
+            Ok(setup) => Listing::new(setup),
+            Err(e) => {
+                tracing::error!("config or tools changed but cannot be loaded; still serving the last ones: {e}");
+                return false;
+            }
+        };
         let mut listing = self.inner.listing.write().unwrap_or_else(|e| e.into_inner());
         let changed = listing.tools != fresh.tools;
-        let names = |l: &Listing| l.catalog.tools().iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
-        tracing::info!(tools = ?names(&fresh), rejected = fresh.catalog.rejected().len(), changed, "tools reloaded");
+        let names = |l: &Listing| l.setup.catalog.tools().iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
+        let rejected = fresh.setup.catalog.rejected().len();
+        tracing::info!(tools = ?names(&fresh), rejected, changed, "config and tools reloaded");
         *listing = fresh;
         changed
     }
@@ -110,9 +130,9 @@ impl RagboxServer {
         }
     }
 
-    /// The served workspace.
-    pub(crate) fn workspaces(&self) -> &Workspaces {
-        &self.inner.workspaces
+    /// The served workspace and the others calls may name, as configured now.
+    pub(crate) fn workspaces(&self) -> Workspaces {
+        self.listing().setup.workspaces.clone()
     }
 
     /// Runs the tool `name` in the served workspace on the server's own
@@ -124,47 +144,53 @@ impl RagboxServer {
         caller: Caller,
         cancel: CancellationToken,
     ) -> Result<Outcome, String> {
-        let tool = self.listing().catalog.get(name).cloned().ok_or_else(|| {
-            format!("the tool {name} is not loaded (is it disabled under [tools.{name}] in .ragbox/config.toml?)")
+        let listing = self.listing();
+        let tool = listing.setup.catalog.get(name).cloned().ok_or_else(|| {
+            format!("the tool {name} is not loaded (is it disabled under [tools.{name}] in a config.toml?)")
         })?;
-        let served = self.inner.workspaces.served().to_path_buf();
+        let served = listing.setup.workspaces.served().to_path_buf();
         let corpus = self.inner.corpora.get(&served);
         let mut env = CallEnv::in_workspace(served, corpus, Grants::default());
         env.cancel = cancel;
         env.caller = caller;
-        self.run(tool, arguments.to_string(), env).await.map_err(|e| format!("tool {name} failed inside the host: {e}"))
+        let run = run(&listing.setup.config, tool, arguments.to_string(), env);
+        run.await.map_err(|e| format!("tool {name} failed inside the host: {e}"))
     }
+}
 
-    /// Runs `tool` in `env` on a blocking thread with the grants and limits
-    /// config gives it (whatever `env.grants` held): how every call runs, a
-    /// client's or the server's own.
-    async fn run(
-        &self,
-        tool: LoadedTool,
-        arguments: String,
-        mut env: CallEnv,
-    ) -> Result<Outcome, tokio::task::JoinError> {
-        env.grants = self.inner.config.grants_for(tool.name(), tool.default_grants());
-        let limits = self.inner.config.limits_for(tool.name(), !tool.read_only());
-        tokio::task::spawn_blocking(move || tool.call(&arguments, env, &limits)).await
-    }
+/// Runs `tool` in `env` on a blocking thread with the grants and limits
+/// `config` gives it (whatever `env.grants` held): how every call runs, a
+/// client's or the server's own.
+async fn run(
+    config: &Config,
+    tool: LoadedTool,
+    arguments: String,
+    mut env: CallEnv,
+) -> Result<Outcome, tokio::task::JoinError> {
+    env.grants = config.grants_for(tool.name(), tool.default_grants());
+    let limits = config.limits_for(tool.name(), tool.indexing());
+    tokio::task::spawn_blocking(move || tool.call(&arguments, env, &limits)).await
 }
 
 /// Serves MCP over stdin/stdout until the client disconnects.
 pub async fn serve_stdio(server: RagboxServer, watch: bool) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     server.start_background(watch, &stop);
-    let running = server.serve(rmcp::transport::stdio()).await?;
+    let (transport, writer) = super::stdio::framed(tokio::io::stdin(), tokio::io::stdout());
+    let running = server.serve(transport).await?;
     let reason = running.waiting().await?;
     stop.cancel();
+    // The last replies out before the process ends.
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     tracing::info!("client disconnected ({reason:?})");
     Ok(())
 }
 
-/// Reloads the catalog whenever the tools folders change, once a change has
-/// settled (a component still being copied is not loaded half-written).
-async fn watch_tools(server: RagboxServer, loader: CatalogLoader) {
-    let fingerprint = |l: &CatalogLoader| {
+/// Reloads the config and the catalog whenever the tools folders or the
+/// config files change, once a change has settled (a component still being
+/// copied is not loaded half-written).
+async fn watch_tools(server: RagboxServer, loader: Arc<dyn Reload>) {
+    let fingerprint = |l: &Arc<dyn Reload>| {
         let l = l.clone();
         async move { tokio::task::spawn_blocking(move || l.fingerprint()).await.unwrap_or_default() }
     };
@@ -182,7 +208,7 @@ async fn watch_tools(server: RagboxServer, loader: CatalogLoader) {
         }
         seen = settled;
         let (s, l) = (server.clone(), loader.clone());
-        let changed = tokio::task::spawn_blocking(move || s.reload(&l)).await.unwrap_or(false);
+        let changed = tokio::task::spawn_blocking(move || s.reload(&*l)).await.unwrap_or(false);
         if changed {
             server.notify_tool_list_changed().await;
         }
@@ -224,7 +250,7 @@ impl ServerHandler for RagboxServer {
             .with_instructions(format!(
                 "ragbox serves the workspace {}: search it by keyword and meaning, and see what is indexed. \
                  Every tool runs in a sandbox that sees this workspace read-only.",
-                self.inner.workspaces.served().display()
+                self.listing().setup.workspaces.served().display()
             ))
     }
 
@@ -253,8 +279,8 @@ impl ServerHandler for RagboxServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let listing = self.listing();
-        let Some(tool) = listing.catalog.get(&request.name).cloned() else {
-            let names: Vec<&str> = listing.catalog.tools().iter().map(LoadedTool::name).collect();
+        let Some(tool) = listing.setup.catalog.get(&request.name).cloned() else {
+            let names: Vec<&str> = listing.setup.catalog.tools().iter().map(LoadedTool::name).collect();
             return Err(McpError::invalid_params(
                 format!("unknown tool '{}'; available: {}", request.name, names.join(", ")),
                 None,
@@ -262,7 +288,7 @@ impl ServerHandler for RagboxServer {
         };
         let arguments = request.arguments.unwrap_or_default();
         // A non-string workspace_path is left for the tool to reject in its own words.
-        let workspace = self.inner.workspaces.resolve(arguments.get(WORKSPACE_ARG).and_then(|v| v.as_str()));
+        let workspace = listing.setup.workspaces.resolve(arguments.get(WORKSPACE_ARG).and_then(|v| v.as_str()));
         let arguments = serde_json::Value::Object(arguments).to_string();
         let (progress, forwarding) = match context.meta.get_progress_token() {
             Some(token) => {
@@ -275,7 +301,7 @@ impl ServerHandler for RagboxServer {
         let grants = Grants::default();
         let env = CallEnv { workspace, corpus, grants, progress, cancel: context.ct.clone(), caller: Caller::Client };
         let started = std::time::Instant::now();
-        let outcome = self.run(tool.clone(), arguments, env).await;
+        let outcome = run(&listing.setup.config, tool.clone(), arguments, env).await;
         // The call is over and its sink dropped: let the last reports go out first.
         if let Some(task) = forwarding {
             let _ = task.await;

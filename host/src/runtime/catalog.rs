@@ -1,12 +1,14 @@
 //! The set of tools a server offers: the built-ins embedded in the binary, then
 //! `.wasm` components from the tools folders. A component that fails to load,
-//! that the workspace's policy refuses (disabled, or not its pinned bytes) or
-//! whose tool name is taken is rejected with a reason; the rest still load.
+//! that the policy refuses (disabled, not its pinned bytes, or a workspace's
+//! component nobody trusted) or whose tool name is taken is rejected with a
+//! reason; the rest still load. A built-in's name is never taken by another
+//! component, even while the built-in is disabled.
 
 use super::RuntimeError;
 use super::cache::CompileCache;
 use super::tool::{LoadedTool, Source};
-use crate::config::Limits;
+use crate::config::{Limits, Origin};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use wasmtime::Engine;
@@ -23,53 +25,25 @@ pub struct Rejected {
     pub reason: String,
 }
 
-/// Decides whether a component offering a tool (name, sha256 of its bytes)
-/// may load; `Err` says why not.
-pub type Admit<'a> = &'a dyn Fn(&str, &str) -> Result<(), String>;
+/// Decides whether a component offering a tool (name, sha256 of its bytes,
+/// where it was found) may load; `Err` says why not.
+pub type Admit<'a> = &'a dyn Fn(&str, &str, Origin) -> Result<(), String>;
 
-/// An [`Admit`] policy a loader keeps.
-pub type Policy = std::sync::Arc<dyn Fn(&str, &str) -> Result<(), String> + Send + Sync>;
-
-/// What a catalog is loaded from, kept so a server can load it again when a
-/// tools folder changes.
-#[derive(Clone)]
-pub struct CatalogLoader {
-    /// The engine components compile for.
-    pub engine: Engine,
-    /// Where compiled components are cached.
-    pub cache: CompileCache,
-    /// The built-in components.
-    pub builtins: &'static [(&'static str, &'static [u8])],
-    /// The folders of extra components.
-    pub dirs: Vec<PathBuf>,
-    /// Limits for `describe()`.
-    pub describe_limits: Limits,
-    /// The workspace's policy.
-    pub admit: Policy,
-}
-
-/// What the tools folders hold, to notice a change: each component's path,
-/// size and modification time.
+/// What the tools folders and config files hold, to notice a change: each
+/// file's path, size and modification time.
 pub type Fingerprint = Vec<(PathBuf, u64, Option<std::time::SystemTime>)>;
 
-impl CatalogLoader {
-    /// Loads the catalog.
-    pub fn load(&self) -> Catalog {
-        Catalog::load(&self.engine, &self.cache, self.builtins, &self.dirs, &self.describe_limits, &*self.admit)
-    }
-
-    /// The components in the tools folders now.
-    pub fn fingerprint(&self) -> Fingerprint {
-        self.dirs
-            .iter()
-            .flat_map(|d| wasm_files(d))
-            .map(|p| {
-                let meta = std::fs::metadata(&p).ok();
-                let size = meta.as_ref().map_or(0, |m| m.len());
-                (p, size, meta.and_then(|m| m.modified().ok()))
-            })
-            .collect()
-    }
+/// The fingerprint of the components in `dirs` and of `files`.
+pub fn fingerprint(dirs: &[(PathBuf, Origin)], files: &[PathBuf]) -> Fingerprint {
+    dirs.iter()
+        .flat_map(|(d, _)| wasm_files(d))
+        .chain(files.iter().cloned())
+        .map(|p| {
+            let meta = std::fs::metadata(&p).ok();
+            let size = meta.as_ref().map_or(0, |m| m.len());
+            (p, size, meta.and_then(|m| m.modified().ok()))
+        })
+        .collect()
 }
 
 /// The loaded tools, in load order, and the rejected components.
@@ -86,32 +60,39 @@ impl Catalog {
         engine: &Engine,
         cache: &CompileCache,
         builtins: &[(&str, &[u8])],
-        dirs: &[PathBuf],
+        dirs: &[(PathBuf, Origin)],
         describe_limits: &Limits,
         admit: Admit,
     ) -> Self {
         let mut catalog = Self::default();
-        let add = |catalog: &mut Self, source: Source, bytes: &[u8]| match load_one(
-            engine,
-            cache,
-            source.clone(),
-            bytes,
-            describe_limits,
-        ) {
-            Ok(tool) => match admit(tool.name(), &tool.sha256) {
+        let mut builtin_names = Vec::new();
+        let mut add = |catalog: &mut Self, source: Source, origin: Origin, bytes: &[u8]| {
+            let tool = match load_one(engine, cache, source.clone(), bytes, describe_limits) {
+                Ok(tool) => tool,
+                Err(reason) => return catalog.reject(source, reason),
+            };
+            if origin == Origin::BuiltIn {
+                builtin_names.push(tool.name().to_string());
+            } else if builtin_names.iter().any(|n| n == tool.name()) {
+                let reason = format!(
+                    "tool name '{}' is a built-in tool's, and built-ins are never replaced; rename it",
+                    tool.name()
+                );
+                return catalog.reject(source, reason);
+            }
+            match admit(tool.name(), &tool.sha256, origin) {
                 Ok(()) => catalog.add(tool),
                 Err(reason) => catalog.reject(source, format!("tool '{}' {reason}", tool.name())),
-            },
-            Err(reason) => catalog.reject(source, reason),
+            }
         };
         for (name, bytes) in builtins {
-            add(&mut catalog, Source::BuiltIn((*name).to_string()), bytes);
+            add(&mut catalog, Source::BuiltIn((*name).to_string()), Origin::BuiltIn, bytes);
         }
-        for dir in dirs {
+        for (dir, origin) in dirs {
             for path in wasm_files(dir) {
                 let source = Source::File(path.clone());
                 match read_component(&path) {
-                    Ok(bytes) => add(&mut catalog, source, &bytes),
+                    Ok(bytes) => add(&mut catalog, source, *origin, &bytes),
                     Err(e) => catalog.reject(source, e.to_string()),
                 }
             }

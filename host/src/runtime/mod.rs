@@ -5,6 +5,7 @@ pub(crate) mod bindings;
 mod cache;
 mod catalog;
 mod engine;
+mod fs_guard;
 mod guard;
 mod linker;
 mod sandbox;
@@ -13,7 +14,7 @@ mod tool;
 
 pub use bindings::ragbox::tools::host::Level;
 pub use cache::CompileCache;
-pub use catalog::{Admit, Catalog, CatalogLoader, Fingerprint, Rejected, load_one, read_component};
+pub use catalog::{Admit, Catalog, Fingerprint, Rejected, fingerprint, load_one, read_component};
 pub use engine::new_engine;
 use linker::capabilities_linker;
 pub use sandbox::{CallEnv, Caller, HostState, Progress, ProgressSink};

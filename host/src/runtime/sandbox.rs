@@ -2,15 +2,17 @@
 //! workspace preopened read-only as its only filesystem, no environment, no
 //! arguments, no sockets, stdout discarded and stderr captured.
 
+use super::fs_guard::{FsGuard, GuardedFs};
 use super::guard::{Guard, Interrupt};
 use super::stderr::StderrCapture;
-use crate::config::{Grants, Limits};
+use crate::config::{DATA_DIR, Grants, Limits};
 use crate::corpus::Corpus;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, UpdateDeadline};
+use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// One progress report from a tool.
@@ -87,6 +89,7 @@ impl CallEnv {
 pub struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
+    fs: FsGuard,
     pub(crate) guard: Guard,
     pub(crate) stderr: StderrCapture,
     /// The tool's name, for log lines.
@@ -101,6 +104,14 @@ impl WasiView for HostState {
 }
 
 impl HostState {
+    /// The guarded filesystem the guest's `wasi:filesystem/types` calls reach.
+    pub(super) fn guarded_fs(&mut self) -> GuardedFs<'_> {
+        GuardedFs {
+            view: WasiFilesystemCtxView { ctx: self.wasi.filesystem(), table: &mut self.table },
+            guard: &mut self.fs,
+        }
+    }
+
     /// The call's index, or why there is none.
     pub(crate) fn corpus(&self) -> Result<Arc<Corpus>, String> {
         match (&self.env.corpus, &self.env.workspace) {
@@ -127,12 +138,15 @@ impl HostState {
 pub fn new_store(engine: &Engine, tool: Arc<str>, env: CallEnv, limits: &Limits) -> Result<Store<HostState>, String> {
     let stderr = StderrCapture::default();
     let mut wasi = WasiCtxBuilder::new();
+    // Each folder the guest sees, whose data dir it must not.
+    let mut preopened = Vec::new();
     // Must precede preopened_dir: each preopen captures the flag. Calls already
     // run on a blocking thread, so filesystem work may block it directly.
     wasi.allow_blocking_current_thread(true);
     if let Ok(dir) = &env.workspace {
         wasi.preopened_dir(dir, ".", FsPerms::ReadOnly)
             .map_err(|e| format!("cannot open workspace {}: {e:#}", dir.display()))?;
+        preopened.push(dir.clone());
         // Folders granted in config, read-only, each where it is on the host.
         for extra in &env.grants.read_dirs {
             let granted = |e: &dyn std::fmt::Display| {
@@ -141,11 +155,13 @@ pub fn new_store(engine: &Engine, tool: Arc<str>, env: CallEnv, limits: &Limits)
             let dir = extra.canonicalize().map_err(|e| granted(&e))?;
             let guest = dir.to_str().ok_or_else(|| granted(&"the path is not UTF-8"))?;
             wasi.preopened_dir(&dir, guest, FsPerms::ReadOnly).map_err(|e| granted(&format!("{e:#}")))?;
+            preopened.push(dir);
         }
     }
     wasi.stderr(stderr.clone()).allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
     let guard = Guard::new(limits.memory_bytes, limits.timeout, env.cancel.clone());
-    let state = HostState { wasi: wasi.build(), table: ResourceTable::new(), guard, stderr, tool, env };
+    let fs = FsGuard::hiding(preopened.iter().map(|d| d.join(DATA_DIR)));
+    let state = HostState { wasi: wasi.build(), table: ResourceTable::new(), fs, guard, stderr, tool, env };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.guard);
     store.set_epoch_deadline(1);

@@ -175,6 +175,11 @@ impl LoadedTool {
         self.info.annotations.read_only
     }
 
+    /// True for a built-in tool that writes the index: it gets the indexing time limit.
+    pub fn indexing(&self) -> bool {
+        matches!(self.source, Source::BuiltIn(_)) && !self.read_only()
+    }
+
     /// What the tool may do when config says nothing: built-in tools that
     /// declare they write get `corpus-write`; anything else only reads.
     pub fn default_grants(&self) -> Grants {

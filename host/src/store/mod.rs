@@ -81,6 +81,14 @@ pub enum StoreError {
         /// The model's.
         expected: usize,
     },
+    /// A document that cannot be stored as given.
+    #[error("cannot store {path:?}: {message}")]
+    Invalid {
+        /// The document's path as given.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// Reading or writing failed.
     #[error("index I/O at {path}: {message}")]
     Io {
@@ -134,7 +142,7 @@ impl Store {
     /// Opens (creating if needed) the store in `data_dir`, checking its schema.
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
         let path = data_dir.join(STORE_FILE);
-        std::fs::create_dir_all(data_dir).map_err(|e| io(&path, e))?;
+        crate::config::ensure_data_dir(data_dir).map_err(|e| io(data_dir, e))?;
         let store = Self { path, wait: Duration::from_secs(30) };
         store.write(|txn| {
             let mut meta = txn.open_table(META).map_err(|e| store.err(e))?;
@@ -150,6 +158,10 @@ impl Store {
             }
             Ok(())
         })?;
+        // The owner's only, like the folder (redb creates it with the umask's mode).
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(&store.path, private).map_err(|e| io(&store.path, e))?;
         Ok(store)
     }
 
@@ -178,7 +190,13 @@ impl Store {
     /// for many small documents instead of one each.
     pub fn put_documents(&self, docs: &[NewDocument]) -> Result<u64, StoreError> {
         for doc in docs {
-            for chunk in &doc.chunks {
+            check_path(&doc.record.path)
+                .map_err(|why| StoreError::Invalid { path: doc.record.path.clone(), message: why.into() })?;
+            for (ordinal, chunk) in doc.chunks.iter().enumerate() {
+                if let Some(bad) = chunk.vector.iter().find(|v| !v.is_finite()) {
+                    let message = format!("chunk {ordinal}'s vector holds {bad}: vectors must be finite");
+                    return Err(StoreError::Invalid { path: doc.record.path.clone(), message });
+                }
                 if chunk.vector.len() != doc.dimension {
                     return Err(StoreError::Dimension {
                         path: doc.record.path.clone(),
@@ -494,6 +512,25 @@ impl Store {
     }
 }
 
+/// Why `path` is not a workspace-relative path as every tool writes it
+/// (`a/b.md`: `/`-separated, no empty, `.` or `..` parts, no NUL), if it is not.
+/// One file has one spelling, so it is stored once.
+fn check_path(path: &str) -> Result<(), &'static str> {
+    if path.trim().is_empty() {
+        return Err("the path is blank");
+    }
+    if path.contains('\0') {
+        return Err("the path holds a NUL character");
+    }
+    if path.starts_with('/') {
+        return Err("the path must be relative to the workspace");
+    }
+    if path.split('/').any(|part| part.is_empty() || part == "." || part == "..") {
+        return Err("the path has an empty, `.` or `..` part; write it as `dir/file.md`");
+    }
+    Ok(())
+}
+
 fn io(path: &Path, e: std::io::Error) -> StoreError {
     StoreError::Io { path: path.to_path_buf(), message: e.to_string() }
 }
@@ -577,4 +614,19 @@ fn encode_vector(v: &[f32]) -> Vec<u8> {
 
 fn decode_vector(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_path;
+
+    #[test]
+    fn paths_have_one_spelling() {
+        for ok in ["a.md", "dir/b.md", "odd\\name.md", " spaced .md", ".hidden/x"] {
+            assert_eq!(check_path(ok), Ok(()), "{ok}");
+        }
+        for bad in ["", "  ", "./x.md", "a//b.md", "a/./b", "a/../b", "/abs.md", "dir/", "nul\0.md"] {
+            assert!(check_path(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -1,0 +1,78 @@
+//! Text from files, file names and components, made safe to show: control
+//! characters that a terminal or a log reader would act on are shown escaped.
+
+use std::borrow::Cow;
+
+/// True for characters a terminal acts on or that reorder what is shown:
+/// C0 controls and DEL, C1 controls (U+0080–U+009F, e.g. CSI), and the
+/// bidirectional overrides and isolates.
+fn is_unsafe(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` for a terminal or a plain-text file: every unsafe character except
+/// newline and tab becomes a visible escape (`\x1b`, `\u{202e}`), so file
+/// content cannot move the cursor, set the title or hide text.
+pub fn for_terminal(text: &str) -> Cow<'_, str> {
+    escape(
+        text,
+        |c| c != '\n' && c != '\t' && is_unsafe(c),
+        |c, out| {
+            let n = c as u32;
+            if n < 0x100 {
+                out.push_str(&format!("\\x{n:02x}"));
+            } else {
+                out.push_str(&format!("\\u{{{n:x}}}"));
+            }
+        },
+    )
+}
+
+/// `text` for one log line: as [`for_terminal`], and newlines and tabs too,
+/// so a message cannot forge a second line.
+pub fn for_log(text: &str) -> Cow<'_, str> {
+    escape(text, is_unsafe, |c, out| match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+    })
+}
+
+/// Pretty JSON for a terminal: serde_json escapes C0 controls already; the
+/// other unsafe characters only occur inside strings, where `\uXXXX` is valid.
+pub fn for_json(json: &str) -> Cow<'_, str> {
+    escape(json, is_unsafe, |c, out| out.push_str(&format!("\\u{:04x}", c as u32)))
+}
+
+fn escape(text: &str, unsafe_char: impl Fn(char) -> bool, write: impl Fn(char, &mut String)) -> Cow<'_, str> {
+    if !text.chars().any(&unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            write(c, &mut out);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_what_a_terminal_would_act_on() {
+        assert_eq!(for_terminal("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(for_terminal("\x1b]0;pwned\x07x\r"), "\\x1b]0;pwned\\x07x\\x0d");
+        assert_eq!(for_terminal("a\u{9b}2Jb\u{202e}c"), "a\\x9b2Jb\\u{202e}c");
+        assert_eq!(for_log("one\nFAKE line\t\x1b"), "one\\nFAKE line\\t\\u{1b}");
+        let json = serde_json::to_string(&serde_json::json!({"t": "a\u{9b}b\u{1b}"})).unwrap();
+        let shown = for_json(&json);
+        assert_eq!(shown, r#"{"t":"a\u009bb\u001b"}"#);
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&shown).unwrap()["t"], "a\u{9b}b\u{1b}");
+    }
+}
