@@ -39,10 +39,11 @@ pub fn for_log(text: &str) -> Cow<'_, str> {
     })
 }
 
-/// Pretty JSON for a terminal: serde_json escapes C0 controls already; the
-/// other unsafe characters only occur inside strings, where `\uXXXX` is valid.
+/// Pretty JSON for a terminal: serde_json escapes C0 controls inside strings
+/// already, so a raw newline is layout; the other unsafe characters only occur
+/// inside strings, where `\uXXXX` is valid.
 pub fn for_json(json: &str) -> Cow<'_, str> {
-    escape(json, is_unsafe, |c, out| out.push_str(&format!("\\u{:04x}", c as u32)))
+    escape(json, |c| c != '\n' && is_unsafe(c), |c, out| out.push_str(&format!("\\u{:04x}", c as u32)))
 }
 
 fn escape(text: &str, unsafe_char: impl Fn(char) -> bool, write: impl Fn(char, &mut String)) -> Cow<'_, str> {
@@ -70,9 +71,9 @@ mod tests {
         assert_eq!(for_terminal("\x1b]0;pwned\x07x\r"), "\\x1b]0;pwned\\x07x\\x0d");
         assert_eq!(for_terminal("a\u{9b}2Jb\u{202e}c"), "a\\x9b2Jb\\u{202e}c");
         assert_eq!(for_log("one\nFAKE line\t\x1b"), "one\\nFAKE line\\t\\u{1b}");
-        let json = serde_json::to_string(&serde_json::json!({"t": "a\u{9b}b\u{1b}"})).unwrap();
+        let json = serde_json::to_string_pretty(&serde_json::json!({"t": "a\u{9b}b\u{1b}"})).unwrap();
         let shown = for_json(&json);
-        assert_eq!(shown, r#"{"t":"a\u009bb\u001b"}"#);
+        assert_eq!(shown, "{\n  \"t\": \"a\\u009bb\\u001b\"\n}");
         assert_eq!(serde_json::from_str::<serde_json::Value>(&shown).unwrap()["t"], "a\u{9b}b\u{1b}");
     }
 }

@@ -46,9 +46,6 @@ pub fn new_document(d: wit::NewDocument) -> Result<NewDocument, String> {
             d.path
         ));
     }
-    if d.path.is_empty() || d.path.starts_with('/') || d.path.split('/').any(|p| p == "..") {
-        return Err(format!("document path {:?} must be workspace-relative", d.path));
-    }
     let dimension = d.vectors.first().map_or(0, Vec::len);
     let record = DocumentRecord {
         path: d.path,

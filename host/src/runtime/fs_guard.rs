@@ -114,11 +114,13 @@ impl GuardedFs<'_> {
     /// it is to be read.
     fn open_beneath(&self, dir: &Dir, path: &str, follow: bool, purpose: Purpose) -> FsResult<(std::fs::File, bool)> {
         use rustix::fs::{Mode, OFlags, ResolveFlags};
-        let mut flags = OFlags::CLOEXEC | OFlags::NOCTTY;
+        let mut flags = OFlags::CLOEXEC;
         flags |= match purpose {
             Purpose::Read { directory } => {
-                OFlags::RDONLY | OFlags::NONBLOCK | if directory { OFlags::DIRECTORY } else { OFlags::empty() }
+                let dir = if directory { OFlags::DIRECTORY } else { OFlags::empty() };
+                OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | dir
             }
+            // openat2 refuses O_PATH with any flag but O_CLOEXEC, O_DIRECTORY and O_NOFOLLOW.
             Purpose::Look => OFlags::PATH,
         };
         if !follow {
