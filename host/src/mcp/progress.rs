@@ -10,14 +10,20 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// Minimum gap between two notifications.
 const MIN_GAP: Duration = Duration::from_millis(100);
 
 /// Returns the sink a call reports into, and the task sending its reports; the
 /// task sends the newest unsent report and ends once every copy of the sink
-/// is dropped (when the call is over).
-pub fn forwarder(peer: Peer<RoleServer>, token: ProgressToken) -> (ProgressSink, JoinHandle<()>) {
+/// is dropped (when the call is over), or at once when the call is `cancelled`
+/// (a cancelled request gets nothing more).
+pub fn forwarder(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    cancelled: CancellationToken,
+) -> (ProgressSink, JoinHandle<()>) {
     let (tx, mut rx) = watch::channel::<Option<Progress>>(None);
     let sink: ProgressSink = Arc::new(move |p: Progress| {
         tx.send_replace(Some(p));
@@ -25,6 +31,9 @@ pub fn forwarder(peer: Peer<RoleServer>, token: ProgressToken) -> (ProgressSink,
     let task = tokio::spawn(async move {
         // `changed` still yields a value sent just before the sink was dropped.
         while rx.changed().await.is_ok() {
+            if cancelled.is_cancelled() {
+                break;
+            }
             let Some(p) = rx.borrow_and_update().clone() else { continue };
             if let Err(e) = peer.notify_progress(param(&token, p)).await {
                 tracing::debug!("progress notification not sent: {e}");

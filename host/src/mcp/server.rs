@@ -292,7 +292,7 @@ impl ServerHandler for RagboxServer {
         let arguments = serde_json::Value::Object(arguments).to_string();
         let (progress, forwarding) = match context.meta.get_progress_token() {
             Some(token) => {
-                let (sink, task) = progress::forwarder(context.peer.clone(), token);
+                let (sink, task) = progress::forwarder(context.peer.clone(), token, context.ct.clone());
                 (Some(sink), Some(task))
             }
             None => (None, None),
