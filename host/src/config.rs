@@ -230,7 +230,8 @@ impl Config {
         let user = self.user_file.as_ref().map_or("your own config.toml".to_string(), |p| p.display().to_string());
         let ignored = |what: String| {
             format!(
-                "ignored {what} in {}: a workspace's config may only narrow what tools get;                  put it in {user} if you want it",
+                "ignored {what} in {}: a workspace's config may only narrow what tools get; \
+                 put it in {user} if you want it",
                 file.display()
             )
         };

@@ -89,6 +89,11 @@ async fn the_workspace_config_cannot_widen_the_sandbox() {
     let listed = tools_json(&f);
     let search = listed["tools"].as_array().unwrap().iter().find(|t| t["name"] == "search");
     assert!(search.is_none(), "disabled by the workspace, and not replaced: {listed}");
+    // `tools inspect` says the same while the built-in is switched off.
+    let out = f.command(&["tools", "inspect", tools.join("search.wasm").to_str().unwrap(), "--json"]).output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["would_load"], false, "{report}");
+    assert!(report["refused_because"].as_str().unwrap().contains("never replaced"), "{report}");
 
     let client = f.connect().await;
     let r = call(&client, "search_workspace", json!({"query": "secret", "workspace_path": outside.to_str().unwrap()}))

@@ -4,6 +4,7 @@ use super::open::open;
 use crate::config::DATA_DIR;
 use crate::mcp::http::{HttpOptions, load_or_create_token, serve_http};
 use crate::mcp::{RagboxServer, Setup, serve_stdio};
+use anyhow::Context;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
@@ -44,7 +45,16 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let Some(addr) = args.http else {
         return runtime.block_on(serve_stdio(server, args.watch));
     };
-    let token_file = args.token_file.unwrap_or_else(|| served.join(DATA_DIR).join("http-token"));
+    let token_file = match args.token_file {
+        Some(file) => file,
+        None => {
+            // Made as the store makes it (owner-only, no symlink), before the token goes in.
+            let data_dir = served.join(DATA_DIR);
+            crate::config::ensure_data_dir(&data_dir)
+                .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
+            data_dir.join("http-token")
+        }
+    };
     let (token, fresh) = load_or_create_token(&token_file)?;
     if fresh {
         // Shown this once; afterwards it is only in the file.

@@ -5,7 +5,9 @@
 use super::open::{Opened, open};
 use crate::builtins::BUILTIN_TOOLS;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Limits, Origin, user_config_dir};
-use crate::runtime::{Catalog, CompileCache, LoadedTool, Source, load_one, new_engine, read_component};
+use crate::runtime::{
+    Catalog, CompileCache, LoadedTool, Source, builtin_name_taken, load_one, new_engine, read_component,
+};
 use anyhow::Context;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -90,11 +92,8 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
         (Ok(f), Some(d)) if f.starts_with(&d) => Origin::User,
         _ => Origin::Workspace,
     };
-    let builtin = opened.catalog.get(tool.name()).is_some_and(|t| matches!(t.source, Source::BuiltIn(_)));
     let verdict = match opened.config.admits(tool.name(), &sha256, origin) {
-        _ if builtin => {
-            Err(format!("tool name '{}' is a built-in tool's, and built-ins are never replaced", tool.name()))
-        }
+        _ if opened.catalog.is_builtin_name(tool.name()) => Err(builtin_name_taken(tool.name())),
         Err(reason) => Err(format!("tool '{}' {reason}", tool.name())),
         Ok(()) => match opened.catalog.get(tool.name()) {
             Some(other) if other.sha256 != sha256 => Err(format!(
@@ -205,11 +204,8 @@ pub fn trust(file: &Path) -> anyhow::Result<()> {
     let tool = describe(&engine, &cache, file, &bytes).map_err(anyhow::Error::msg)?;
     let name = tool.name().to_string();
     let builtins = Catalog::load(&engine, &cache, BUILTIN_TOOLS, &[], &describe_limits(), &|_, _, _| Ok(()));
-    if builtins.get(&name).is_some() {
-        anyhow::bail!(
-            "{} offers the tool '{name}', a built-in tool's name; built-ins are never replaced",
-            file.display()
-        );
+    if builtins.is_builtin_name(&name) {
+        anyhow::bail!("{}: {}", file.display(), builtin_name_taken(&name));
     }
     let dir = user_config_dir().context("no config dir for this user: set RAGBOX_CONFIG_DIR")?;
     let path = dir.join(CONFIG_FILE);

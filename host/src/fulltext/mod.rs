@@ -183,9 +183,8 @@ impl Fulltext {
         }
         self.reader.reload().map_err(|e| self.err(e))?;
         let parser = QueryParser::for_index(&self.index, vec![self.text]);
-        let parsed_from = query;
         let (parsed, _errors) = parser.parse_query_lenient(query);
-        let query: Box<dyn Query> = match allowed {
+        let scoped: Box<dyn Query> = match allowed {
             Some(paths) => {
                 let terms = paths.iter().map(|p| Term::from_field_text(self.path, p));
                 Box::new(BooleanQuery::new(vec![
@@ -196,12 +195,12 @@ impl Fulltext {
             None => parsed,
         };
         let searcher = self.reader.searcher();
-        let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score()).map_err(|e| match e {
+        let top = searcher.search(&scoped, &TopDocs::with_limit(k).order_by_score()).map_err(|e| match e {
             // The query asked for something the index cannot do (`text:*`, a range): a bad query, not a bad index.
             tantivy::TantivyError::InvalidArgument(_)
             | tantivy::TantivyError::SchemaError(_)
             | tantivy::TantivyError::FieldNotFound(_) => {
-                FulltextError::Query { query: parsed_from.to_string(), message: e.to_string() }
+                FulltextError::Query { query: query.to_string(), message: e.to_string() }
             }
             e => self.err(e),
         })?;

@@ -165,28 +165,23 @@ pub async fn serve_http(
 /// [`MAX_CONNECTIONS`] at once, each closed when its headers are slow.
 async fn accept(listener: tokio::net::TcpListener, router: axum::Router, stop: CancellationToken) {
     use hyper_util::rt::{TokioIo, TokioTimer};
+    let on_ctrl_c = stop.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    loop {
-        let permit = tokio::select! {
-            permit = slots.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => return,
-            },
-            () = stop.cancelled() => return,
-            _ = tokio::signal::ctrl_c() => return,
-        };
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait, then go on.
-                    tracing::warn!("cannot accept a connection: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-            () = stop.cancelled() => return,
-            _ = tokio::signal::ctrl_c() => return,
+    while let Some(Ok(permit)) = stop.run_until_cancelled(slots.clone().acquire_owned()).await {
+        let stream = match stop.run_until_cancelled(listener.accept()).await {
+            None => return,
+            Some(Ok((stream, _))) => stream,
+            Some(Err(e)) => {
+                // Out of file descriptors and the like: wait, then go on.
+                tracing::warn!("cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
         };
         let service = hyper_util::service::TowerToHyperService::new(router.clone());
         let stop = stop.clone();

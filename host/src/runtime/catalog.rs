@@ -51,6 +51,13 @@ pub fn fingerprint(dirs: &[(PathBuf, Origin)], files: &[PathBuf]) -> Fingerprint
 pub struct Catalog {
     tools: Vec<LoadedTool>,
     rejected: Vec<Rejected>,
+    /// Every built-in's tool name, loaded or disabled: names no other component may take.
+    builtin_names: Vec<String>,
+}
+
+/// Why a component offering `name`, a built-in tool's name, is refused.
+pub fn builtin_name_taken(name: &str) -> String {
+    format!("tool name '{name}' is a built-in tool's, and built-ins are never replaced; rename it")
 }
 
 impl Catalog {
@@ -65,20 +72,15 @@ impl Catalog {
         admit: Admit,
     ) -> Self {
         let mut catalog = Self::default();
-        let mut builtin_names = Vec::new();
-        let mut add = |catalog: &mut Self, source: Source, origin: Origin, bytes: &[u8]| {
+        let add = |catalog: &mut Self, source: Source, origin: Origin, bytes: &[u8]| {
             let tool = match load_one(engine, cache, source.clone(), bytes, describe_limits) {
                 Ok(tool) => tool,
                 Err(reason) => return catalog.reject(source, reason),
             };
             if origin == Origin::BuiltIn {
-                builtin_names.push(tool.name().to_string());
-            } else if builtin_names.iter().any(|n| n == tool.name()) {
-                let reason = format!(
-                    "tool name '{}' is a built-in tool's, and built-ins are never replaced; rename it",
-                    tool.name()
-                );
-                return catalog.reject(source, reason);
+                catalog.builtin_names.push(tool.name().to_string());
+            } else if catalog.is_builtin_name(tool.name()) {
+                return catalog.reject(source, builtin_name_taken(tool.name()));
             }
             match admit(tool.name(), &tool.sha256, origin) {
                 Ok(()) => catalog.add(tool),
@@ -108,6 +110,11 @@ impl Catalog {
     /// The components that were refused.
     pub fn rejected(&self) -> &[Rejected] {
         &self.rejected
+    }
+
+    /// True when `name` is a built-in tool's, whether or not that built-in is enabled.
+    pub fn is_builtin_name(&self, name: &str) -> bool {
+        self.builtin_names.iter().any(|n| n == name)
     }
 
     /// The tool called `name`.

@@ -14,7 +14,7 @@ mod tool;
 
 pub use bindings::ragbox::tools::host::Level;
 pub use cache::CompileCache;
-pub use catalog::{Admit, Catalog, Fingerprint, Rejected, fingerprint, load_one, read_component};
+pub use catalog::{Admit, Catalog, Fingerprint, Rejected, builtin_name_taken, fingerprint, load_one, read_component};
 pub use engine::new_engine;
 use linker::capabilities_linker;
 pub use sandbox::{CallEnv, Caller, HostState, Progress, ProgressSink};
