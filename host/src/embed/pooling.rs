@@ -1,35 +1,52 @@
 //! Turning per-token vectors into one vector per text, as the model's
 //! `1_Pooling/config.json` says.
 
-use candle_core::{D, DType, Result, Tensor};
-
 /// How token vectors are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pooling {
-    /// Average of the real (unpadded) tokens: sentence-transformers' default.
+    /// Average of the text's tokens: sentence-transformers' default.
     Mean,
     /// The first token's vector (`[CLS]`), as bge-style models use.
     Cls,
-    /// Element-wise maximum over the real tokens.
+    /// Element-wise maximum over the tokens.
     Max,
 }
 
 impl Pooling {
-    /// Pools `hidden` (batch × tokens × dim) under `mask` (batch × tokens, 1 = real).
-    pub fn pool(self, hidden: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+    /// Pools one text's token vectors (`tokens` rows of `width`), which must not be empty.
+    pub fn pool(self, tokens: &[f32], width: usize) -> Vec<f32> {
+        let mut rows = tokens.chunks_exact(width);
+        let mut out = rows.next().map(<[f32]>::to_vec).unwrap_or_else(|| vec![0.0; width]);
         match self {
+            Pooling::Cls => {}
             Pooling::Mean => {
-                let sum = hidden.broadcast_mul(&mask)?.sum(1)?;
-                let count = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
-                sum.broadcast_div(&count)
+                let mut count = 1.0f32;
+                for row in rows {
+                    out.iter_mut().zip(row).for_each(|(o, v)| *o += v);
+                    count += 1.0;
+                }
+                out.iter_mut().for_each(|o| *o /= count);
             }
-            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1),
             Pooling::Max => {
-                // Padding gets a large negative value so it never wins.
-                let penalty = ((mask.ones_like()? - &mask)? * -1e9)?;
-                hidden.broadcast_add(&penalty)?.max(D::Minus2)
+                for row in rows {
+                    out.iter_mut().zip(row).for_each(|(o, v)| *o = o.max(*v));
+                }
             }
         }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pooling;
+
+    #[test]
+    fn pools_rows_by_mode() {
+        let tokens = [1.0, -2.0, 3.0, 4.0, 5.0, 0.0];
+        assert_eq!(Pooling::Mean.pool(&tokens, 2), vec![3.0, 2.0 / 3.0]);
+        assert_eq!(Pooling::Cls.pool(&tokens, 2), vec![1.0, -2.0]);
+        assert_eq!(Pooling::Max.pool(&tokens, 2), vec![5.0, 4.0]);
+        assert_eq!(Pooling::Mean.pool(&tokens[..2], 2), vec![1.0, -2.0]);
     }
 }

@@ -1,0 +1,346 @@
+//! ragbox's own BERT encoder on candle-core's safetensors loading and the
+//! `ragbox-kernels` crate.
+//!
+//! The batch is never padded: the sequences' tokens lie end to end, the
+//! matmuls run over all of them at once, and attention runs per (sequence,
+//! head) over that sequence's own tokens only, so no mask is needed.
+//! Q, K and V are one matmul; the attention scale is folded into Q's weights;
+//! bias + GELU and residual + LayerNorm are single passes; every weight is
+//! packed once, here, at load.
+
+use super::EmbedError;
+use candle_core::safetensors::MmapedSafetensors;
+use candle_core::{DType, Device};
+use ragbox_kernels::Isa;
+use ragbox_kernels::gemm::{self, Epilogue, Packed};
+use ragbox_kernels::rows::{self, Activation};
+use rayon::prelude::*;
+use serde::Deserialize;
+use std::path::Path;
+
+/// The fields of a Hugging Face `config.json` this encoder uses.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BertConfig {
+    /// Width of every token vector.
+    pub hidden_size: usize,
+    /// Attention heads per layer.
+    pub num_attention_heads: usize,
+    /// Encoder layers.
+    pub num_hidden_layers: usize,
+    /// Width of the feed-forward layer.
+    pub intermediate_size: usize,
+    /// Position embeddings: the longest sequence.
+    pub max_position_embeddings: usize,
+    /// The feed-forward activation.
+    #[serde(default = "default_act")]
+    pub hidden_act: String,
+    /// LayerNorm's epsilon.
+    #[serde(default = "default_eps")]
+    pub layer_norm_eps: f64,
+    /// `bert` (or absent) is the only family this encoder computes correctly.
+    #[serde(default)]
+    pub model_type: Option<String>,
+    /// Only `absolute` position embeddings are supported.
+    #[serde(default)]
+    pub position_embedding_type: Option<String>,
+}
+
+fn default_act() -> String {
+    "gelu".into()
+}
+
+fn default_eps() -> f64 {
+    1e-12
+}
+
+/// LayerNorm's scale and shift.
+struct Norm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+}
+
+/// One encoder layer, its matrices packed for [`gemm`].
+struct Layer {
+    qkv: Packed,
+    qkv_bias: Vec<f32>,
+    attn_out: Packed,
+    attn_out_bias: Vec<f32>,
+    attn_norm: Norm,
+    ffn_in: Packed,
+    ffn_in_bias: Vec<f32>,
+    ffn_out: Packed,
+    ffn_out_bias: Vec<f32>,
+    ffn_norm: Norm,
+}
+
+/// A loaded BERT encoder.
+pub struct Bert {
+    isa: Isa,
+    hidden: usize,
+    heads: usize,
+    vocab: usize,
+    max_positions: usize,
+    eps: f32,
+    activation: Activation,
+    words: Vec<f32>,
+    positions: Vec<f32>,
+    /// Token type 0's vector: sentence embedders see one segment.
+    token_type: Vec<f32>,
+    embed_norm: Norm,
+    layers: Vec<Layer>,
+}
+
+/// Reads named tensors from a safetensors file as f32, checking their shapes.
+struct Weights<'a> {
+    file: MmapedSafetensors,
+    path: &'a Path,
+    /// `""` or `"bert."`, whichever the file uses.
+    prefix: &'static str,
+}
+
+impl Weights<'_> {
+    fn bad(&self, message: String) -> EmbedError {
+        EmbedError::BadFile { file: self.path.display().to_string(), message }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.file.get(&format!("{}{name}", self.prefix)).is_ok()
+    }
+
+    fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, EmbedError> {
+        let full = format!("{}{name}", self.prefix);
+        let tensor = self.file.load(&full, &Device::Cpu).map_err(|e| self.bad(format!("{full}: {e}")))?;
+        if tensor.dims() != shape {
+            return Err(self.bad(format!("{full} has shape {:?} where the config says {shape:?}", tensor.dims())));
+        }
+        let values = tensor.to_dtype(DType::F32).and_then(|t| t.flatten_all()).and_then(|t| t.to_vec1::<f32>());
+        values.map_err(|e| self.bad(format!("{full}: {e}")))
+    }
+
+    /// A LayerNorm's parameters, under either naming (`weight`/`bias` or `gamma`/`beta`).
+    fn norm(&self, name: &str, width: usize) -> Result<Norm, EmbedError> {
+        let (g, b) = if self.has(&format!("{name}.weight")) { ("weight", "bias") } else { ("gamma", "beta") };
+        Ok(Norm {
+            gamma: self.get(&format!("{name}.{g}"), &[width])?,
+            beta: self.get(&format!("{name}.{b}"), &[width])?,
+        })
+    }
+}
+
+impl Bert {
+    /// Loads and packs the weights in `path` (safetensors) for `config`, to run on `isa`.
+    pub fn load(path: &Path, config: &BertConfig, isa: Isa) -> Result<Self, EmbedError> {
+        let bad_config = |message: String| EmbedError::BadFile { file: "config.json".into(), message };
+        if let Some(family) = config.model_type.as_deref().filter(|t| *t != "bert") {
+            return Err(bad_config(format!(
+                "model_type `{family}` is not supported: ragbox computes BERT encoders (model_type `bert`)"
+            )));
+        }
+        if let Some(kind) = config.position_embedding_type.as_deref().filter(|t| *t != "absolute") {
+            return Err(bad_config(format!("position_embedding_type `{kind}` is not supported, only `absolute`")));
+        }
+        let activation = match config.hidden_act.as_str() {
+            "gelu" => Activation::Gelu,
+            "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Activation::GeluTanh,
+            "relu" => Activation::Relu,
+            other => return Err(bad_config(format!("hidden_act `{other}` is not supported (gelu, gelu_new, relu)"))),
+        };
+        let (h, heads, ffn) = (config.hidden_size, config.num_attention_heads, config.intermediate_size);
+        if heads == 0 || h == 0 || h % heads != 0 {
+            return Err(bad_config(format!("hidden_size {h} is not a multiple of num_attention_heads {heads}")));
+        }
+        // SAFETY: the file is mapped read-only and ragbox never writes a model
+        // file while it is loaded; everything is copied out before this returns.
+        let file = unsafe { MmapedSafetensors::new(path) }
+            .map_err(|e| EmbedError::BadFile { file: path.display().to_string(), message: e.to_string() })?;
+        let mut w = Weights { file, path, prefix: "" };
+        if !w.has("embeddings.word_embeddings.weight") {
+            w.prefix = "bert.";
+        }
+        let word_shape = w
+            .file
+            .get(&format!("{}embeddings.word_embeddings.weight", w.prefix))
+            .map(|t| t.shape().to_vec())
+            .map_err(|_| w.bad("no embeddings.word_embeddings.weight: not a BERT model".into()))?;
+        let vocab = word_shape.first().copied().unwrap_or(0);
+        let words = w.get("embeddings.word_embeddings.weight", &[vocab, h])?;
+        let positions = w.get("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?;
+        let types = w.file.get(&format!("{}embeddings.token_type_embeddings.weight", w.prefix));
+        let token_type = match types {
+            Ok(t) => {
+                let rows = t.shape().first().copied().unwrap_or(0);
+                let all = w.get("embeddings.token_type_embeddings.weight", &[rows, h])?;
+                all.get(..h).map(<[f32]>::to_vec).ok_or_else(|| w.bad("token_type_embeddings is empty".into()))?
+            }
+            Err(_) => vec![0.0; h],
+        };
+        let embed_norm = w.norm("embeddings.LayerNorm", h)?;
+        let scale = 1.0 / ((h / heads) as f32).sqrt();
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for i in 0..config.num_hidden_layers {
+            let at = |name: &str| format!("encoder.layer.{i}.{name}");
+            // Q, K and V stacked as one [3h, h] weight; Q scaled so that scores need no pass of their own.
+            let mut qkv = Vec::with_capacity(3 * h * h);
+            let mut qkv_bias = Vec::with_capacity(3 * h);
+            for part in ["query", "key", "value"] {
+                let mut weight = w.get(&at(&format!("attention.self.{part}.weight")), &[h, h])?;
+                let mut bias = w.get(&at(&format!("attention.self.{part}.bias")), &[h])?;
+                if part == "query" {
+                    weight.iter_mut().chain(bias.iter_mut()).for_each(|v| *v *= scale);
+                }
+                qkv.extend(weight);
+                qkv_bias.extend(bias);
+            }
+            let linear = |name: &str, out: usize, inp: usize| -> Result<(Packed, Vec<f32>), EmbedError> {
+                let weight = w.get(&at(&format!("{name}.weight")), &[out, inp])?;
+                Ok((Packed::transposed(&weight, out, inp, inp), w.get(&at(&format!("{name}.bias")), &[out])?))
+            };
+            let (attn_out, attn_out_bias) = linear("attention.output.dense", h, h)?;
+            let (ffn_in, ffn_in_bias) = linear("intermediate.dense", ffn, h)?;
+            let (ffn_out, ffn_out_bias) = linear("output.dense", h, ffn)?;
+            layers.push(Layer {
+                qkv: Packed::transposed(&qkv, 3 * h, h, h),
+                qkv_bias,
+                attn_out,
+                attn_out_bias,
+                attn_norm: w.norm(&at("attention.output.LayerNorm"), h)?,
+                ffn_in,
+                ffn_in_bias,
+                ffn_out,
+                ffn_out_bias,
+                ffn_norm: w.norm(&at("output.LayerNorm"), h)?,
+            });
+        }
+        Ok(Self {
+            isa,
+            hidden: h,
+            heads,
+            vocab,
+            max_positions: config.max_position_embeddings,
+            eps: config.layer_norm_eps as f32,
+            activation,
+            words,
+            positions,
+            token_type,
+            embed_norm,
+            layers,
+        })
+    }
+
+    /// The kernel path in use.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// The longest sequence the position embeddings cover.
+    pub fn max_positions(&self) -> usize {
+        self.max_positions
+    }
+
+    /// Width of the token vectors [`Self::forward`] returns.
+    pub fn hidden(&self) -> usize {
+        self.hidden
+    }
+
+    /// The last layer's token vectors for `seqs`, end to end (`Σ len × hidden`).
+    pub fn forward(&self, seqs: &[&[u32]]) -> Result<Vec<f32>, EmbedError> {
+        let h = self.hidden;
+        let mut spans = Vec::with_capacity(seqs.len());
+        let mut total = 0;
+        for ids in seqs {
+            if ids.len() > self.max_positions {
+                return Err(EmbedError::Input(format!(
+                    "a sequence of {} tokens is over the model's {} positions",
+                    ids.len(),
+                    self.max_positions
+                )));
+            }
+            if let Some(id) = ids.iter().find(|&&id| id as usize >= self.vocab) {
+                return Err(EmbedError::Input(format!(
+                    "token id {id} is past the model's vocabulary of {}: the tokenizer does not match the weights",
+                    self.vocab
+                )));
+            }
+            spans.push((total, ids.len()));
+            total += ids.len();
+        }
+        let mut x = vec![0.0f32; total * h];
+        for (ids, &(start, len)) in seqs.iter().zip(&spans) {
+            let rows = &mut x[start * h..][..len * h];
+            for (row, &id) in rows.chunks_exact_mut(h).zip(ids.iter()) {
+                let word = &self.words[id as usize * h..][..h];
+                row.iter_mut().zip(word).zip(&self.token_type).for_each(|((r, w), t)| *r = w + t);
+            }
+            // Positions 0..len are the table's first rows: the residual of the first norm.
+            let norm = &self.embed_norm;
+            rows::add_layer_norm(self.isa, rows, &self.positions[..len * h], &norm.gamma, &norm.beta, self.eps);
+        }
+        let mut qkv = vec![0.0f32; total * 3 * h];
+        let mut ctx = vec![0.0f32; total * h];
+        let mut tmp = vec![0.0f32; total * h];
+        let mut ffn = vec![0.0f32; total * self.layers.first().map_or(0, |l| l.ffn_in.n())];
+        for layer in &self.layers {
+            gemm::gemm(self.isa, &x, h, &layer.qkv, &mut qkv, 3 * h, Epilogue::Bias(&layer.qkv_bias));
+            self.attention(&qkv, &spans, &mut ctx);
+            gemm::gemm(self.isa, &ctx, h, &layer.attn_out, &mut tmp, h, Epilogue::Bias(&layer.attn_out_bias));
+            self.add_norm(&mut tmp, &x, &layer.attn_norm);
+            std::mem::swap(&mut x, &mut tmp);
+            let width = layer.ffn_in.n();
+            let act = Epilogue::BiasActivation(&layer.ffn_in_bias, self.activation);
+            gemm::gemm(self.isa, &x, h, &layer.ffn_in, &mut ffn, width, act);
+            gemm::gemm(self.isa, &ffn, width, &layer.ffn_out, &mut tmp, h, Epilogue::Bias(&layer.ffn_out_bias));
+            self.add_norm(&mut tmp, &x, &layer.ffn_norm);
+            std::mem::swap(&mut x, &mut tmp);
+        }
+        Ok(x)
+    }
+
+    /// `x = LayerNorm(x + residual)`, rows shared out over the pool.
+    fn add_norm(&self, x: &mut [f32], residual: &[f32], norm: &Norm) {
+        const ROWS: usize = 32;
+        let chunk = ROWS * self.hidden;
+        x.par_chunks_mut(chunk).zip(residual.par_chunks(chunk)).for_each(|(x, residual)| {
+            rows::add_layer_norm(self.isa, x, residual, &norm.gamma, &norm.beta, self.eps);
+        });
+    }
+
+    /// Scaled dot-product attention per (sequence, head), in parallel, into `ctx`.
+    fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], ctx: &mut [f32]) {
+        let (h, isa) = (self.hidden, self.isa);
+        let dh = h / self.heads;
+        let ld = 3 * h;
+        let jobs: Vec<(usize, usize)> = spans
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, len))| *len > 0)
+            .flat_map(|(s, _)| (0..self.heads).map(move |head| (s, head)))
+            .collect();
+        let outputs: Vec<Vec<f32>> = jobs
+            .par_iter()
+            .map_init(
+                || (Packed::default(), Vec::new()),
+                |(packed, scores), &(s, head)| {
+                    let (start, len) = spans[s];
+                    let base = &qkv[start * ld + head * dh..];
+                    // scores = Q · Kᵀ (Q pre-scaled), then a softmax per row.
+                    packed.repack_transposed(&base[h..], len, dh, ld);
+                    scores.clear();
+                    scores.resize(len * len, 0.0);
+                    gemm::gemm_serial(isa, base, ld, packed, scores, len, Epilogue::None);
+                    scores.chunks_exact_mut(len).for_each(|row| rows::softmax(isa, row));
+                    // out = P · V
+                    packed.repack_rows(&base[2 * h..], len, dh, ld);
+                    let mut out = vec![0.0f32; len * dh];
+                    gemm::gemm_serial(isa, scores, len, packed, &mut out, dh, Epilogue::None);
+                    out
+                },
+            )
+            .collect();
+        for (&(s, head), out) in jobs.iter().zip(&outputs) {
+            let (start, len) = spans[s];
+            for (r, row) in out.chunks_exact(dh).enumerate().take(len) {
+                ctx[(start + r) * h + head * dh..][..dh].copy_from_slice(row);
+            }
+        }
+    }
+}

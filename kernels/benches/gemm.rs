@@ -1,0 +1,80 @@
+//! The kernels' rates at the encoder's shapes, per path:
+//! `cargo bench -p ragbox-kernels --bench gemm`. GFLOP/s of each product (2·m·k·n
+//! per run), serial and on the pool, beside the nanoseconds per element of the
+//! row kernels, so a change to a kernel shows in isolation.
+
+use ragbox_kernels::gemm::{self, Epilogue, Packed};
+use ragbox_kernels::rows::{self, Activation};
+use ragbox_kernels::{Isa, cpu_features};
+use std::time::Instant;
+
+fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Best seconds of `runs` calls of `f`.
+fn best(runs: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::MAX, f64::min)
+}
+
+fn main() {
+    println!("CPU features: {}; threads: {}", cpu_features().join(" "), rayon::current_num_threads());
+    // (name, m, k, n, activation): 2048 tokens through MiniLM-L6's matmuls.
+    let shapes = [
+        ("qkv 2048x384x1152", 2048, 384, 1152, false),
+        ("ffn-in+gelu 2048x384x1536", 2048, 384, 1536, true),
+        ("ffn-out 2048x1536x384", 2048, 1536, 384, false),
+        ("query 20x384x1536", 20, 384, 1536, false),
+        ("scores 230x32x230", 230, 32, 230, false),
+        ("context 230x230x32", 230, 230, 32, false),
+    ];
+    for isa in Isa::available() {
+        for &(name, m, k, n, gelu) in &shapes {
+            let a = random(m * k, 1);
+            let w = random(n * k, 2);
+            let bias = random(n, 3);
+            let b = Packed::transposed(&w, n, k, k);
+            let mut c = vec![0.0f32; m * n];
+            let epi = if gelu { Epilogue::BiasActivation(&bias, Activation::Gelu) } else { Epilogue::Bias(&bias) };
+            let flop = 2.0 * (m * k * n) as f64;
+            let runs = (2e10 / flop).clamp(3.0, 2000.0) as usize;
+            let serial = best(runs, || gemm::gemm_serial(isa, &a, k, &b, &mut c, n, epi));
+            let pooled = best(runs, || gemm::gemm(isa, &a, k, &b, &mut c, n, epi));
+            println!(
+                "{:9} {name:28} serial {:6.1} GFLOP/s   pool {:6.1} GFLOP/s",
+                isa.name(),
+                flop / serial / 1e9,
+                flop / pooled / 1e9
+            );
+        }
+        let mut x = random(1 << 20, 4);
+        let zero = vec![0.0f32; 1536];
+        let t = best(5, || rows::bias_activation(isa, &mut x[..1536 * 682], 1536, &zero, Activation::Gelu));
+        let per = t / (1536.0 * 682.0) * 1e9;
+        let s = best(5, || x.chunks_exact_mut(256).for_each(|r| rows::softmax(isa, r)));
+        let gamma = vec![1.0f32; 384];
+        let res = random(1 << 20, 5);
+        let l = best(5, || {
+            rows::add_layer_norm(isa, &mut x[..384 * 2730], &res[..384 * 2730], &gamma, &zero[..384], 1e-12)
+        });
+        println!(
+            "{:9} gelu {per:.2} ns/elem   softmax {:.2} ns/elem   add+layernorm {:.2} ns/elem",
+            isa.name(),
+            s / (1 << 20) as f64 * 1e9,
+            l / (384.0 * 2730.0) * 1e9
+        );
+    }
+}
