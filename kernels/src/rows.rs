@@ -43,8 +43,11 @@ fn exp(x: f32) -> f32 {
     const LN2_LO: f32 = -2.121_944_4e-4;
     // Adding and subtracting 1.5·2^23 rounds to the nearest integer.
     const ROUND: f32 = 12_582_912.0;
-    let x = x.clamp(-87.0, 88.0);
-    let n = (x * LOG2E + ROUND) - ROUND;
+    // Selects rather than `clamp`: one max/min instruction each (NaN is not expected here).
+    let x = if x < -87.0 { -87.0 } else { x };
+    let x = if x > 88.0 { 88.0 } else { x };
+    let shifted = x * LOG2E + ROUND;
+    let n = shifted - ROUND;
     let r = x - n * LN2_HI - n * LN2_LO;
     let mut p = 1.987_569_1e-4_f32;
     p = p * r + 1.398_199_9e-3;
@@ -53,7 +56,9 @@ fn exp(x: f32) -> f32 {
     p = p * r + 1.666_666_5e-1;
     p = p * r + 0.5;
     let e = p * r * r + r + 1.0;
-    e * f32::from_bits(((n as i32 + 127) << 23) as u32)
+    // The integer n sits in the low mantissa bits of `shifted`: no float-to-int conversion.
+    let n_bits = shifted.to_bits().wrapping_sub(ROUND.to_bits());
+    e * f32::from_bits(n_bits.wrapping_add(127) << 23)
 }
 
 /// GELU with the exact erf form BERT was trained with.
@@ -116,7 +121,7 @@ fn max(x: &[f32]) -> f32 {
     let mut chunks = x.chunks_exact(LANES);
     for c in &mut chunks {
         for i in 0..LANES {
-            lanes[i] = lanes[i].max(c[i]);
+            lanes[i] = if c[i] > lanes[i] { c[i] } else { lanes[i] };
         }
     }
     chunks.remainder().iter().chain(lanes.iter()).fold(f32::NEG_INFINITY, |m, v| m.max(*v))
@@ -136,20 +141,9 @@ fn bias_activation_body(rows: &mut [f32], width: usize, bias: &[f32], act: Activ
 #[inline(always)]
 fn softmax_body(row: &mut [f32]) {
     let m = max(row);
-    let mut lanes = [0.0f32; LANES];
-    let mut chunks = row.chunks_exact_mut(LANES);
-    for c in &mut chunks {
-        for i in 0..LANES {
-            c[i] = exp(c[i] - m);
-            lanes[i] += c[i];
-        }
-    }
-    let mut total = lanes.iter().sum::<f32>();
-    for v in chunks.into_remainder() {
-        *v = exp(*v - m);
-        total += *v;
-    }
-    let inv = 1.0 / total;
+    // A plain map, so the loop vectoriser takes the whole of `exp`; the sum is its own pass.
+    row.iter_mut().for_each(|v| *v = exp(*v - m));
+    let inv = 1.0 / sum(row);
     row.iter_mut().for_each(|v| *v *= inv);
 }
 

@@ -1,8 +1,8 @@
 //! `ragbox:tools/embedder`: the model, run natively.
 
 use crate::embed::EmbedKind as Kind;
-use crate::runtime::HostState;
 use crate::runtime::bindings::ragbox::tools::embedder::{EmbedKind, Host, ModelInfo};
+use crate::runtime::{HostState, Stage};
 
 /// Texts one call may send: enough for any batch, small enough to bound memory.
 const MAX_TEXTS: usize = 4096;
@@ -15,21 +15,29 @@ impl Host for HostState {
     }
 
     fn embed(&mut self, texts: Vec<String>, kind: EmbedKind) -> Result<Vec<Vec<f32>>, String> {
-        if texts.len() > MAX_TEXTS {
-            return Err(format!("{} texts in one call; send at most {MAX_TEXTS}", texts.len()));
-        }
-        let embedder = self.corpus()?.embedder().get().map_err(|e| e.to_string())?;
-        let kind = match kind {
-            EmbedKind::Query => Kind::Query,
-            EmbedKind::Passage => Kind::Passage,
-        };
-        let guard = &self.guard;
-        embedder.embed_until(&texts, kind, || guard.must_stop()).map_err(|e| e.to_string())
+        self.timed(Stage::Embed, |this| {
+            if texts.len() > MAX_TEXTS {
+                return Err(format!("{} texts in one call; send at most {MAX_TEXTS}", texts.len()));
+            }
+            let embedder = this.corpus()?.embedder().get().map_err(|e| e.to_string())?;
+            let kind = match kind {
+                EmbedKind::Query => Kind::Query,
+                EmbedKind::Passage => Kind::Passage,
+            };
+            let guard = &this.guard;
+            let before = embedder.tokens_embedded();
+            let vectors = embedder.embed_until(&texts, kind, || guard.must_stop()).map_err(|e| e.to_string());
+            // Other calls may share the model: the count is only exact for one call at a time.
+            this.stages.tokens_embedded += embedder.tokens_embedded().saturating_sub(before);
+            vectors
+        })
     }
 
     fn token_offsets(&mut self, text: String) -> Result<Vec<u32>, String> {
-        let embedder = self.corpus()?.embedder().get().map_err(|e| e.to_string())?;
-        let guard = &self.guard;
-        embedder.token_offsets_until(&text, || guard.must_stop()).map_err(|e| e.to_string())
+        self.timed(Stage::Tokenize, |this| {
+            let embedder = this.corpus()?.embedder().get().map_err(|e| e.to_string())?;
+            let guard = &this.guard;
+            embedder.token_offsets_until(&text, || guard.must_stop()).map_err(|e| e.to_string())
+        })
     }
 }

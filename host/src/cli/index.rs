@@ -3,7 +3,7 @@
 //! components an agent's `embed_workspace` / `embed_document` call runs.
 
 use super::open::open;
-use crate::runtime::{Outcome, Progress};
+use crate::runtime::{Outcome, Progress, Stages, StagesSink};
 use anyhow::bail;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
@@ -20,8 +20,10 @@ pub enum Scope<'a> {
     Skills,
 }
 
-/// Indexes `scope` of `workspace` and prints what was done.
-pub fn run(workspace: &Path, scope: Scope, as_json: bool) -> anyhow::Result<()> {
+/// Indexes `scope` of `workspace` and prints what was done; with `timings`,
+/// also where the time went, by stage, on stderr.
+pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
     let opened = open(workspace)?;
     let (tool, arguments) = match scope {
         Scope::Path(p) => ("embed_document", json!({ "path": p })),
@@ -43,8 +45,21 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool) -> anyhow::Result<()> 
         }
         sink_bar.set_position(p.done);
     });
-    let outcome = opened.call(tool, arguments, Some(sink))?;
+    let stages: Option<StagesSink> = timings.then(|| Arc::new(std::sync::Mutex::new(Stages::default())));
+    let outcome = opened.call(tool, arguments, Some(sink), stages.clone())?;
     bar.finish_and_clear();
+    if let Some(stages) = stages {
+        let stages = stages.lock().unwrap_or_else(|p| p.into_inner());
+        // Opening the workspace and loading components come before the call.
+        let setup = started.elapsed().saturating_sub(stages.total);
+        if as_json {
+            let mut json = stages.to_json();
+            json["setup"] = json!({ "seconds": setup.as_secs_f64() });
+            eprintln!("{json}");
+        } else {
+            eprintln!("time by stage: setup {:.3} s, {}", setup.as_secs_f64(), stages.summary());
+        }
+    }
     let body = match outcome {
         Outcome::Ok(json) => json,
         Outcome::ToolError { body, .. } => bail!("{}", error_message(&body)),

@@ -108,6 +108,9 @@ enum Command {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+        /// Print where the time went (setup, embed, tokenize, store, the component's own work) to stderr.
+        #[arg(long)]
+        timings: bool,
     },
     /// Show what is indexed, recently embedded, and pending.
     Status {
@@ -252,10 +255,10 @@ pub fn main() -> ExitCode {
             tools::inspect(&file, &workspace, json)
         }
         Command::Tools { action: Some(ToolsAction::Trust { file }), .. } => tools::trust(&file),
-        Command::Index { path, workspace, skills, json } => match (skills, path.as_deref()) {
-            (Some(dir), _) => index::run(&dir, index::Scope::Skills, json),
-            (None, Some(p)) => index::run(&workspace, index::Scope::Path(p), json),
-            (None, None) => index::run(&workspace, index::Scope::All, json),
+        Command::Index { path, workspace, skills, json, timings } => match (skills, path.as_deref()) {
+            (Some(dir), _) => index::run(&dir, index::Scope::Skills, json, timings),
+            (None, Some(p)) => index::run(&workspace, index::Scope::Path(p), json, timings),
+            (None, None) => index::run(&workspace, index::Scope::All, json, timings),
         },
         Command::Status { workspace, json } => status::run(&workspace, json),
         Command::Search { query, semantic, hybrid, fulltext, sources, kind, date, limit, workspace, json } => {

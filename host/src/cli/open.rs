@@ -6,7 +6,9 @@ use crate::config::{CONFIG_FILE, Config, DATA_DIR, Origin, user_config_dir};
 use crate::corpus::{Corpora, SharedEmbedder};
 use crate::embed::default_model_dir;
 use crate::mcp::{Reload, Setup};
-use crate::runtime::{CallEnv, Catalog, CompileCache, Fingerprint, Outcome, ProgressSink, fingerprint, new_engine};
+use crate::runtime::{
+    CallEnv, Catalog, CompileCache, Fingerprint, Outcome, ProgressSink, StagesSink, fingerprint, new_engine,
+};
 use crate::workspace::Workspaces;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -76,12 +78,14 @@ pub fn open(workspace: &Path) -> anyhow::Result<Opened> {
 }
 
 impl Opened {
-    /// Runs the tool `name` in the served workspace, as a client's call would.
+    /// Runs the tool `name` in the served workspace, as a client's call would;
+    /// `timings`, when given, receives where the call's time went.
     pub fn call(
         &self,
         name: &str,
         arguments: serde_json::Value,
         progress: Option<ProgressSink>,
+        timings: Option<StagesSink>,
     ) -> anyhow::Result<Outcome> {
         let tool = self.catalog.get(name).with_context(|| {
             let why = self.catalog.rejected().iter().find(|r| r.reason.starts_with(&format!("tool '{name}' ")));
@@ -95,6 +99,7 @@ impl Opened {
         let grants = self.config.grants_for(name, tool.default_grants());
         let mut env = CallEnv::in_workspace(served, corpus, grants);
         env.progress = progress;
+        env.timings = timings;
         let limits = self.config.limits_for(name, tool.indexing());
         Ok(tool.call(&arguments.to_string(), env, &limits))
     }
@@ -102,7 +107,7 @@ impl Opened {
     /// Runs the tool `name` and returns its JSON result; a tool error becomes
     /// this command's error, in the tool's own words.
     pub fn call_json(&self, name: &str, arguments: serde_json::Value) -> anyhow::Result<serde_json::Value> {
-        let body = match self.call(name, arguments, None)? {
+        let body = match self.call(name, arguments, None, None)? {
             Outcome::Ok(json) => json,
             Outcome::ToolError { body, .. } => anyhow::bail!("{}", super::index::error_message(&body)),
             Outcome::Failed(failure) => anyhow::bail!("{failure}"),

@@ -84,6 +84,8 @@ pub struct Embedder {
     query_prefix: String,
     passage_prefix: String,
     info: ModelInfo,
+    /// Tokens through the model since it loaded (for rates in timings).
+    tokens: std::sync::atomic::AtomicU64,
 }
 
 impl Embedder {
@@ -116,7 +118,13 @@ impl Embedder {
             query_prefix: dir.query_prefix.clone(),
             passage_prefix: dir.passage_prefix.clone(),
             info,
+            tokens: Default::default(),
         })
+    }
+
+    /// Tokens the model has embedded since it loaded, special tokens included.
+    pub fn tokens_embedded(&self) -> u64 {
+        self.tokens.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The kernel path the model runs on.
@@ -164,7 +172,10 @@ impl Embedder {
                     tokens <= BATCH_TOKENS
                 })
                 .count();
-            out.extend(self.forward(&rest[..take])?);
+            let batch = &rest[..take];
+            out.extend(self.forward(batch)?);
+            let batch_tokens: usize = batch.iter().map(|t| t.len()).sum();
+            self.tokens.fetch_add(batch_tokens as u64, std::sync::atomic::Ordering::Relaxed);
             rest = &rest[take..];
         }
         Ok(out)

@@ -299,7 +299,8 @@ impl ServerHandler for RagboxServer {
         };
         let corpus = workspace.as_ref().ok().map(|dir| self.inner.corpora.get(dir));
         let grants = Grants::default();
-        let env = CallEnv { workspace, corpus, grants, progress, cancel: context.ct.clone(), caller: Caller::Client };
+        let cancel = context.ct.clone();
+        let env = CallEnv { workspace, corpus, grants, progress, cancel, caller: Caller::Client, timings: None };
         let started = std::time::Instant::now();
         let outcome = run(&listing.setup.config, tool.clone(), arguments, env).await;
         // The call is over and its sink dropped: let the last reports go out first.

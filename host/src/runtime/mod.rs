@@ -9,6 +9,7 @@ mod fs_guard;
 mod guard;
 mod linker;
 mod sandbox;
+mod stages;
 mod stderr;
 mod tool;
 
@@ -18,6 +19,7 @@ pub use catalog::{Admit, Catalog, Fingerprint, Rejected, builtin_name_taken, fin
 pub use engine::new_engine;
 use linker::capabilities_linker;
 pub use sandbox::{CallEnv, Caller, HostState, Progress, ProgressSink};
+pub use stages::{Stage, Stages, StagesSink};
 pub use tool::{Failure, LoadedTool, Outcome, Source};
 
 /// Errors loading a component.

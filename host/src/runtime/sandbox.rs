@@ -4,6 +4,7 @@
 
 use super::fs_guard::{FsGuard, GuardedFs};
 use super::guard::{Guard, Interrupt};
+use super::stages::{Stages, StagesSink};
 use super::stderr::StderrCapture;
 use crate::config::{DATA_DIR, Grants, Limits};
 use crate::corpus::Corpus;
@@ -45,6 +46,8 @@ pub struct CallEnv {
     pub cancel: CancellationToken,
     /// Who started the call; recorded with the documents it writes.
     pub caller: Caller,
+    /// Receives where the call's time went, when the caller asked (`ragbox index --timings`).
+    pub timings: Option<StagesSink>,
 }
 
 /// Who started a call.
@@ -68,6 +71,7 @@ impl CallEnv {
             progress: None,
             cancel: CancellationToken::new(),
             caller: Caller::Client,
+            timings: None,
         }
     }
 
@@ -80,6 +84,7 @@ impl CallEnv {
             progress: None,
             cancel: CancellationToken::new(),
             caller: Caller::Client,
+            timings: None,
         }
     }
 }
@@ -95,6 +100,8 @@ pub struct HostState {
     /// The tool's name, for log lines.
     pub(crate) tool: Arc<str>,
     pub(crate) env: CallEnv,
+    /// Where the call's time goes, by capability.
+    pub(crate) stages: Stages,
 }
 
 impl WasiView for HostState {
@@ -104,6 +111,14 @@ impl WasiView for HostState {
 }
 
 impl HostState {
+    /// Runs `f`, adding its time to `stage` of this call's [`Stages`].
+    pub(crate) fn timed<T>(&mut self, stage: super::Stage, f: impl FnOnce(&mut Self) -> T) -> T {
+        let started = std::time::Instant::now();
+        let out = f(self);
+        self.stages.add(stage, started);
+        out
+    }
+
     /// The guarded filesystem the guest's `wasi:filesystem/types` calls reach.
     pub(super) fn guarded_fs(&mut self) -> GuardedFs<'_> {
         GuardedFs {
@@ -161,7 +176,16 @@ pub fn new_store(engine: &Engine, tool: Arc<str>, env: CallEnv, limits: &Limits)
     wasi.stderr(stderr.clone()).allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
     let guard = Guard::new(limits.memory_bytes, limits.timeout, env.cancel.clone());
     let fs = FsGuard::hiding(preopened.iter().map(|d| d.join(DATA_DIR)));
-    let state = HostState { wasi: wasi.build(), table: ResourceTable::new(), fs, guard, stderr, tool, env };
+    let state = HostState {
+        wasi: wasi.build(),
+        table: ResourceTable::new(),
+        fs,
+        guard,
+        stderr,
+        tool,
+        env,
+        stages: Stages::default(),
+    };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.guard);
     store.set_epoch_deadline(1);

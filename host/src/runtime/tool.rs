@@ -4,6 +4,7 @@ use super::bindings::ragbox::tools::types::{CallError, ToolInfo};
 use super::bindings::{Tool, ToolPre};
 use super::guard::Interrupt;
 use super::sandbox::{CallEnv, HostState, new_store};
+use super::stages::Stage;
 use super::{RuntimeError, capabilities_linker};
 use crate::config::{Grants, Limits};
 use std::path::PathBuf;
@@ -194,7 +195,16 @@ impl LoadedTool {
             Ok(store) => store,
             Err(reason) => return Outcome::Failed(Failure::Setup { tool, reason }),
         };
-        let result = self.pre.instantiate(&mut store).and_then(|t: Tool| t.call_call(&mut store, arguments));
+        let result = self.pre.instantiate(&mut store).and_then(|t: Tool| {
+            store.data_mut().stages.add(Stage::Instantiate, started);
+            t.call_call(&mut store, arguments)
+        });
+        let stages = &mut store.data_mut().stages;
+        stages.total = started.elapsed();
+        tracing::debug!(tool = %tool, "time by stage: {}", stages.summary());
+        if let Some(sink) = &store.data().env.timings {
+            *sink.lock().unwrap_or_else(|p| p.into_inner()) = store.data().stages.clone();
+        }
         let stderr = store.data().stderr.text();
         for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
             tracing::debug!(tool = %tool, "stderr: {line}");

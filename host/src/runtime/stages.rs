@@ -1,0 +1,122 @@
+//! Where one call's time went: each capability the guest called, and the
+//! rest (the guest's own work: walking, reading and hashing files, chunking,
+//! building its answer). `ragbox index --timings` prints it; every call logs
+//! it at debug level.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A capability's share of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Creating the sandbox and instantiating the component.
+    Instantiate,
+    /// `embedder.embed`: the model.
+    Embed,
+    /// `embedder.token-offsets`: the tokenizer, for chunking.
+    Tokenize,
+    /// `corpus` writes (put, put-many, remove).
+    StoreWrite,
+    /// `corpus` reads (get, list, chunks, stats).
+    StoreRead,
+    /// `vectors` searches.
+    VectorSearch,
+    /// `fulltext` searches (with the keyword index's catch-up).
+    KeywordSearch,
+}
+
+const STAGES: [(Stage, &str); 7] = [
+    (Stage::Instantiate, "instantiate"),
+    (Stage::Embed, "embed"),
+    (Stage::Tokenize, "tokenize"),
+    (Stage::StoreWrite, "store write"),
+    (Stage::StoreRead, "store read"),
+    (Stage::VectorSearch, "vector search"),
+    (Stage::KeywordSearch, "keyword search"),
+];
+
+/// Time and calls per stage, and the call's whole time.
+#[derive(Debug, Clone, Default)]
+pub struct Stages {
+    spent: [(Duration, u64); STAGES.len()],
+    /// The whole call, sandbox to result.
+    pub total: Duration,
+    /// Tokens the model embedded for the call.
+    pub tokens_embedded: u64,
+}
+
+/// Receives a call's [`Stages`] when it ends.
+pub type StagesSink = Arc<Mutex<Stages>>;
+
+impl Stages {
+    /// Adds the time since `started` to `stage`.
+    pub fn add(&mut self, stage: Stage, started: Instant) {
+        let slot = &mut self.spent[stage as usize];
+        slot.0 += started.elapsed();
+        slot.1 += 1;
+    }
+
+    /// Time spent in `stage`, and how many calls made it.
+    pub fn get(&self, stage: Stage) -> (Duration, u64) {
+        self.spent[stage as usize]
+    }
+
+    /// The call's time outside every capability: the guest's own work.
+    pub fn guest(&self) -> Duration {
+        self.total.saturating_sub(self.spent.iter().map(|(d, _)| *d).sum())
+    }
+
+    /// One line: `embed 12.31 s (81 calls), …, guest 3.20 s, total 16.02 s`.
+    pub fn summary(&self) -> String {
+        let mut parts: Vec<String> = STAGES
+            .iter()
+            .filter(|(stage, _)| self.get(*stage).1 > 0)
+            .map(|(stage, name)| {
+                let (spent, calls) = self.get(*stage);
+                match stage {
+                    Stage::Embed if self.tokens_embedded > 0 => format!(
+                        "{name} {:.3} s ({calls} calls, {} tokens, {:.0} tokens/s)",
+                        spent.as_secs_f64(),
+                        self.tokens_embedded,
+                        self.tokens_embedded as f64 / spent.as_secs_f64().max(1e-9)
+                    ),
+                    _ => format!("{name} {:.3} s ({calls} calls)", spent.as_secs_f64()),
+                }
+            })
+            .collect();
+        parts.push(format!("guest {:.3} s", self.guest().as_secs_f64()));
+        parts.push(format!("total {:.3} s", self.total.as_secs_f64()));
+        parts.join(", ")
+    }
+
+    /// The same as JSON: seconds and calls per stage.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        for (stage, name) in STAGES {
+            let (spent, calls) = self.get(stage);
+            out.insert(name.into(), serde_json::json!({ "seconds": spent.as_secs_f64(), "calls": calls }));
+        }
+        out.insert("tokens_embedded".into(), self.tokens_embedded.into());
+        out.insert("guest".into(), serde_json::json!({ "seconds": self.guest().as_secs_f64() }));
+        out.insert("total".into(), serde_json::json!({ "seconds": self.total.as_secs_f64() }));
+        serde_json::Value::Object(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guest_gets_what_no_stage_took() {
+        let mut s = Stages::default();
+        let started = Instant::now() - Duration::from_millis(30);
+        s.add(Stage::Embed, started);
+        s.total = Duration::from_millis(100);
+        let (embed, calls) = s.get(Stage::Embed);
+        assert!(embed >= Duration::from_millis(30) && calls == 1);
+        assert_eq!(s.guest(), Duration::from_millis(100) - embed);
+        assert!(s.summary().starts_with("embed 0.0"), "{}", s.summary());
+        assert_eq!(s.to_json()["embed"]["calls"], 1);
+    }
+}
