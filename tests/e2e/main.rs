@@ -5,7 +5,6 @@ mod catalog;
 mod code_units;
 mod cortext_rag;
 mod embedding;
-mod encoder;
 mod hostile_inputs;
 mod hostile_repo;
 mod init_doctor;

@@ -99,10 +99,10 @@ impl Embedder {
         let config: BertConfig = read_json(&dir.path.join("config.json"))?;
         let mut tokenizer = Tokenizer::from_file(dir.path.join("tokenizer.json"))
             .map_err(|e| EmbedError::BadFile { file: "tokenizer.json".into(), message: e.to_string() })?;
-        // tokenizer.json ships truncation and fixed padding at 128: use the
-        // model's real limit and pad per batch instead.
         let model = Bert::load(&dir.path.join("model.safetensors"), &config, isa)?;
         let max_tokens = dir.max_tokens.min(model.max_positions());
+        // tokenizer.json ships truncation and fixed padding at 128: use the
+        // model's real limit, and no padding (batches are unpadded).
         tokenizer
             .with_truncation(Some(TruncationParams { max_length: max_tokens, ..Default::default() }))
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
@@ -164,18 +164,13 @@ impl Embedder {
                 return Err(EmbedError::Stopped);
             }
             // At least one text, then as many as fit the budget.
-            let mut tokens = rest[0].len();
-            let take = 1 + rest[1..]
-                .iter()
-                .take_while(|t| {
-                    tokens += t.len();
-                    tokens <= BATCH_TOKENS
-                })
-                .count();
-            let batch = &rest[..take];
-            out.extend(self.forward(batch)?);
-            let batch_tokens: usize = batch.iter().map(|t| t.len()).sum();
-            self.tokens.fetch_add(batch_tokens as u64, std::sync::atomic::Ordering::Relaxed);
+            let (mut take, mut tokens) = (0, 0);
+            while take < rest.len() && (take == 0 || tokens + rest[take].len() <= BATCH_TOKENS) {
+                tokens += rest[take].len();
+                take += 1;
+            }
+            out.extend(self.forward(&rest[..take])?);
+            self.tokens.fetch_add(tokens as u64, std::sync::atomic::Ordering::Relaxed);
             rest = &rest[take..];
         }
         Ok(out)
