@@ -80,8 +80,28 @@ impl Packed {
         self.data.resize(n.div_ceil(NR) * k * NR, 0.0);
     }
 
+    fn view(&self) -> View<'_> {
+        View { k: self.k, n: self.n, data: &self.data }
+    }
+}
+
+/// Consecutive panels of a [`Packed`] B: its columns from some multiple of [`NR`] on.
+#[derive(Clone, Copy)]
+struct View<'a> {
+    k: usize,
+    n: usize,
+    data: &'a [f32],
+}
+
+impl<'a> View<'a> {
     fn panels(&self) -> usize {
         self.n.div_ceil(NR)
+    }
+
+    /// Panels `from..to`.
+    fn panels_range(&self, from: usize, to: usize) -> View<'a> {
+        let n = self.n.min(to * NR) - from * NR;
+        View { k: self.k, n, data: &self.data[from * self.k * NR..to * self.k * NR] }
     }
 }
 
@@ -96,27 +116,66 @@ pub enum Epilogue<'a> {
     BiasActivation(&'a [f32], Activation),
 }
 
+impl<'a> Epilogue<'a> {
+    /// The same epilogue for the columns from `col` on.
+    fn from_column(self, col: usize) -> Epilogue<'a> {
+        match self {
+            Epilogue::None => Epilogue::None,
+            Epilogue::Bias(bias) => Epilogue::Bias(&bias[col..]),
+            Epilogue::BiasActivation(bias, act) => Epilogue::BiasActivation(&bias[col..], act),
+        }
+    }
+}
+
 /// `C = A · B` (+ epilogue), A `m × b.k()` with row stride `lda`, C `m × b.n()`
-/// with row stride `ldc`; rows are shared out over the thread pool.
+/// with row stride `ldc`, shared out over the thread pool.
 pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usize, epilogue: Epilogue) {
     let m = c.len().div_ceil(ldc);
+    let b = b.view();
     if m == 0 || b.n == 0 {
         return;
     }
-    // Enough blocks for every thread, at least MR rows each, at most MC.
     let threads = rayon::current_num_threads().max(1);
-    let per_task = m.div_ceil(threads * 2).next_multiple_of(MR).clamp(MR, MC);
     // Small products are not worth a trip through the pool.
-    if m * b.k * b.n < 1 << 18 || per_task >= m {
-        return gemm_serial(isa, a, lda, b, c, ldc, epilogue);
+    if m * b.k * b.n < 1 << 18 || threads == 1 {
+        return gemm_view(isa, a, lda, b, c, ldc, epilogue);
     }
+    if m <= MC {
+        // Few rows (a query): split the columns, so that each thread reads only
+        // its share of the weights; a row split would stream all of them per thread.
+        let per_group = b.panels().div_ceil(threads);
+        let groups = b.panels().div_ceil(per_group);
+        let parts: Vec<(usize, Vec<f32>)> = (0..groups)
+            .into_par_iter()
+            .map(|g| {
+                let from = g * per_group;
+                let view = b.panels_range(from, ((g + 1) * per_group).min(b.panels()));
+                let mut part = vec![0.0f32; m * view.n];
+                gemm_view(isa, a, lda, view, &mut part, view.n, epilogue.from_column(from * NR));
+                (from * NR, part)
+            })
+            .collect();
+        for (col, part) in parts {
+            let width = part.len() / m;
+            for (r, row) in part.chunks_exact(width).enumerate() {
+                c[r * ldc + col..][..width].copy_from_slice(row);
+            }
+        }
+        return;
+    }
+    // Many rows: blocks of rows, enough for every thread, at most MC each.
+    let per_task = m.div_ceil(threads * 2).next_multiple_of(MR).clamp(MR, MC);
     c.par_chunks_mut(per_task * ldc).enumerate().for_each(|(t, c_rows)| {
-        gemm_serial(isa, &a[t * per_task * lda..], lda, b, c_rows, ldc, epilogue);
+        gemm_view(isa, &a[t * per_task * lda..], lda, b, c_rows, ldc, epilogue);
     });
 }
 
 /// [`gemm`] on the calling thread only (attention runs one per head in parallel).
 pub fn gemm_serial(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usize, epilogue: Epilogue) {
+    gemm_view(isa, a, lda, b.view(), c, ldc, epilogue)
+}
+
+fn gemm_view(isa: Isa, a: &[f32], lda: usize, b: View, c: &mut [f32], ldc: usize, epilogue: Epilogue) {
     let (k, n) = (b.k, b.n);
     let m = c.len().div_ceil(ldc);
     assert!(m == 0 || c.len() >= (m - 1) * ldc + n, "C too short for {m} rows of {n}");
@@ -285,9 +344,20 @@ mod tests {
     #[test]
     fn every_path_matches_the_reference_on_awkward_shapes() {
         // m, k, n: single rows, tails of MR and NR, k across KC blocks, 257.
-        let shapes =
-            [(1, 1, 1), (1, 384, 1152), (5, 7, 17), (7, 300, 33), (257, 257, 40), (97, 520, 16), (13, 32, 257)];
-        for isa in Isa::available() {
+        // Serial, row-split and column-split products, on pools of several sizes.
+        let shapes = [
+            (1, 1, 1),
+            (1, 384, 1152),
+            (5, 7, 17),
+            (7, 300, 33),
+            (257, 257, 40),
+            (97, 520, 16),
+            (13, 32, 257),
+            (50, 600, 200),
+            (96, 384, 1536),
+        ];
+        let pools = [1, 2, 5].map(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap());
+        for (isa, pool) in Isa::available().into_iter().flat_map(|isa| pools.iter().map(move |p| (isa, p))) {
             for &(m, k, n) in &shapes {
                 let lda = k + 3; // a stride that is not the width
                 let a = random(m * lda, (m * k) as u64);
@@ -297,7 +367,7 @@ mod tests {
                 let packed = Packed::transposed(&w, n, k, k);
                 let ldc = n + 1;
                 let mut c = vec![f32::NAN; (m - 1) * ldc + n];
-                gemm(isa, &a, lda, &packed, &mut c, ldc, Epilogue::Bias(&bias));
+                pool.install(|| gemm(isa, &a, lda, &packed, &mut c, ldc, Epilogue::Bias(&bias)));
                 for i in 0..m {
                     for j in 0..n {
                         let (got, want) = (c[i * ldc + j] as f64, want[i * n + j] + bias[j] as f64);
