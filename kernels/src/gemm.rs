@@ -118,7 +118,7 @@ pub enum Epilogue<'a> {
 
 impl<'a> Epilogue<'a> {
     /// The same epilogue for the columns from `col` on.
-    fn from_column(self, col: usize) -> Epilogue<'a> {
+    fn past_column(self, col: usize) -> Epilogue<'a> {
         match self {
             Epilogue::None => Epilogue::None,
             Epilogue::Bias(bias) => Epilogue::Bias(&bias[col..]),
@@ -151,7 +151,7 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
                 let from = g * per_group;
                 let view = b.panels_range(from, ((g + 1) * per_group).min(b.panels()));
                 let mut part = vec![0.0f32; m * view.n];
-                gemm_view(isa, a, lda, view, &mut part, view.n, epilogue.from_column(from * NR));
+                gemm_view(isa, a, lda, view, &mut part, view.n, epilogue.past_column(from * NR));
                 (from * NR, part)
             })
             .collect();
@@ -229,16 +229,17 @@ fn gemm_view(isa: Isa, a: &[f32], lda: usize, b: View, c: &mut [f32], ldc: usize
 /// hold `MR` rows of stride `ldc` (full or a scratch tile); A rows past `rows`
 /// are not read.
 #[allow(clippy::too_many_arguments)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn tile(isa: Isa, kc: usize, a: &[f32], lda: usize, rows: usize, panel: &[f32], c: &mut [f32], ldc: usize, add: bool) {
     assert!((1..=MR).contains(&rows) && a.len() >= (rows - 1) * lda + kc && panel.len() >= kc * NR);
     assert!(c.len() >= (MR - 1) * ldc + NR);
-    match isa {
-        #[cfg(target_arch = "x86_64")]
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2Fma {
         // SAFETY: Avx2Fma is only chosen when the CPU has both; the asserts above
         // bound every pointer the kernel forms.
-        Isa::Avx2Fma => unsafe { avx2::tile(kc, a.as_ptr(), lda, rows, panel.as_ptr(), c.as_mut_ptr(), ldc, add) },
-        _ => portable_tile(kc, a, lda, rows, panel, c, ldc, add),
+        return unsafe { avx2::tile(kc, a.as_ptr(), lda, rows, panel.as_ptr(), c.as_mut_ptr(), ldc, add) };
     }
+    portable_tile(kc, a, lda, rows, panel, c, ldc, add)
 }
 
 /// The micro-kernel in plain Rust: fixed-size arrays the compiler keeps in

@@ -171,18 +171,18 @@ fn normalize_body(v: &mut [f32]) {
 macro_rules! dispatched {
     ($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) => $body:ident) => {
         $(#[$doc])*
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
         pub fn $name(isa: Isa, $($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma")]
-            fn avx2($($arg: $ty),*) {
-                $body($($arg),*)
+            if isa == Isa::Avx2Fma {
+                #[target_feature(enable = "avx2,fma")]
+                fn avx2($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                // SAFETY: `Isa::Avx2Fma` is only chosen after the CPU was seen to have AVX2 and FMA.
+                return unsafe { avx2($($arg),*) };
             }
-            match isa {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `Isa::Avx2Fma` is only constructed after the CPU was seen to have AVX2 and FMA.
-                Isa::Avx2Fma => unsafe { avx2($($arg),*) },
-                _ => $body($($arg),*),
-            }
+            $body($($arg),*)
         }
     };
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 pub enum Stage {
     /// Creating the sandbox and instantiating the component.
     Instantiate,
-    /// `embedder.embed`: the model.
+    /// `embedder.embed` and `embedder.model`: running the model, and loading it on first use.
     Embed,
     /// `embedder.token-offsets`: the tokenizer, for chunking.
     Tokenize,
