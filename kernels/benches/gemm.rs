@@ -9,13 +9,7 @@ use ragbox_kernels::{Isa, cpu_features};
 use std::time::Instant;
 
 fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    ragbox_kernels::sample::uniform(n, seed, 1.0)
 }
 
 /// Best seconds of `runs` calls of `f`.

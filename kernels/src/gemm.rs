@@ -63,11 +63,6 @@ impl Packed {
         }
     }
 
-    /// Rows of B (the inner dimension).
-    pub fn k(&self) -> usize {
-        self.k
-    }
-
     /// Columns of B.
     pub fn n(&self) -> usize {
         self.n
@@ -322,13 +317,7 @@ mod tests {
     use super::*;
 
     fn random(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
+        crate::sample::uniform(n, seed, 1.0)
     }
 
     /// C = A · Wᵀ in f64, the plain reference.

@@ -262,13 +262,7 @@ mod tests {
     }
 
     fn random(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((s >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
-            })
-            .collect()
+        crate::sample::uniform(n, seed, 4.0)
     }
 
     #[test]

