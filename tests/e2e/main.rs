@@ -12,6 +12,7 @@ mod load;
 mod protocol;
 mod rag_server;
 mod sandbox;
+mod schemas;
 mod search_workspace;
 mod skills;
 mod third_party;
