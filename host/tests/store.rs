@@ -214,3 +214,26 @@ fn two_writers_and_a_reader_at_once_lose_nothing() {
     assert_eq!(assert_consistent(&store), 300);
     assert_eq!(store.stats().unwrap().generation, 300);
 }
+
+#[test]
+fn a_held_store_is_opened_once_and_other_processes_wait_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.put_document(&doc("held/0.md", 1, 0.0)).unwrap();
+    let held = store.hold().unwrap();
+    let opens = store.times_opened();
+    for i in 1..20 {
+        held.put_document(&doc(&format!("held/{i}.md"), i % 7 + 1, i as f32)).unwrap();
+        // A plain handle in the same process shares the held database.
+        assert_eq!(store.stats().unwrap().documents, i as u64 + 1);
+    }
+    assert_eq!(store.times_opened(), opens, "no operation reopened the file while it was held");
+
+    // Another process waits while the store is held, then writes once it is let go.
+    let mut writer = spawn_writer(dir.path(), "after", 5);
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(held.stats().unwrap().documents, 20, "the other process could not write meanwhile");
+    drop(held);
+    assert!(writer.wait().unwrap().success(), "the writer failed after the store was let go");
+    assert_eq!(store.stats().unwrap().documents, 25);
+}

@@ -7,15 +7,17 @@
 //! search here.
 
 mod embedder;
+mod keyword;
 
 pub use embedder::SharedEmbedder;
+use keyword::Keyword;
 
 use crate::config::DATA_DIR;
 use crate::embed::EmbedError;
-use crate::fulltext::{Fulltext, FulltextError};
+use crate::fulltext::FulltextError;
 use crate::index::{DocumentHit, Filter, HNSW_THRESHOLD, Hit, VectorIndex};
 use crate::store::{ChunkRecord, DocumentRecord, NewDocument, Stats, Store, StoreError};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -53,14 +55,14 @@ pub struct Corpus {
     data_dir: PathBuf,
     store: Mutex<Option<Store>>,
     vectors: Mutex<Option<VectorIndex>>,
-    fulltext: Mutex<Option<Fulltext>>,
+    keyword: Mutex<Option<Keyword>>,
     embedder: Arc<SharedEmbedder>,
 }
 
 impl Corpus {
     /// The index kept in `data_dir`, embedding with `embedder`.
     pub fn new(data_dir: PathBuf, embedder: Arc<SharedEmbedder>) -> Self {
-        Self { data_dir, store: Mutex::new(None), vectors: Mutex::new(None), fulltext: Mutex::new(None), embedder }
+        Self { data_dir, store: Mutex::new(None), vectors: Mutex::new(None), keyword: Mutex::new(None), embedder }
     }
 
     /// The embedding model.
@@ -95,6 +97,23 @@ impl Corpus {
             *slot = Some(Store::open(&self.data_dir)?);
         }
         Ok(slot.clone().expect("just set"))
+    }
+
+    /// The store, if one exists, held open until the returned handle is
+    /// dropped: one call's operations then share one open of the file.
+    pub fn hold(&self) -> Result<Option<Store>, CorpusError> {
+        Ok(self.existing_store()?.map(|store| store.hold()).transpose()?)
+    }
+
+    /// Fails when the stored vectors come from another model than `current`
+    /// (a model id): comparing them with its vectors would mean nothing.
+    pub fn check_model(&self, current: &str) -> Result<(), CorpusError> {
+        match self.stats()?.model_id {
+            Some(stored) if stored != current => {
+                Err(StoreError::ModelMismatch { stored, current: current.to_string() }.into())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The stored document at `path`.
@@ -220,36 +239,15 @@ impl Corpus {
     /// The `k` best BM25 chunks for `query` among documents passing `filter`, with their text.
     pub fn search_fulltext(&self, query: &str, k: usize, filter: &Filter) -> Result<Vec<ChunkHit>, CorpusError> {
         let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
-        // Documents (and the filter's allow-list) come from the vector index's copy.
-        let vectors = self.current_vectors()?;
-        let Some(index) = vectors.as_ref() else { return Ok(Vec::new()) };
-        let allowed: Option<BTreeSet<String>> = (*filter != Filter::default()).then(|| index.paths_matching(filter));
-        let mut slot = lock(&self.fulltext);
-        if slot.is_none() {
-            *slot = Some(Fulltext::open(&self.data_dir.join(FULLTEXT_DIR))?);
-        }
-        let fulltext = slot.as_ref().expect("just set");
-        let behind = fulltext.generation()?;
-        if behind != index.generation() {
-            match fulltext.apply(&store.text_delta(behind)?) {
-                Ok(()) => {}
-                // Another process is updating it: search what is there.
-                Err(FulltextError::Busy(dir)) => {
-                    tracing::warn!("keyword index {} busy; searching it as it is", dir.display());
-                }
-                Err(e) => return Err(e.into()),
+        let hits = {
+            let mut slot = lock(&self.keyword);
+            if slot.is_none() {
+                *slot = Some(Keyword::open(&self.data_dir.join(FULLTEXT_DIR))?);
             }
-        }
-        let found = fulltext.search(query, k, allowed.as_ref())?;
-        let hits = found
-            .into_iter()
-            .filter_map(|f| {
-                let document = index.document(&f.path)?.clone();
-                Some(Hit { document, ordinal: f.ordinal, score: f.score })
-            })
-            .collect();
-        drop(slot);
-        drop(vectors);
+            let keyword = slot.as_mut().expect("just set");
+            keyword.catch_up(&store)?;
+            keyword.search(query, k, filter)?
+        };
         self.with_text(hits)
     }
 

@@ -43,22 +43,34 @@ pub struct Stages {
     pub total: Duration,
     /// Tokens the model embedded for the call.
     pub tokens_embedded: u64,
+    /// Times the call opened the store file (exact only for one call at a time).
+    pub store_opens: u64,
 }
 
 /// Receives a call's [`Stages`] when it ends.
 pub type StagesSink = Arc<Mutex<Stages>>;
 
 impl Stages {
-    /// Adds the time since `started` to `stage`.
+    /// Adds the time since `started` and one call to `stage`.
     pub fn add(&mut self, stage: Stage, started: Instant) {
+        self.record(stage, started.elapsed(), 1);
+    }
+
+    /// Adds `spent` and `calls` to `stage` (one capability call may span two stages).
+    pub fn record(&mut self, stage: Stage, spent: Duration, calls: u64) {
         let slot = &mut self.spent[stage as usize];
-        slot.0 += started.elapsed();
-        slot.1 += 1;
+        slot.0 += spent;
+        slot.1 += calls;
     }
 
     /// Time spent in `stage`, and how many calls made it.
     pub fn get(&self, stage: Stage) -> (Duration, u64) {
         self.spent[stage as usize]
+    }
+
+    /// Capability calls the guest made (every stage but instantiation).
+    pub fn host_calls(&self) -> u64 {
+        self.spent.iter().skip(1).map(|(_, calls)| calls).sum()
     }
 
     /// The call's time outside every capability: the guest's own work.
@@ -70,7 +82,7 @@ impl Stages {
     pub fn summary(&self) -> String {
         let mut parts: Vec<String> = STAGES
             .iter()
-            .filter(|(stage, _)| self.get(*stage).1 > 0)
+            .filter(|(stage, _)| self.get(*stage) != (Duration::ZERO, 0))
             .map(|(stage, name)| {
                 let (spent, calls) = self.get(*stage);
                 match stage {
@@ -85,6 +97,7 @@ impl Stages {
             })
             .collect();
         parts.push(format!("guest {:.3} s", self.guest().as_secs_f64()));
+        parts.push(format!("{} capability calls, {} store opens", self.host_calls(), self.store_opens));
         parts.push(format!("total {:.3} s", self.total.as_secs_f64()));
         parts.join(", ")
     }
@@ -97,6 +110,8 @@ impl Stages {
             out.insert(name.into(), serde_json::json!({ "seconds": spent.as_secs_f64(), "calls": calls }));
         }
         out.insert("tokens_embedded".into(), self.tokens_embedded.into());
+        out.insert("capability_calls".into(), self.host_calls().into());
+        out.insert("store_opens".into(), self.store_opens.into());
         out.insert("guest".into(), serde_json::json!({ "seconds": self.guest().as_secs_f64() }));
         out.insert("total".into(), serde_json::json!({ "seconds": self.total.as_secs_f64() }));
         serde_json::Value::Object(out)

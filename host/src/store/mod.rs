@@ -1,12 +1,15 @@
 //! The store: redb, the source of truth for documents, chunks and vectors.
 //!
 //! Several processes share one workspace (two agents' servers and a CLI), and
-//! redb locks its file exclusively, so the database is opened per operation
-//! and a busy lock is retried: measured on this machine, open + write + close
-//! costs about 1 ms on a 67 MB store, and after a SIGKILL mid-write the next
-//! open repairs in about 0.1 s with every committed transaction intact.
-//! Each document is written in one transaction (record, chunks and vectors
-//! together), so a crash leaves either its old or its new version.
+//! redb locks its file exclusively, so no process keeps the database open for
+//! long: a [`Store`] opens it for one operation, or for as long as a held
+//! handle ([`Store::hold`]) lives (one tool call, say), and a busy lock is
+//! retried. Within a process every handle shares the one open database.
+//! Measured on this machine, open + write + close costs about 1 ms on a 67 MB
+//! store, and after a SIGKILL mid-write the next open repairs in about 0.1 s
+//! with every committed transaction intact. Each document is written in one
+//! transaction (record, chunks and vectors together), so a crash leaves
+//! either its old or its new version.
 //!
 //! Every change bumps the store's generation and logs which path it touched,
 //! so the derived indexes (vectors, fulltext) catch up by reading only what
@@ -17,8 +20,19 @@ mod records;
 pub use records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
 
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
+
+/// Times this process opened the database file (each open takes redb's file lock).
+static OPENS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times this process has opened a store file so far.
+pub fn opens() -> u64 {
+    OPENS.load(Ordering::Relaxed)
+}
 
 /// Bumped when the tables change shape; an older store asks for a rebuild.
 pub const SCHEMA_VERSION: u64 = 2;
@@ -89,13 +103,22 @@ pub enum StoreError {
         /// What is wrong with it.
         message: String,
     },
-    /// Reading or writing failed.
-    #[error("index I/O at {path}: {message}")]
+    /// Reading or writing the file failed (disk full, permissions, a removed folder).
+    #[error("cannot read or write the index at {path}: {source}")]
     Io {
         /// The store file.
         path: PathBuf,
-        /// What failed.
-        message: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// redb refused an operation for another reason (a bug in ragbox, or a
+    /// store written by a newer redb).
+    #[error("the index at {path} failed: {source}")]
+    Redb {
+        /// The store file.
+        path: PathBuf,
+        /// redb's error, kept whole.
+        source: redb::Error,
     },
 }
 
@@ -131,19 +154,35 @@ pub type Snapshot = Delta<Vec<f32>>;
 /// Every document with its chunks' text, for the fulltext index.
 pub type TextDelta = Delta<ChunkRecord>;
 
-/// A handle on the store file; cheap to clone, holds no lock between calls.
-#[derive(Debug, Clone)]
+/// A handle on the store file; cheap to clone. A plain handle holds no lock
+/// between operations; a held one ([`Store::hold`]) keeps the file open.
+#[derive(Clone)]
 pub struct Store {
     path: PathBuf,
     wait: Duration,
+    held: Option<Arc<Database>>,
 }
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).field("held", &self.held.is_some()).finish()
+    }
+}
+
+/// The databases this process has open, by file, and how often each file was
+/// opened: redb refuses a second open of a file, so every handle in the
+/// process shares the first one. (A process serves few workspaces: entries stay.)
+static OPEN: Mutex<Option<HashMap<PathBuf, Opened>>> = Mutex::new(None);
+
+/// A file's open database (while any handle uses it) and its count of opens.
+type Opened = (Weak<Database>, u64);
 
 impl Store {
     /// Opens (creating if needed) the store in `data_dir`, checking its schema.
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
         let path = data_dir.join(STORE_FILE);
         crate::config::ensure_data_dir(data_dir).map_err(|e| io(data_dir, e))?;
-        let store = Self { path, wait: Duration::from_secs(30) };
+        let store = Self { path, wait: Duration::from_secs(30), held: None };
         store.write(|txn| {
             let mut meta = txn.open_table(META).map_err(|e| store.err(e))?;
             let found = meta.get("schema_version").map_err(|e| store.err(e))?.map(|v| v.value());
@@ -174,9 +213,17 @@ impl Store {
         Self::open(data_dir).map(Some)
     }
 
-    /// The store file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// How many times this process has opened this store's file.
+    pub fn times_opened(&self) -> u64 {
+        let open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        open.as_ref().and_then(|o| o.get(&self.path)).map_or(0, |(_, count)| *count)
+    }
+
+    /// This store kept open: operations on the returned handle (and on every
+    /// other handle in this process) use one open database until it is dropped.
+    /// Other processes wait meanwhile, so hold it for one call, not longer.
+    pub fn hold(&self) -> Result<Self, StoreError> {
+        Ok(Self { held: Some(self.database()?), ..self.clone() })
     }
 
     /// Writes `doc` with its chunks and vectors in one transaction, replacing
@@ -312,12 +359,17 @@ impl Store {
 
     /// What the vector index needs to go from generation `since` to now.
     pub fn vector_delta(&self, since: u64) -> Result<Snapshot, StoreError> {
-        self.delta(since, VECTORS, |bytes| Ok(decode_vector(bytes)))
+        self.delta(since, Some(VECTORS), |bytes| Ok(decode_vector(bytes)))
     }
 
     /// What the fulltext index needs to go from generation `since` to now.
     pub fn text_delta(&self, since: u64) -> Result<TextDelta, StoreError> {
-        self.delta(since, CHUNKS, |bytes| ChunkRecord::decode(bytes).map_err(|m| self.corrupt(m)))
+        self.delta(since, Some(CHUNKS), |bytes| ChunkRecord::decode(bytes).map_err(|m| self.corrupt(m)))
+    }
+
+    /// The document records changed since generation `since`, without their chunks.
+    pub fn document_delta(&self, since: u64) -> Result<Delta<()>, StoreError> {
+        self.delta(since, None, |_| Ok(()))
     }
 
     /// The store generation: bumped by every committed change.
@@ -349,7 +401,7 @@ impl Store {
     fn delta<V>(
         &self,
         since: u64,
-        table: TableDefinition<(u64, u32), &[u8]>,
+        table: Option<TableDefinition<(u64, u32), &[u8]>>,
         decode: impl Fn(&[u8]) -> Result<V, StoreError>,
     ) -> Result<Delta<V>, StoreError> {
         self.read(|txn| {
@@ -396,22 +448,30 @@ impl Store {
     }
 
     /// Documents (all, or those with the given ids) with one decoded row per
-    /// chunk from `table`, in chunk order.
+    /// chunk from `table` (none without one), in chunk order.
     fn per_document<V>(
         &self,
         txn: &redb::ReadTransaction,
-        table: TableDefinition<(u64, u32), &[u8]>,
+        table: Option<TableDefinition<(u64, u32), &[u8]>>,
         only: Option<&[u64]>,
         decode: &impl Fn(&[u8]) -> Result<V, StoreError>,
     ) -> Result<Vec<(DocumentRecord, Vec<V>)>, StoreError> {
-        let (Some(docs), Some(rows)) = (open_read(txn, DOCS, self)?, open_read(txn, table, self)?) else {
-            return Ok(Vec::new());
+        let Some(docs) = open_read(txn, DOCS, self)? else { return Ok(Vec::new()) };
+        let rows = match table {
+            Some(table) => match open_read(txn, table, self)? {
+                Some(rows) => Some(rows),
+                None => return Ok(Vec::new()),
+            },
+            None => None,
         };
         let read_one = |id: u64, bytes: &[u8]| -> Result<(DocumentRecord, Vec<V>), StoreError> {
             let record = DocumentRecord::decode(bytes).map_err(|m| self.corrupt(m))?;
-            let mut values = Vec::with_capacity(record.chunks as usize);
-            for row in rows.range((id, 0)..=(id, u32::MAX)).map_err(|e| self.err(e))? {
-                values.push(decode(row.map_err(|e| self.err(e))?.1.value())?);
+            let mut values = Vec::new();
+            if let Some(rows) = &rows {
+                values.reserve(record.chunks as usize);
+                for row in rows.range((id, 0)..=(id, u32::MAX)).map_err(|e| self.err(e))? {
+                    values.push(decode(row.map_err(|e| self.err(e))?.1.value())?);
+                }
             }
             Ok((record, values))
         };
@@ -450,7 +510,7 @@ impl Store {
 
     /// Runs `f` in a write transaction and commits it.
     fn write<T>(&self, f: impl FnOnce(&redb::WriteTransaction) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let db = self.connect()?;
+        let db = self.database()?;
         let txn = db.begin_write().map_err(|e| self.err(e))?;
         let value = f(&txn)?;
         txn.commit().map_err(|e| self.err(e))?;
@@ -459,9 +519,26 @@ impl Store {
 
     /// Runs `f` in a read transaction.
     fn read<T>(&self, f: impl FnOnce(&redb::ReadTransaction) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let db = self.connect()?;
+        let db = self.database()?;
         let txn = db.begin_read().map_err(|e| self.err(e))?;
         f(&txn)
+    }
+
+    /// The open database: this handle's, another handle's in this process, or
+    /// a fresh open (closed again when the last handle using it lets go).
+    fn database(&self) -> Result<Arc<Database>, StoreError> {
+        if let Some(db) = &self.held {
+            return Ok(db.clone());
+        }
+        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = open.get_or_insert_with(HashMap::new).entry(self.path.clone()).or_insert((Weak::new(), 0));
+        if let Some(db) = entry.0.upgrade() {
+            return Ok(db);
+        }
+        // The lock stays taken while connecting, so the process opens the file once.
+        let db = Arc::new(self.connect()?);
+        *entry = (Arc::downgrade(&db), entry.1 + 1);
+        Ok(db)
     }
 
     /// Opens the database, waiting while another process holds it.
@@ -470,7 +547,10 @@ impl Store {
         let mut pause = Duration::from_millis(1);
         loop {
             match Database::create(&self.path) {
-                Ok(db) => return Ok(db),
+                Ok(db) => {
+                    OPENS.fetch_add(1, Ordering::Relaxed);
+                    return Ok(db);
+                }
                 Err(redb::DatabaseError::DatabaseAlreadyOpen) if started.elapsed() < self.wait => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(20));
@@ -503,8 +583,15 @@ impl Store {
         }
     }
 
-    fn err(&self, e: impl std::fmt::Display) -> StoreError {
-        StoreError::Io { path: self.path.clone(), message: e.to_string() }
+    /// Sorts a redb error into what a caller can act on.
+    fn err(&self, e: impl Into<redb::Error>) -> StoreError {
+        let path = self.path.clone();
+        match e.into() {
+            redb::Error::Io(source) => StoreError::Io { path, source },
+            redb::Error::Corrupted(message) => StoreError::Corrupt { path, message },
+            redb::Error::DatabaseAlreadyOpen => StoreError::Busy(path),
+            source => StoreError::Redb { path, source },
+        }
     }
 
     fn corrupt(&self, message: String) -> StoreError {
@@ -531,8 +618,8 @@ fn check_path(path: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn io(path: &Path, e: std::io::Error) -> StoreError {
-    StoreError::Io { path: path.to_path_buf(), message: e.to_string() }
+fn io(path: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Io { path: path.to_path_buf(), source }
 }
 
 /// Bumps the generation and logs that `path` changed in it.
