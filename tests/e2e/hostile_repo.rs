@@ -224,7 +224,8 @@ async fn third_parties_get_the_ordinary_limits() {
     assert!(is_error(&r) && text(&r).contains("time limit of 2 s"), "{}", text(&r));
     assert!(started.elapsed() < Duration::from_secs(15));
     let r = call(&client, "hostile", json!({"op": "tokenize_huge"})).await;
-    assert!(is_error(&r) && text(&r).contains("send it in parts"), "{}", text(&r));
+    assert!(is_error(&r) && text(&r).contains("ErrorCode::Invalid: text of"), "{}", text(&r));
+    assert!(text(&r).contains("send it in parts"), "{}", text(&r));
     client.cancel().await.unwrap();
 }
 
@@ -273,6 +274,7 @@ async fn corpus_put_refuses_bad_vectors_and_paths() {
     ] {
         let r = call(&client, "hostile", json!({"op": "put", "path": path, "vector": vector})).await;
         assert!(is_error(&r) && text(&r).contains(expected), "{path} {vector}: {}", text(&r));
+        assert!(text(&r).contains("ErrorCode::Invalid: "), "{path} {vector}: {}", text(&r));
     }
     let r = call(&client, "hostile", json!({"op": "put", "path": "forged.md", "vector": "ok"})).await;
     assert!(!is_error(&r), "{}", text(&r));

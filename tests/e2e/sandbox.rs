@@ -89,6 +89,7 @@ async fn the_index_is_read_only_without_the_corpus_write_grant() {
     let read = call(&client, "hostile", json!({"op": "read_index"})).await;
     assert_eq!(text(&read), "1 documents");
     let message = attempt(&client, json!({"op": "remove_from_index", "path": "notes/README.md"})).await;
+    assert!(message.contains("ErrorCode::Denied: tool 'hostile' may not change the index"), "{message}");
     assert!(message.contains("lacks the corpus-write grant"), "{message}");
     assert!(message.contains("grants = [\"corpus-write\"]"), "{message}");
     let read = call(&client, "hostile", json!({"op": "read_index"})).await;
@@ -100,6 +101,30 @@ async fn the_index_is_read_only_without_the_corpus_write_grant() {
     let client = f.connect().await;
     let r = call(&client, "hostile", json!({"op": "remove_from_index", "path": "notes/README.md"})).await;
     assert_eq!(text(&r), "removed notes/README.md from the index: true");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_host_refuses_vectors_of_another_model_to_every_tool() {
+    let (f, _) = hostile_fixture();
+    let client = f.connect().await;
+    let embedded = call(&client, "embed_document", json!({"path": "notes/README.md"})).await;
+    assert!(!is_error(&embedded), "{}", text(&embedded));
+    let r = call(&client, "hostile", json!({"op": "nearest", "path": "readme"})).await;
+    assert_eq!(text(&r), "1 hits");
+    client.cancel().await.unwrap();
+
+    // The same weights under another folder name are another model to ragbox.
+    let renamed = f.dir.path().join("renamed-model");
+    std::os::unix::fs::symlink(ragbox::embed::default_model_dir(), &renamed).unwrap();
+    f.write_user_config(&format!("model = {:?}\n", renamed.display().to_string()));
+    let client = f.connect().await;
+    // A third-party tool that checks nothing still cannot compare them.
+    let message = attempt(&client, json!({"op": "nearest", "path": "readme"})).await;
+    assert!(message.contains("ErrorCode::ModelMismatch"), "{message}");
+    assert!(message.contains("ragbox doctor --reset"), "{message}");
+    let r = call(&client, "search_semantic", json!({"query": "readme"})).await;
+    assert!(is_error(&r) && text(&r).contains("holds vectors from model"), "{}", text(&r));
     client.cancel().await.unwrap();
 }
 

@@ -90,10 +90,11 @@ fn merge(groups: &mut Vec<Found>, found: Found) {
     }
 }
 
-/// By meaning: the nearest chunks, grouped by conversation, best first.
-fn semantic_context(topic: &str, n: usize) -> Result<Vec<Found>, String> {
+/// By meaning: the nearest chunks, grouped by conversation, best first;
+/// `None` while nothing is embedded.
+fn semantic_context(topic: &str, n: usize) -> Result<Option<Vec<Found>>, String> {
     let k = (n * 8).clamp(20, 400) as u32;
-    let hits = semantic::search(topic, k, &semantic::filter(None, None))?;
+    let Some(hits) = semantic::search(topic, k, &semantic::filter(None, None))? else { return Ok(None) };
     let mut groups = Vec::new();
     for hit in hits {
         let mut found = Found::new(&hit.document.path, score(hit.score));
@@ -101,7 +102,7 @@ fn semantic_context(topic: &str, n: usize) -> Result<Vec<Found>, String> {
         merge(&mut groups, found);
     }
     groups.truncate(n);
-    Ok(groups)
+    Ok(Some(groups))
 }
 
 /// By keywords: files ranked by how often the topic's words occur.
@@ -148,18 +149,17 @@ fn keyword_context(topic: &str, n: usize) -> Vec<Found> {
 }
 
 fn run(topic: &str, n: usize) -> Result<Value, String> {
-    let (method, found, message) = if semantic::index_is_empty()? {
-        let note =
-            "No semantic index yet, so these are keyword matches: run embed_workspace to find context by meaning.";
-        ("keyword", keyword_context(topic, n), Some(note.to_string()))
-    } else {
-        match semantic_context(topic, n) {
-            Ok(found) => ("semantic", found, None),
-            Err(e) => {
-                log::warn(&format!("semantic search failed, falling back to keywords: {e}"));
-                let note = format!("Semantic search failed ({e}), so these are keyword matches.");
-                ("keyword", keyword_context(topic, n), Some(note))
-            }
+    let (method, found, message) = match semantic_context(topic, n) {
+        Ok(Some(found)) => ("semantic", found, None),
+        Ok(None) => {
+            let note =
+                "No semantic index yet, so these are keyword matches: run embed_workspace to find context by meaning.";
+            ("keyword", keyword_context(topic, n), Some(note.to_string()))
+        }
+        Err(e) => {
+            log::warn(&format!("semantic search failed, falling back to keywords: {e}"));
+            let note = format!("Semantic search failed ({e}), so these are keyword matches.");
+            ("keyword", keyword_context(topic, n), Some(note))
         }
     };
     let mut out = json!({

@@ -266,11 +266,7 @@ fn confidence(found: &[Scored], excerpts: &[Excerpt], words: &[String]) -> u64 {
 }
 
 fn run(r: &Request) -> Result<Value, String> {
-    let found = if rag_server::index_is_empty()? {
-        Vec::new()
-    } else {
-        rag_server::search(&r.question, r.mode, r.limit as u32, &r.filter)?
-    };
+    let found = rag_server::search(&r.question, r.mode, r.limit as u32, &r.filter)?;
     let kind = classify(&r.question);
     let words = keywords(&r.question);
     let excerpts = extract(&found, &words, kind);

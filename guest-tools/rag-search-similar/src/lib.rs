@@ -7,9 +7,10 @@
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
 use ragbox_sdk::args::optional_count;
+use ragbox_sdk::embedder::EmbedKind;
 use ragbox_sdk::rag_server::{self, document_id, metadata, round, source};
 use ragbox_sdk::text::truncate;
-use ragbox_sdk::{Annotations, CallError, ToolInfo, args, embedder, host, vectors};
+use ragbox_sdk::{Annotations, CallError, ErrorCode, ToolInfo, args, host, vectors};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -70,14 +71,15 @@ fn excluded(path: &str, exclude: Option<&str>) -> bool {
 fn run(r: &Request) -> Result<Value, String> {
     let mut similar = Vec::new();
     let mut total_found = 0;
-    if !rag_server::index_is_empty()? {
-        ragbox_sdk::semantic::check_model()?;
-        let vector = embedder::embed(std::slice::from_ref(&r.text), embedder::EmbedKind::Passage)?
-            .pop()
-            .ok_or("no vector for the reference text")?;
-        // Enough chunks to find `limit` distinct documents in most corpora.
-        let hits =
-            vectors::search(&vector, (r.limit * 10).max(50) as u32, &rag_server::filter(&[], &Default::default())?)?;
+    // Enough chunks to find `limit` distinct documents in most corpora.
+    let depth = (r.limit * 10).max(50) as u32;
+    let all = rag_server::filter(&[], &Default::default())?;
+    let found = match vectors::search_text(&r.text, EmbedKind::Passage, depth, &all) {
+        Ok(hits) => Some(hits),
+        Err(e) if e.code == ErrorCode::NotIndexed => None,
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(hits) = found {
         let mut seen = std::collections::HashSet::new();
         for hit in hits {
             let score = f64::from(hit.score);

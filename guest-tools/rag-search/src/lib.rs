@@ -61,11 +61,7 @@ fn request(arguments: &str) -> Result<Request, CallError> {
 }
 
 fn run(r: &Request) -> Result<Value, String> {
-    let found = if rag_server::index_is_empty()? {
-        Vec::new()
-    } else {
-        rag_server::search(&r.query, r.mode, r.limit as u32, &r.filter)?
-    };
+    let found = rag_server::search(&r.query, r.mode, r.limit as u32, &r.filter)?;
     let results: Vec<Value> = found
         .iter()
         .enumerate()

@@ -23,7 +23,7 @@ pub fn invalid(message: impl AsRef<str>) -> CallError {
 
 /// The call's workspace, or the host's reason it is not allowed (`Workspace not allowed: …`).
 pub fn workspace() -> Result<WorkspaceInfo, CallError> {
-    host::workspace().map_err(failed)
+    host::workspace().map_err(|e| failed(e.message))
 }
 
 /// The call's arguments decoded into `T`, or an error naming the bad field.

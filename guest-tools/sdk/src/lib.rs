@@ -28,6 +28,20 @@ pub mod bindings {
     });
 }
 
-pub use bindings::ragbox::tools::types::{Annotations, CallError, ToolInfo};
+pub use bindings::ragbox::tools::types::{Annotations, CallError, Error, ErrorCode, ToolInfo};
 pub use bindings::ragbox::tools::{corpus, embedder, fulltext, host, vectors};
 pub use bindings::{Guest, export};
+
+/// Tools that answer in text keep the host's message (it says what to do).
+impl From<Error> for String {
+    fn from(e: Error) -> Self {
+        e.message
+    }
+}
+
+/// The host's message, for the tools' own error shapes.
+impl AsRef<str> for Error {
+    fn as_ref(&self) -> &str {
+        &self.message
+    }
+}

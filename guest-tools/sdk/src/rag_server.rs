@@ -3,12 +3,11 @@
 //! source objects, the filters `sources` and `metadata_filters`, and the
 //! search modes with reciprocal rank fusion for hybrid.
 
-use crate::CallError;
 use crate::bindings::ragbox::tools::corpus::{Document, Filter};
-use crate::bindings::ragbox::tools::embedder::{self, EmbedKind};
+use crate::bindings::ragbox::tools::fulltext;
 use crate::bindings::ragbox::tools::vectors::Hit;
-use crate::bindings::ragbox::tools::{corpus, fulltext, vectors};
 use crate::cortext::DateRange;
+use crate::{CallError, Error};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -212,15 +211,13 @@ pub struct Scored {
     pub relevance: f64,
 }
 
-/// The `k` best chunks for `query` in `mode` among documents passing `filter`.
-pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Scored>, String> {
-    let semantic = |k: u32| -> Result<Vec<Hit>, String> {
-        crate::semantic::check_model()?;
-        let vector = embedder::embed(&[query.to_string()], EmbedKind::Query)?.pop().ok_or("no vector for the query")?;
-        vectors::search(&vector, k, filter)
-    };
+/// The `k` best chunks for `query` in `mode` among documents passing
+/// `filter`; none while nothing is indexed.
+pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Scored>, Error> {
+    let semantic = |k: u32| crate::semantic::search(query, k, filter);
     Ok(match mode {
         Mode::Semantic => semantic(k)?
+            .unwrap_or_default()
             .into_iter()
             .map(|hit| {
                 let relevance = f64::from(hit.score).clamp(0.0, 1.0);
@@ -240,7 +237,10 @@ pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Sc
         Mode::Hybrid => {
             // Deeper lists than asked: fusion needs the overlap.
             let depth = (k * 4).clamp(50, 1000);
-            fuse(semantic(depth)?, fulltext::search(query, depth, filter)?, k as usize)
+            match semantic(depth)? {
+                Some(semantic) => fuse(semantic, fulltext::search(query, depth, filter)?, k as usize),
+                None => Vec::new(),
+            }
         }
     })
 }
@@ -264,11 +264,6 @@ pub fn fuse(a: Vec<Hit>, b: Vec<Hit>, k: usize) -> Vec<Scored> {
     fused.sort_by(|x, y| y.0.total_cmp(&x.0).then_with(|| x.1.document.path.cmp(&y.1.document.path)));
     let max = 2.0 / (RRF_K + 1.0);
     fused.into_iter().take(k).map(|(score, hit)| Scored { relevance: (score / max).min(1.0), hit }).collect()
-}
-
-/// True when nothing is indexed yet.
-pub fn index_is_empty() -> Result<bool, String> {
-    Ok(corpus::stats()?.documents == 0)
 }
 
 /// A score rounded for JSON.

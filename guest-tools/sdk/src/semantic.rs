@@ -3,10 +3,11 @@
 //! (`conversation`, `score`, `text`, `source_path`, plus type and date).
 
 use crate::bindings::ragbox::tools::corpus::{self, Document, Filter};
-use crate::bindings::ragbox::tools::embedder::{self, EmbedKind};
+use crate::bindings::ragbox::tools::embedder::EmbedKind;
 use crate::bindings::ragbox::tools::vectors::{self, Hit};
 use crate::cortext::{DateRange, Layout};
 use crate::text::truncate;
+use crate::{Error, ErrorCode};
 use serde_json::{Value, json};
 
 /// Longest chunk text a result carries: prose chunks and whole code units fit
@@ -39,32 +40,19 @@ pub fn conversation_type(arg: Option<&str>) -> Result<Option<String>, String> {
 }
 
 /// True when nothing is embedded yet (reading never creates the store).
-pub fn index_is_empty() -> Result<bool, String> {
+pub fn index_is_empty() -> Result<bool, Error> {
     Ok(corpus::stats()?.documents == 0)
 }
 
-/// Refuses to compare vectors from different models: the index must be
-/// rebuilt when the model changes.
-pub fn check_model() -> Result<(), String> {
-    let stats = corpus::stats()?;
-    let model = embedder::model()?;
-    match stats.model_id {
-        Some(stored) if stored != model.id => Err(format!(
-            "The index was built with model {stored}, but the server now uses {}: \
-             reset it with `ragbox doctor --reset`, then run `ragbox index` (or embed_workspace)",
-            model.id
-        )),
-        _ => Ok(()),
+/// The `k` chunks nearest `query` among documents passing `filter`, best
+/// first; `None` when nothing is embedded yet. The host embeds the query and
+/// refuses an index built with another model.
+pub fn search(query: &str, k: u32, filter: &Filter) -> Result<Option<Vec<Hit>>, Error> {
+    match vectors::search_text(query, EmbedKind::Query, k, filter) {
+        Ok(hits) => Ok(Some(hits)),
+        Err(e) if e.code == ErrorCode::NotIndexed => Ok(None),
+        Err(e) => Err(e),
     }
-}
-
-/// The `k` chunks nearest `query` among documents passing `filter`, best first.
-pub fn search(query: &str, k: u32, filter: &Filter) -> Result<Vec<Hit>, String> {
-    check_model()?;
-    let vector = embedder::embed(&[query.to_string()], EmbedKind::Query)?
-        .pop()
-        .ok_or("the embedder returned no vector for the query")?;
-    vectors::search(&vector, k, filter)
 }
 
 /// The name a result shows: the conversation folder, else the file name.

@@ -53,7 +53,9 @@ impl Request {
 }
 
 fn run(r: &Request) -> Result<Value, String> {
-    if semantic::index_is_empty()? {
+    let filter = semantic::filter(r.conversation_type.as_deref(), r.date_range.as_ref());
+    // One more than asked says whether more exist.
+    let Some(mut hits) = semantic::search(&r.query, (r.n + 1) as u32, &filter)? else {
         return Ok(json!({
             "success": true,
             "query": r.query,
@@ -63,10 +65,7 @@ fn run(r: &Request) -> Result<Value, String> {
             "message": "Nothing is embedded yet: run embed_workspace (or `ragbox index`) first, \
                         or use search_workspace for keyword search.",
         }));
-    }
-    let filter = semantic::filter(r.conversation_type.as_deref(), r.date_range.as_ref());
-    // One more than asked says whether more exist.
-    let mut hits = semantic::search(&r.query, (r.n + 1) as u32, &filter)?;
+    };
     let more = hits.len() as u64 > r.n;
     hits.truncate(r.n as usize);
     let results: Vec<Value> = hits.iter().map(result_json).collect();

@@ -12,7 +12,7 @@ use ragbox_sdk::corpus::Filter;
 use ragbox_sdk::cortext;
 use ragbox_sdk::skill::MARKER;
 use ragbox_sdk::vectors::Hit;
-use ragbox_sdk::{Annotations, CallError, ToolInfo, embedder, semantic, vectors};
+use ragbox_sdk::{Annotations, CallError, ToolInfo, semantic};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -72,12 +72,6 @@ fn format_match(i: usize, hit: &Hit) -> String {
 }
 
 fn run(query: &str, n: u64) -> Result<String, String> {
-    if semantic::index_is_empty()? {
-        return Ok(NO_MATCH.to_string());
-    }
-    semantic::check_model()?;
-    let vector =
-        embedder::embed(&[query.to_string()], embedder::EmbedKind::Query)?.pop().ok_or("no vector for the query")?;
     let skills = Filter {
         conversation_type: None,
         date_range: None,
@@ -85,8 +79,8 @@ fn run(query: &str, n: u64) -> Result<String, String> {
         extensions: Vec::new(),
         metadata: vec![(MARKER.0.to_string(), MARKER.1.to_string())],
     };
-    let hits: Vec<Hit> =
-        vectors::search(&vector, n as u32, &skills)?.into_iter().filter(|h| h.score >= MIN_RELEVANCE).collect();
+    let Some(hits) = semantic::search(query, n as u32, &skills)? else { return Ok(NO_MATCH.to_string()) };
+    let hits: Vec<Hit> = hits.into_iter().filter(|h| h.score >= MIN_RELEVANCE).collect();
     if hits.is_empty() {
         return Ok(NO_MATCH.to_string());
     }

@@ -1,9 +1,19 @@
 //! Conversions between WIT records and the store's and index's types.
 
+use super::error::invalid;
 use crate::corpus::ChunkHit;
 use crate::index::{DocumentHit, Filter};
+use crate::runtime::bindings::ragbox::tools::embedder::EmbedKind;
+use crate::runtime::bindings::ragbox::tools::types::Error;
 use crate::runtime::bindings::ragbox::tools::{corpus as wit, vectors};
 use crate::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
+
+pub fn embed_kind(kind: EmbedKind) -> crate::embed::EmbedKind {
+    match kind {
+        EmbedKind::Query => crate::embed::EmbedKind::Query,
+        EmbedKind::Passage => crate::embed::EmbedKind::Passage,
+    }
+}
 
 pub fn filter(f: wit::Filter) -> Filter {
     Filter {
@@ -37,14 +47,14 @@ pub fn chunk(c: ChunkRecord) -> wit::Chunk {
 }
 
 /// A tool's document as the store keeps it; the host fills in model and time.
-pub fn new_document(d: wit::NewDocument) -> Result<NewDocument, String> {
+pub fn new_document(d: wit::NewDocument) -> Result<NewDocument, Error> {
     if d.chunks.len() != d.vectors.len() {
-        return Err(format!(
+        return Err(invalid(format!(
             "{} chunks but {} vectors for {}: give one vector per chunk",
             d.chunks.len(),
             d.vectors.len(),
             d.path
-        ));
+        )));
     }
     let dimension = d.vectors.first().map_or(0, Vec::len);
     let record = DocumentRecord {

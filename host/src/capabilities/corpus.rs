@@ -3,34 +3,29 @@
 
 use super::convert;
 use crate::runtime::bindings::ragbox::tools::corpus::{Chunk, CorpusStats, Document, Filter, Host, NewDocument};
-use crate::runtime::{Caller, HostState, Stage};
+use crate::runtime::bindings::ragbox::tools::types::Error;
+use crate::runtime::{HostState, Stage};
 
 impl Host for HostState {
-    fn get(&mut self, path: String) -> Result<Option<Document>, String> {
-        self.timed(Stage::StoreRead, |this| {
-            let doc = this.corpus()?.document(&path).map_err(|e| e.to_string())?;
-            Ok(doc.as_ref().map(convert::document))
-        })
+    fn get(&mut self, path: String) -> Result<Option<Document>, Error> {
+        self.timed(Stage::StoreRead, |this| Ok(this.corpus()?.document(&path)?.as_ref().map(convert::document)))
     }
 
-    fn list(&mut self, filter: Filter) -> Result<Vec<Document>, String> {
+    fn list(&mut self, filter: Filter) -> Result<Vec<Document>, Error> {
         self.timed(Stage::StoreRead, |this| {
-            let docs = this.corpus()?.documents(&convert::filter(filter)).map_err(|e| e.to_string())?;
+            let docs = this.corpus()?.documents(&convert::filter(filter))?;
             Ok(docs.iter().map(convert::document).collect())
         })
     }
 
-    fn chunks(&mut self, path: String) -> Result<Vec<Chunk>, String> {
-        self.timed(Stage::StoreRead, |this| {
-            let chunks = this.corpus()?.chunks(&path).map_err(|e| e.to_string())?;
-            Ok(chunks.into_iter().map(convert::chunk).collect())
-        })
+    fn chunks(&mut self, path: String) -> Result<Vec<Chunk>, Error> {
+        self.timed(Stage::StoreRead, |this| Ok(this.corpus()?.chunks(&path)?.into_iter().map(convert::chunk).collect()))
     }
 
-    fn stats(&mut self) -> Result<CorpusStats, String> {
+    fn stats(&mut self) -> Result<CorpusStats, Error> {
         self.timed(Stage::StoreRead, |this| {
             let corpus = this.corpus()?;
-            let s = corpus.stats().map_err(|e| e.to_string())?;
+            let s = corpus.stats()?;
             Ok(CorpusStats {
                 documents: s.documents,
                 chunks: s.chunks,
@@ -41,27 +36,27 @@ impl Host for HostState {
         })
     }
 
-    fn put(&mut self, document: NewDocument) -> Result<(), String> {
+    fn put(&mut self, document: NewDocument) -> Result<(), Error> {
         self.timed(Stage::StoreWrite, |this| {
             this.require_corpus_write()?;
             let doc = convert::new_document(this.stamp(document))?;
-            this.corpus()?.put(doc).map_err(|e| e.to_string())
+            Ok(this.corpus()?.put(doc)?)
         })
     }
 
-    fn put_many(&mut self, documents: Vec<NewDocument>) -> Result<(), String> {
+    fn put_many(&mut self, documents: Vec<NewDocument>) -> Result<(), Error> {
         self.timed(Stage::StoreWrite, |this| {
             this.require_corpus_write()?;
             let docs =
                 documents.into_iter().map(|d| convert::new_document(this.stamp(d))).collect::<Result<Vec<_>, _>>()?;
-            this.corpus()?.put_many(docs).map_err(|e| e.to_string())
+            Ok(this.corpus()?.put_many(docs)?)
         })
     }
 
-    fn remove(&mut self, path: String) -> Result<bool, String> {
+    fn remove(&mut self, path: String) -> Result<bool, Error> {
         self.timed(Stage::StoreWrite, |this| {
             this.require_corpus_write()?;
-            this.corpus()?.remove(&path).map_err(|e| e.to_string())
+            Ok(this.corpus()?.remove(&path)?)
         })
     }
 }
@@ -74,7 +69,7 @@ impl HostState {
     /// tool cannot claim that mark for itself.
     fn stamp(&self, mut document: NewDocument) -> NewDocument {
         document.metadata.retain(|(k, _)| k != SOURCE_METHOD_KEY);
-        if self.env.caller == Caller::FileWatcher {
+        if self.env.caller == crate::runtime::Caller::FileWatcher {
             document.metadata.push((SOURCE_METHOD_KEY.to_string(), "file_watcher".to_string()));
         }
         document

@@ -32,10 +32,10 @@ impl host::Host for HostState {
         self.guard.should_stop()
     }
 
-    fn workspace(&mut self) -> Result<host::WorkspaceInfo, String> {
+    fn workspace(&mut self) -> Result<host::WorkspaceInfo, types::Error> {
         match &self.env.workspace {
             Ok(path) => Ok(host::WorkspaceInfo { path: path.display().to_string() }),
-            Err(reason) => Err(reason.clone()),
+            Err(reason) => Err(super::denied(reason.clone())),
         }
     }
 }

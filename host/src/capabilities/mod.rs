@@ -4,5 +4,8 @@
 mod convert;
 mod corpus;
 mod embedder;
+mod error;
 mod host;
 mod search;
+
+pub(crate) use error::{denied, internal};

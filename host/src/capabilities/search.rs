@@ -1,47 +1,88 @@
 //! `ragbox:tools/vectors` and `ragbox:tools/fulltext`: searching the index.
+//! The host checks what every tool relies on: vectors compared only with
+//! vectors of the same model, and no model loaded for an empty index.
 
 use super::convert;
+use super::error::{error, invalid};
 use crate::runtime::bindings::ragbox::tools::corpus::Filter;
+use crate::runtime::bindings::ragbox::tools::types::{Error, ErrorCode};
 use crate::runtime::bindings::ragbox::tools::{fulltext, vectors};
 use crate::runtime::{HostState, Stage};
+use std::time::Instant;
 
 /// Most hits one search returns.
 const MAX_K: u32 = 10_000;
 
-fn check_k(k: u32) -> Result<usize, String> {
+fn check_k(k: u32) -> Result<usize, Error> {
     if k > MAX_K {
-        return Err(format!("k = {k} is over the limit of {MAX_K} hits per search"));
+        return Err(invalid(format!("k = {k} is over the limit of {MAX_K} hits per search")));
     }
     Ok(k as usize)
 }
 
+impl HostState {
+    /// The nearest chunks to `vector`, made by the model the host runs now.
+    fn nearest(&mut self, vector: &[f32], k: usize, filter: Filter) -> Result<Vec<vectors::Hit>, Error> {
+        let model = self.embedder()?.info().clone();
+        if vector.len() != model.dimension {
+            let got = vector.len();
+            return Err(invalid(format!("a vector of length {got}; model {} makes {}", model.id, model.dimension)));
+        }
+        let corpus = self.corpus()?;
+        corpus.check_model(&model.id)?;
+        let hits = corpus.search_vectors(vector, k, &convert::filter(filter))?;
+        Ok(hits.into_iter().map(convert::hit).collect())
+    }
+}
+
 impl vectors::Host for HostState {
-    fn search(&mut self, vector: Vec<f32>, k: u32, filter: Filter) -> Result<Vec<vectors::Hit>, String> {
-        self.timed(Stage::VectorSearch, |this| {
-            let k = check_k(k)?;
-            let hits =
-                this.corpus()?.search_vectors(&vector, k, &convert::filter(filter)).map_err(|e| e.to_string())?;
-            Ok(hits.into_iter().map(convert::hit).collect())
-        })
+    fn search(&mut self, vector: Vec<f32>, k: u32, filter: Filter) -> Result<Vec<vectors::Hit>, Error> {
+        self.timed(Stage::VectorSearch, |this| this.nearest(&vector, check_k(k)?, filter))
     }
 
-    fn similar_documents(&mut self, path: String, k: u32, filter: Filter) -> Result<Vec<vectors::DocumentHit>, String> {
+    fn search_text(
+        &mut self,
+        text: String,
+        kind: vectors::EmbedKind,
+        k: u32,
+        filter: Filter,
+    ) -> Result<Vec<vectors::Hit>, Error> {
+        let started = Instant::now();
+        let mut embedding = std::time::Duration::ZERO;
+        let hits = (|| {
+            let k = check_k(k)?;
+            if self.corpus()?.stats()?.documents == 0 {
+                let hint = "nothing is embedded yet: run embed_workspace (or `ragbox index`) first";
+                return Err(error(ErrorCode::NotIndexed, hint));
+            }
+            let embed_started = Instant::now();
+            let vector = self.embed_texts(&[text], convert::embed_kind(kind)).map(|mut v| v.pop());
+            embedding = embed_started.elapsed();
+            let vector = vector?.ok_or_else(|| error(ErrorCode::Internal, "the model gave no vector for the text"))?;
+            self.nearest(&vector, k, filter)
+        })();
+        // One call, its time split between the model and the search.
+        self.stages.record(Stage::Embed, embedding, 0);
+        self.stages.record(Stage::VectorSearch, started.elapsed().saturating_sub(embedding), 1);
+        hits
+    }
+
+    fn similar_documents(&mut self, path: String, k: u32, filter: Filter) -> Result<Vec<vectors::DocumentHit>, Error> {
         self.timed(Stage::VectorSearch, |this| {
             let k = check_k(k)?;
-            match this.corpus()?.similar_documents(&path, k, &convert::filter(filter)).map_err(|e| e.to_string())? {
+            match this.corpus()?.similar_documents(&path, k, &convert::filter(filter))? {
                 Some(hits) => Ok(hits.into_iter().map(convert::document_hit).collect()),
-                None => Err(format!("document not indexed: {path}")),
+                None => Err(error(ErrorCode::NotIndexed, format!("document not indexed: {path}"))),
             }
         })
     }
 }
 
 impl fulltext::Host for HostState {
-    fn search(&mut self, query: String, k: u32, filter: Filter) -> Result<Vec<vectors::Hit>, String> {
+    fn search(&mut self, query: String, k: u32, filter: Filter) -> Result<Vec<vectors::Hit>, Error> {
         self.timed(Stage::KeywordSearch, |this| {
             let k = check_k(k)?;
-            let hits =
-                this.corpus()?.search_fulltext(&query, k, &convert::filter(filter)).map_err(|e| e.to_string())?;
+            let hits = this.corpus()?.search_fulltext(&query, k, &convert::filter(filter))?;
             Ok(hits.into_iter().map(convert::hit).collect())
         })
     }

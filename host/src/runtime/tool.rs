@@ -131,6 +131,27 @@ pub enum Failure {
     },
 }
 
+/// The version of `wit/ragbox.wit` this host serves.
+pub const WIT_VERSION: &str = "0.2.0";
+
+/// Refuses, by name, a component built against another version of the
+/// `ragbox:tools` package: the linker's own message would only name one
+/// missing import.
+fn check_wit_version(engine: &Engine, component: &Component) -> Result<(), String> {
+    let ty = component.component_type();
+    let other = ty.imports(engine).find_map(|(name, _)| {
+        let (package, version) = name.strip_prefix("ragbox:tools/")?.split_once('@')?;
+        (version != WIT_VERSION).then(|| format!("ragbox:tools/{package}@{version}"))
+    });
+    match other {
+        Some(import) => Err(format!(
+            "it was built against {import}, but this ragbox serves ragbox:tools@{WIT_VERSION}: \
+             rebuild it against the wit/ folder of this ragbox version"
+        )),
+        None => Ok(()),
+    }
+}
+
 impl LoadedTool {
     /// Links `component`, runs `describe()` in a sandbox and validates it.
     pub fn new(
@@ -141,6 +162,8 @@ impl LoadedTool {
         describe_limits: &Limits,
     ) -> Result<Self, RuntimeError> {
         let source_name = source.to_string();
+        check_wit_version(engine, component)
+            .map_err(|message| RuntimeError::Link { source_name: source_name.clone(), message })?;
         let linker = capabilities_linker(engine)
             .map_err(|e| RuntimeError::Link { source_name: source_name.clone(), message: format!("{e:#}") })?;
         let pre = linker
@@ -191,6 +214,7 @@ impl LoadedTool {
     pub fn call(&self, arguments: &str, env: CallEnv, limits: &Limits) -> Outcome {
         let tool = self.name.to_string();
         let started = std::time::Instant::now();
+        let opens = crate::store::opens();
         let mut store = match new_store(&self.engine, self.name.clone(), env, limits) {
             Ok(store) => store,
             Err(reason) => return Outcome::Failed(Failure::Setup { tool, reason }),
@@ -201,6 +225,7 @@ impl LoadedTool {
         });
         let stages = &mut store.data_mut().stages;
         stages.total = started.elapsed();
+        stages.store_opens = crate::store::opens() - opens;
         tracing::debug!(tool = %tool, "time by stage: {}", stages.summary());
         if let Some(sink) = &store.data().env.timings {
             *sink.lock().unwrap_or_else(|p| p.into_inner()) = store.data().stages.clone();
@@ -280,6 +305,26 @@ fn validate_info(info: &ToolInfo) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_version_is_the_wit_package_s() {
+        let wit = include_str!("../../../wit/ragbox.wit");
+        assert!(wit.starts_with(&format!("package ragbox:tools@{WIT_VERSION};")));
+    }
+
+    #[test]
+    fn a_component_for_another_wit_version_is_refused_by_name() {
+        let engine = crate::runtime::new_engine().unwrap();
+        let importing = |version: &str| {
+            let text = format!(
+                r#"(component (import "ragbox:tools/host@{version}" (instance (export "cancelled" (func (result bool))))))"#
+            );
+            Component::new(&engine, wat::parse_str(text).unwrap()).unwrap()
+        };
+        let e = check_wit_version(&engine, &importing("0.1.0")).unwrap_err();
+        assert!(e.contains("built against ragbox:tools/host@0.1.0") && e.contains("rebuild"), "{e}");
+        assert_eq!(check_wit_version(&engine, &importing(WIT_VERSION)), Ok(()));
+    }
 
     #[test]
     fn crash_reason_prefers_the_panic_message() {

@@ -101,11 +101,30 @@ impl Guest for Hostile {
             // Without the corpus-write grant, changing the index must be refused.
             "remove_from_index" => match ragbox::tools::corpus::remove(path) {
                 Ok(removed) => Ok(format!("removed {path} from the index: {removed}")),
-                Err(e) => Err(CallError::Failed(format!("remove_from_index {path}: {e}"))),
+                Err(e) => Err(CallError::Failed(format!("remove_from_index {path}: {}", said(&e)))),
             },
+            // Embeds a query and searches with its vector, skipping every check a tool could make.
+            "nearest" => {
+                use ragbox::tools::embedder::{EmbedKind, embed};
+                let vector = match embed(&[path.to_string()], EmbedKind::Query) {
+                    Ok(mut v) => v.remove(0),
+                    Err(e) => return Err(CallError::Failed(format!("embed: {}", said(&e)))),
+                };
+                let all = ragbox::tools::corpus::Filter {
+                    conversation_type: None,
+                    date_range: None,
+                    path_prefix: None,
+                    extensions: Vec::new(),
+                    metadata: Vec::new(),
+                };
+                match ragbox::tools::vectors::search(&vector, 3, &all) {
+                    Ok(hits) => Ok(format!("{} hits", hits.len())),
+                    Err(e) => Err(CallError::Failed(format!("nearest: {}", said(&e)))),
+                }
+            }
             "read_index" => match ragbox::tools::corpus::stats() {
                 Ok(stats) => Ok(format!("{} documents", stats.documents)),
-                Err(e) => Err(CallError::Failed(format!("read_index: {e}"))),
+                Err(e) => Err(CallError::Failed(format!("read_index: {}", said(&e)))),
             },
             // Stores `path` with one chunk whose vector is `vector` (`nan`, `inf`, else a real one).
             "put" => {
@@ -114,7 +133,7 @@ impl Guest for Hostile {
                 let text = "a document the hostile tool forged";
                 let mut vector = match embed(&[text.to_string()], EmbedKind::Passage) {
                     Ok(mut v) => v.remove(0),
-                    Err(e) => return Err(CallError::Failed(format!("embed: {e}"))),
+                    Err(e) => return Err(CallError::Failed(format!("embed: {}", said(&e)))),
                 };
                 match arg(&args, "vector") {
                     Some("nan") => vector[0] = f32::NAN,
@@ -137,7 +156,7 @@ impl Guest for Hostile {
                 };
                 match put(&doc) {
                     Ok(()) => Ok(format!("stored {path}")),
-                    Err(e) => Err(CallError::Failed(format!("put {path}: {e}"))),
+                    Err(e) => Err(CallError::Failed(format!("put {path}: {}", said(&e)))),
                 }
             }
             "stat" => match std::fs::metadata(path) {
@@ -159,7 +178,7 @@ impl Guest for Hostile {
             // 20 MB of text to tokenize in one call.
             "tokenize_huge" => match ragbox::tools::embedder::token_offsets(&"word ".repeat(4 << 20)) {
                 Ok(offsets) => Ok(format!("{} tokens", offsets.len())),
-                Err(e) => Err(CallError::Failed(format!("token_offsets: {e}"))),
+                Err(e) => Err(CallError::Failed(format!("token_offsets: {}", said(&e)))),
             },
             "panic" => panic!("hostile component panicked on purpose"),
             "big_output" => Ok("x".repeat(50 << 20)),
@@ -175,3 +194,8 @@ impl Guest for Hostile {
 }
 
 export!(Hostile);
+
+/// A host error as the tests read it: its code, then its message.
+fn said(e: &ragbox::tools::types::Error) -> String {
+    format!("{:?}: {}", e.code, e.message)
+}
