@@ -1,22 +1,23 @@
 //! ragbox: a local retrieval server for AI agents.
 //!
-//! Data flows one way: [`mcp`] (the MCP server) → [`runtime`] (sandboxed
-//! WebAssembly components) → [`capabilities`] (the WIT interfaces the host lends
+//! Data flows one way: `mcp` (the MCP server) → [`runtime`] (sandboxed
+//! WebAssembly components) → `capabilities` (the WIT interfaces the host lends
 //! to components), which call into [`corpus`] (one workspace's index), and from
 //! there into [`embed`], [`index`], [`fulltext`] and [`store`]. [`cli`] is the command-line edge.
+//! Modules are public only where the binary or the tests reach them.
 
-pub mod capabilities;
+mod capabilities;
 pub mod cli;
 pub mod config;
 pub mod corpus;
 pub mod embed;
 pub mod fulltext;
 pub mod index;
-pub mod mcp;
+mod mcp;
 pub mod runtime;
 pub mod store;
-pub mod text;
-pub mod watch;
+mod text;
+mod watch;
 pub mod workspace;
 
 /// Tool components built from `guest-tools/` and embedded at build time.

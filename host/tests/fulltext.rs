@@ -2,22 +2,34 @@
 //! two writers contending for tantivy's writer lock.
 
 use ragbox::fulltext::Fulltext;
+use ragbox::store::{ChunkRecord, DocumentRecord, TextDelta};
 use std::collections::BTreeSet;
 
 fn paths(hits: &[ragbox::fulltext::FulltextHit]) -> Vec<(String, u32)> {
     hits.iter().map(|h| (h.path.clone(), h.ordinal)).collect()
 }
 
+/// A change from the store as the corpus hands it over: these documents
+/// (path, chunk texts) replaced, those paths removed, at `generation`.
+fn delta(generation: u64, full: bool, documents: &[(&str, &[&str])], removed: &[&str]) -> TextDelta {
+    let documents = documents
+        .iter()
+        .map(|(path, chunks)| {
+            let record = DocumentRecord { path: path.to_string(), chunks: chunks.len() as u32, ..Default::default() };
+            let chunks = chunks.iter().map(|t| ChunkRecord { text: t.to_string(), start: 0, end: t.len() as u64 });
+            (record, chunks.collect())
+        })
+        .collect();
+    TextDelta { generation, full, documents, removed: removed.iter().map(|p| p.to_string()).collect() }
+}
+
 fn corpus(ft: &Fulltext) {
-    ft.rebuild(
-        [
-            ("auth.md", vec!["We rotate refresh tokens daily.", "JWT access tokens expire in 15 minutes."]),
-            ("ws.md", vec!["WebSocket connections dropped behind the load balancer."]),
-            ("notes/todo.md", vec!["Buy milk.", "Connecting the printer keeps failing."]),
-        ],
-        7,
-    )
-    .unwrap();
+    let documents: [(&str, &[&str]); 3] = [
+        ("auth.md", &["We rotate refresh tokens daily.", "JWT access tokens expire in 15 minutes."]),
+        ("ws.md", &["WebSocket connections dropped behind the load balancer."]),
+        ("notes/todo.md", &["Buy milk.", "Connecting the printer keeps failing."]),
+    ];
+    ft.apply(&delta(7, true, &documents, &[])).unwrap();
 }
 
 #[test]
@@ -26,7 +38,7 @@ fn stems_ranks_and_filters() {
     let ft = Fulltext::open(dir.path()).unwrap();
     assert_eq!(ft.generation().unwrap(), 0);
     corpus(&ft);
-    assert!(ft.is_current(7).unwrap());
+    assert_eq!(ft.generation().unwrap(), 7);
     // "connection" stems to "connect": matches "connections" and "Connecting".
     let hits = ft.search("connection", 10, None).unwrap();
     let mut got = paths(&hits);
@@ -51,12 +63,11 @@ fn updates_replace_a_document_and_survive_reopening() {
     {
         let ft = Fulltext::open(dir.path()).unwrap();
         corpus(&ft);
-        ft.update("ws.md", &["Server-sent events replaced the sockets."], 8).unwrap();
-        ft.update("auth.md", &[], 9).unwrap();
+        ft.apply(&delta(8, false, &[("ws.md", &["Server-sent events replaced the sockets."])], &[])).unwrap();
+        ft.apply(&delta(9, false, &[], &["auth.md"])).unwrap();
     }
     let ft = Fulltext::open(dir.path()).unwrap();
     assert_eq!(ft.generation().unwrap(), 9);
-    assert!(!ft.is_current(7).unwrap());
     assert!(ft.search("websocket", 10, None).unwrap().is_empty());
     assert_eq!(paths(&ft.search("events", 10, None).unwrap()), [("ws.md".to_string(), 0)]);
     assert!(ft.search("tokens", 10, None).unwrap().is_empty(), "removed document still found");
@@ -73,7 +84,8 @@ fn concurrent_writers_wait_for_the_lock() {
                 // Separate handles, as separate processes would have.
                 let ft = Fulltext::open(&dir).unwrap();
                 for i in 0..15 {
-                    ft.update(&format!("w{w}/{i}.md"), &["shared keyword"], 1).unwrap();
+                    let path = format!("w{w}/{i}.md");
+                    ft.apply(&delta(1, false, &[(&path, &["shared keyword"])], &[])).unwrap();
                 }
             })
         })

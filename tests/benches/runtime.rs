@@ -5,10 +5,11 @@
 //! Run with `make bench` (or `RAGBOX_BIN=target/release/ragbox cargo bench -p
 //! ragbox-tests --bench runtime`); writes `bench/results/runtime.md`.
 
-use ragbox::config::{Config, Grants, Origin};
+use ragbox::config::{Config, Origin};
 use ragbox::corpus::{Corpora, SharedEmbedder};
 use ragbox::embed::default_model_dir;
-use ragbox::runtime::{CallEnv, Catalog, CompileCache, Outcome, new_engine};
+use ragbox::runtime::{Catalog, CompileCache, Outcome, Request, Runner, Setup, new_engine};
+use ragbox::workspace::Workspaces;
 use ragbox_tests::{Fixture, hostile_wasm, ragbox_bin, repo_root};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
@@ -165,17 +166,15 @@ fn main() {
     let limits = config.limits_for("hostile", false);
     let dirs = [(fixture.config_dir.join("tools"), Origin::User)];
     let catalog = Catalog::load(&engine, &disk, &[], &dirs, &limits, &|_, _, _| Ok(()));
-    let tool = catalog.get("hostile").expect("hostile loaded");
+    assert!(catalog.get("hostile").is_some(), "hostile loaded");
+    let workspaces = Workspaces::new(&fixture.workspace, &[]).unwrap();
     let embedder = Arc::new(SharedEmbedder::new(default_model_dir()));
-    let corpus = Corpora::new(embedder).get(&fixture.workspace);
+    let runner = Runner::new(Setup { config, workspaces, catalog }, None, Arc::new(Corpora::new(embedder)));
+    let arguments = serde_json::json!({"op": "ok"}).as_object().cloned().unwrap();
     let mut calls = Vec::new();
     for i in 0..2100 {
         let t = Instant::now();
-        let outcome = tool.call(
-            r#"{"op":"ok"}"#,
-            CallEnv::in_workspace(fixture.workspace.clone(), corpus.clone(), Grants::default()),
-            &limits,
-        );
+        let outcome = runner.call("hostile", &arguments, Request::default()).unwrap().outcome;
         if i >= 100 {
             calls.push(t.elapsed());
         }

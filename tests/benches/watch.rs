@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 const ROUNDS: usize = 20;
 
 /// Polls `probe` until it holds; the time since `since`.
-async fn seen<F: std::future::Future<Output = bool>>(since: Instant, mut probe: impl FnMut() -> F) -> Duration {
+async fn seen<F: Future<Output = bool>>(since: Instant, mut probe: impl FnMut() -> F) -> Duration {
     while since.elapsed() < Duration::from_secs(120) {
         if probe().await {
             return since.elapsed();

@@ -13,12 +13,13 @@ use std::path::Path;
 
 /// Checks `workspace` and prints one line per part; fails when something is broken.
 pub fn check(workspace: &Path) -> anyhow::Result<()> {
-    let opened = open(workspace)?;
-    let served = opened.workspaces.served().to_path_buf();
-    let corpus = opened.corpora.get(&served);
+    let runner = open(workspace)?;
+    let setup = runner.setup();
+    let served = setup.workspaces.served().to_path_buf();
+    let corpus = runner.corpus(&served);
     let mut broken = 0;
     // Not broken, but the user should know the workspace asked for more than it got.
-    for ignored in &opened.config.ignored {
+    for ignored in &setup.config.ignored {
         say!("note    config  {ignored}");
     }
 

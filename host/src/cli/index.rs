@@ -2,8 +2,8 @@
 //! the command line, with a progress bar. It runs the same sandboxed
 //! components an agent's `embed_workspace` / `embed_document` call runs.
 
-use super::open::open;
-use crate::runtime::{Outcome, Progress, Stages, StagesSink};
+use super::open::{call, open};
+use crate::runtime::{Outcome, Progress, Request, Stages, StagesSink};
 use anyhow::bail;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
@@ -24,7 +24,7 @@ pub enum Scope<'a> {
 /// also where the time went, by stage, on stderr.
 pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    let opened = open(workspace)?;
+    let runner = open(workspace)?;
     let (tool, arguments) = match scope {
         Scope::Path(p) => ("embed_document", json!({ "path": p })),
         Scope::All => ("embed_workspace", json!({})),
@@ -46,7 +46,8 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyh
         sink_bar.set_position(p.done);
     });
     let stages: Option<StagesSink> = timings.then(|| Arc::new(std::sync::Mutex::new(Stages::default())));
-    let outcome = opened.call(tool, arguments, Some(sink), stages.clone())?;
+    let request = Request { progress: Some(sink), timings: stages.clone(), ..Request::default() };
+    let outcome = call(&runner, tool, arguments, request)?;
     bar.finish_and_clear();
     if let Some(stages) = stages {
         let stages = stages.lock().unwrap_or_else(|p| p.into_inner());

@@ -5,25 +5,14 @@ use crate::builtins::BUILTIN_TOOLS;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Origin, user_config_dir};
 use crate::corpus::{Corpora, SharedEmbedder};
 use crate::embed::default_model_dir;
-use crate::mcp::{Reload, Setup};
 use crate::runtime::{
-    CallEnv, Catalog, CompileCache, Fingerprint, Outcome, ProgressSink, StagesSink, fingerprint, new_engine,
+    Catalog, CompileCache, Fingerprint, Outcome, Reload, Request, Runner, Setup, fingerprint, new_engine,
 };
 use crate::workspace::Workspaces;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wasmtime::Engine;
-
-/// An opened workspace, ready to serve.
-pub struct Opened {
-    pub workspaces: Workspaces,
-    pub config: Config,
-    pub catalog: Catalog,
-    pub corpora: Arc<Corpora>,
-    /// Loads the config and catalog again (when a tools folder or config file changes).
-    pub loader: Arc<Loader>,
-}
 
 /// Folders searched for extra components: the workspace's (trusted only
 /// where the user pinned a component's bytes), then the user's.
@@ -65,53 +54,32 @@ impl Reload for Loader {
     }
 }
 
-/// Opens `workspace` and loads every tool component.
-pub fn open(workspace: &Path) -> anyhow::Result<Opened> {
+/// Opens `workspace` and loads every tool component: the runner every
+/// command (and `serve`) makes its calls through.
+pub fn open(workspace: &Path) -> anyhow::Result<Runner> {
     let served = Workspaces::new(workspace, &[]).context("cannot serve this workspace")?;
     let engine = new_engine()?;
     let cache = CompileCache::new(&engine, CompileCache::default_dir());
     let loader = Arc::new(Loader { served: served.served().to_path_buf(), engine, cache });
-    let Setup { config, workspaces, catalog } = loader.setup()?;
-    let model = config.model().map(|m| served.served().join(m)).unwrap_or_else(default_model_dir);
+    let setup = loader.setup()?;
+    let model = setup.config.model().map(|m| served.served().join(m)).unwrap_or_else(default_model_dir);
     let corpora = Arc::new(Corpora::new(Arc::new(SharedEmbedder::new(model))));
-    Ok(Opened { workspaces, config, catalog, corpora, loader })
+    Ok(Runner::new(setup, Some(loader), corpora))
 }
 
-impl Opened {
-    /// Runs the tool `name` in the served workspace, as a client's call would;
-    /// `timings`, when given, receives where the call's time went.
-    pub fn call(
-        &self,
-        name: &str,
-        arguments: serde_json::Value,
-        progress: Option<ProgressSink>,
-        timings: Option<StagesSink>,
-    ) -> anyhow::Result<Outcome> {
-        let tool = self.catalog.get(name).with_context(|| {
-            let why = self.catalog.rejected().iter().find(|r| r.reason.starts_with(&format!("tool '{name}' ")));
-            match why {
-                Some(r) => format!("the tool {name} is not loaded: {}", r.reason),
-                None => format!("the built-in tool {name} is not loaded"),
-            }
-        })?;
-        let served = self.workspaces.served().to_path_buf();
-        let corpus = self.corpora.get(&served);
-        let grants = self.config.grants_for(name, tool.default_grants());
-        let mut env = CallEnv::in_workspace(served, corpus, grants);
-        env.progress = progress;
-        env.timings = timings;
-        let limits = self.config.limits_for(name, tool.indexing());
-        Ok(tool.call(&arguments.to_string(), env, &limits))
-    }
+/// Runs the tool `name` as a client's call would; a tool that is not loaded is this command's error.
+pub fn call(runner: &Runner, name: &str, arguments: serde_json::Value, request: Request) -> anyhow::Result<Outcome> {
+    let serde_json::Value::Object(arguments) = arguments else { anyhow::bail!("arguments must be a JSON object") };
+    Ok(runner.call(name, &arguments, request)?.outcome)
+}
 
-    /// Runs the tool `name` and returns its JSON result; a tool error becomes
-    /// this command's error, in the tool's own words.
-    pub fn call_json(&self, name: &str, arguments: serde_json::Value) -> anyhow::Result<serde_json::Value> {
-        let body = match self.call(name, arguments, None, None)? {
-            Outcome::Ok(json) => json,
-            Outcome::ToolError { body, .. } => anyhow::bail!("{}", super::index::error_message(&body)),
-            Outcome::Failed(failure) => anyhow::bail!("{failure}"),
-        };
-        Ok(serde_json::from_str(&body)?)
-    }
+/// Runs the tool `name` and returns its JSON result; a tool error becomes
+/// this command's error, in the tool's own words.
+pub fn call_json(runner: &Runner, name: &str, arguments: serde_json::Value) -> anyhow::Result<serde_json::Value> {
+    let body = match call(runner, name, arguments, Request::default())? {
+        Outcome::Ok(json) => json,
+        Outcome::ToolError { body, .. } => anyhow::bail!("{}", super::index::error_message(&body)),
+        Outcome::Failed(failure) => anyhow::bail!("{failure}"),
+    };
+    Ok(serde_json::from_str(&body)?)
 }

@@ -1,7 +1,7 @@
 //! `ragbox search` and `ragbox similar`: the search tools from the command
 //! line, printed for people (or as the tools' JSON with `--json`).
 
-use super::open::open;
+use super::open::{call_json, open};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -136,8 +136,8 @@ fn rows(tool: &str, out: &serde_json::Value) -> Vec<Row> {
 /// Searches `workspace` and prints the results.
 pub fn search(workspace: &Path, a: &SearchArgs) -> anyhow::Result<()> {
     let (tool, args) = tool_call(a)?;
-    let opened = open(workspace)?;
-    let out = opened.call_json(tool, args)?;
+    let runner = open(workspace)?;
+    let out = call_json(&runner, tool, args)?;
     if a.json {
         println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
         return Ok(());
@@ -186,7 +186,7 @@ pub fn sources(
     limit: Option<u64>,
     as_json: bool,
 ) -> anyhow::Result<()> {
-    let opened = open(workspace)?;
+    let runner = open(workspace)?;
     let mut args = json!({ "include_stats": stats });
     if let Some(g) = group_by {
         args["group_by"] = g.into();
@@ -194,7 +194,7 @@ pub fn sources(
     if let Some(n) = limit {
         args["limit"] = n.into();
     }
-    let out = opened.call_json("list_sources", args)?;
+    let out = call_json(&runner, "list_sources", args)?;
     if as_json {
         println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
         return Ok(());
@@ -248,12 +248,12 @@ fn human_size(bytes: u64) -> String {
 
 /// Prints the documents most similar to `path`.
 pub fn similar(workspace: &Path, path: &str, limit: Option<u64>, as_json: bool) -> anyhow::Result<()> {
-    let opened = open(workspace)?;
+    let runner = open(workspace)?;
     let mut args = json!({ "source_path": path });
     if let Some(n) = limit {
         args["n_results"] = n.into();
     }
-    let out = opened.call_json("get_similar", args)?;
+    let out = call_json(&runner, "get_similar", args)?;
     if as_json {
         println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
         return Ok(());

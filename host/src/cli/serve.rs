@@ -3,7 +3,7 @@
 use super::open::open;
 use crate::config::DATA_DIR;
 use crate::mcp::http::{HttpOptions, load_or_create_token, serve_http};
-use crate::mcp::{RagboxServer, Setup, serve_stdio};
+use crate::mcp::{RagboxServer, serve_stdio};
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -28,19 +28,19 @@ pub struct ServeArgs {
 /// process is stopped (HTTP).
 pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    let opened = open(workspace)?;
-    let served = opened.workspaces.served().to_path_buf();
+    let runner = open(workspace)?;
+    let setup = runner.setup();
+    let served = setup.workspaces.served().to_path_buf();
     tracing::info!(
         workspace = %served.display(),
-        tools = opened.catalog.tools().len(),
-        rejected = opened.catalog.rejected().len(),
+        tools = setup.catalog.tools().len(),
+        rejected = setup.catalog.rejected().len(),
         load_ms = started.elapsed().as_millis() as u64,
         watch = args.watch,
         "serving MCP on {}",
         if args.http.is_some() { "HTTP" } else { "stdio" }
     );
-    let setup = Setup { config: opened.config, workspaces: opened.workspaces, catalog: opened.catalog };
-    let server = RagboxServer::new(setup, Some(opened.loader), opened.corpora);
+    let server = RagboxServer::new(std::sync::Arc::new(runner));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let Some(addr) = args.http else {
         return runtime.block_on(serve_stdio(server, args.watch));

@@ -1,14 +1,14 @@
 //! `ragbox status`: what is indexed and what waits to be, via the
 //! `get_embedding_status` tool.
 
-use super::open::open;
+use super::open::{call_json, open};
 use serde_json::json;
 use std::path::Path;
 
 /// Prints the index's status for `workspace`.
 pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
-    let opened = open(workspace)?;
-    let s = opened.call_json("get_embedding_status", json!({}))?;
+    let runner = open(workspace)?;
+    let s = call_json(&runner, "get_embedding_status", json!({}))?;
     if as_json {
         println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&s)?));
         return Ok(());

@@ -2,12 +2,10 @@
 //! `ragbox tools inspect FILE`: what a component is and what it would get;
 //! `ragbox tools trust FILE`: pin its bytes in the user's own config.
 
-use super::open::{Opened, open};
+use super::open::open;
 use crate::builtins::BUILTIN_TOOLS;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Limits, Origin, user_config_dir};
-use crate::runtime::{
-    Catalog, CompileCache, LoadedTool, Source, builtin_name_taken, load_one, new_engine, read_component,
-};
+use crate::runtime::{Catalog, CompileCache, LoadedTool, Source, load_one, new_engine, read_component};
 use anyhow::Context;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -24,21 +22,17 @@ fn grant_names(grants: &Grants) -> Vec<String> {
     names
 }
 
-fn grants_of(opened: &Opened, tool: &LoadedTool) -> Grants {
-    opened.config.grants_for(tool.name(), tool.default_grants())
-}
-
 /// Prints the loaded and rejected components.
 pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
-    let opened = open(workspace)?;
-    let catalog = &opened.catalog;
+    let setup = open(workspace)?.setup();
+    let catalog = &setup.catalog;
     if as_json {
         let tools: Vec<_> = catalog
             .tools()
             .iter()
             .map(|t| {
                 json!({"name": t.name(), "source": t.source.to_string(), "sha256": t.sha256,
-                       "grants": grant_names(&grants_of(&opened, t))})
+                       "grants": grant_names(&setup.grants(t))})
             })
             .collect();
         let rejected: Vec<_> =
@@ -52,13 +46,7 @@ pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
     let width = catalog.tools().iter().map(|t| t.name().len()).max().unwrap_or(4).max(4);
     say!("{:width$}  {:64}  {:40}  SOURCE", "NAME", "SHA256", "GRANTS");
     for t in catalog.tools() {
-        say!(
-            "{:width$}  {:64}  {:40}  {}",
-            t.name(),
-            t.sha256,
-            grant_names(&grants_of(&opened, t)).join(","),
-            t.source
-        );
+        say!("{:width$}  {:64}  {:40}  {}", t.name(), t.sha256, grant_names(&setup.grants(t)).join(","), t.source);
     }
     for r in catalog.rejected() {
         say!("rejected: {}: {}", r.source, r.reason);
@@ -81,7 +69,7 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
     let imports: Vec<String> = ty.imports(&engine).map(|(n, _)| n.to_string()).collect();
     let exports: Vec<String> = ty.exports(&engine).map(|(n, _)| n.to_string()).collect();
 
-    let opened = open(workspace)?;
+    let setup = open(workspace)?.setup();
     let tool = describe(&engine, &cache, file, &bytes)
         .map_err(|e| anyhow::anyhow!("{e}\n(imports: {})", imports.join(", ")))?;
     let info = &tool.info;
@@ -92,20 +80,10 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
         (Ok(f), Some(d)) if f.starts_with(&d) => Origin::User,
         _ => Origin::Workspace,
     };
-    let verdict = match opened.config.admits(tool.name(), &sha256, origin) {
-        _ if opened.catalog.is_builtin_name(tool.name()) => Err(builtin_name_taken(tool.name())),
-        Err(reason) => Err(format!("tool '{}' {reason}", tool.name())),
-        Ok(()) => match opened.catalog.get(tool.name()) {
-            Some(other) if other.sha256 != sha256 => Err(format!(
-                "tool name '{}' is already taken by {}; rename one of them or remove one",
-                tool.name(),
-                other.source
-            )),
-            _ => Ok(()),
-        },
-    };
-    let grants = grants_of(&opened, &tool);
-    let call_limits = opened.config.limits_for(tool.name(), tool.indexing());
+    let admit = |tool: &str, sha256: &str, origin| setup.config.admits(tool, sha256, origin);
+    let verdict = setup.catalog.verdict(&tool, origin, &admit);
+    let grants = setup.grants(&tool);
+    let call_limits = setup.limits(&tool);
     let schema = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::String(s.to_string()));
     let a = &info.annotations;
     let report = json!({
@@ -123,7 +101,7 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
             "annotations": { "read_only": a.read_only, "destructive": a.destructive,
                              "idempotent": a.idempotent, "open_world": a.open_world },
         },
-        "workspace": opened.workspaces.served().display().to_string(),
+        "workspace": setup.workspaces.served().display().to_string(),
         "would_load": verdict.is_ok(),
         "refused_because": verdict.as_ref().err(),
         "grants": grant_names(&grants),
@@ -204,8 +182,9 @@ pub fn trust(file: &Path) -> anyhow::Result<()> {
     let tool = describe(&engine, &cache, file, &bytes).map_err(anyhow::Error::msg)?;
     let name = tool.name().to_string();
     let builtins = Catalog::load(&engine, &cache, BUILTIN_TOOLS, &[], &describe_limits(), &|_, _, _| Ok(()));
-    if builtins.is_builtin_name(&name) {
-        anyhow::bail!("{}: {}", file.display(), builtin_name_taken(&name));
+    // Pinned or not, a built-in's name is never another component's.
+    if let Err(reason) = builtins.verdict(&tool, Origin::User, &|_, _, _| Ok(())) {
+        anyhow::bail!("{}: {reason}", file.display());
     }
     let dir = user_config_dir().context("no config dir for this user: set RAGBOX_CONFIG_DIR")?;
     let path = dir.join(CONFIG_FILE);

@@ -175,13 +175,6 @@ impl Embedder {
         Ok(out)
     }
 
-    /// Tokens the model sees for `texts` (after truncation), special tokens included.
-    pub fn count_tokens(&self, texts: &[String]) -> Result<usize, EmbedError> {
-        let encodings =
-            self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        Ok(encodings.iter().map(|e| e.get_ids().len()).sum())
-    }
-
     /// The byte offset where each token of `text` starts (no special tokens, no
     /// truncation): what a chunker needs to cut pieces that fit the model.
     /// Texts over [`MAX_TOKENIZE_BYTES`] are refused; the rest is tokenized in

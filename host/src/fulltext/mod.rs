@@ -123,34 +123,6 @@ impl Fulltext {
         Ok(metas.payload.and_then(|p| p.parse().ok()).unwrap_or(0))
     }
 
-    /// True when the index reflects store generation `generation`.
-    pub fn is_current(&self, generation: u64) -> Result<bool, FulltextError> {
-        Ok(self.generation()? == generation)
-    }
-
-    /// Replaces the whole index with `documents` (path, chunks in order) in one
-    /// commit, recording `generation`.
-    pub fn rebuild<'a>(
-        &self,
-        documents: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>,
-        generation: u64,
-    ) -> Result<(), FulltextError> {
-        let writer = self.writer()?;
-        writer.delete_all_documents().map_err(|e| self.err(e))?;
-        for (path, chunks) in documents {
-            self.add(&writer, path, &chunks)?;
-        }
-        self.commit(writer, generation)
-    }
-
-    /// Replaces one document's chunks (none removes it), recording `generation`.
-    pub fn update(&self, path: &str, chunks: &[&str], generation: u64) -> Result<(), FulltextError> {
-        let writer = self.writer()?;
-        writer.delete_term(Term::from_field_text(self.path, path));
-        self.add(&writer, path, chunks)?;
-        self.commit(writer, generation)
-    }
-
     /// Applies what changed in the store (from
     /// [`crate::store::Store::text_delta`] at [`Self::generation`]) in one commit.
     /// Re-applying a delta is harmless: each changed path is replaced whole.

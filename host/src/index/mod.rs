@@ -202,20 +202,6 @@ impl VectorIndex {
         self.graph.is_some()
     }
 
-    /// The live document at `path`.
-    pub fn document(&self, path: &str) -> Option<&Arc<DocumentRecord>> {
-        self.by_path.get(path).map(|&d| &self.documents[d as usize])
-    }
-
-    /// Paths of the live documents passing `filter`.
-    pub fn paths_matching(&self, filter: &Filter) -> std::collections::BTreeSet<String> {
-        self.by_path
-            .iter()
-            .filter(|(_, d)| filter.matches(&self.documents[**d as usize]))
-            .map(|(p, _)| p.clone())
-            .collect()
-    }
-
     fn vector(&self, chunk: usize) -> &[f32] {
         let d = self.dimension;
         if chunk < self.base_len {

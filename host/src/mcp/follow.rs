@@ -3,7 +3,7 @@
 //! limits config gives it, so watching decides nothing a full run would not.
 
 use super::server::RagboxServer;
-use crate::runtime::{Caller, Outcome};
+use crate::runtime::{Caller, Outcome, Request};
 use crate::watch::{Changes, Watcher};
 use serde_json::json;
 use std::time::Instant;
@@ -42,15 +42,25 @@ pub async fn follow(server: RagboxServer, stop: CancellationToken) {
 /// Runs the indexer over one batch until it has finished it.
 async fn index(server: &RagboxServer, changes: &Changes, stop: &CancellationToken) {
     let started = Instant::now();
-    let arguments =
-        if changes.rescan { json!({}) } else { json!({ "paths": changes.paths.iter().collect::<Vec<_>>() }) };
+    let mut arguments = serde_json::Map::new();
+    if !changes.rescan {
+        arguments.insert("paths".into(), json!(changes.paths.iter().collect::<Vec<_>>()));
+    }
     for _ in 0..MAX_RUNS {
-        let outcome = server.call_own(INDEXER, arguments.clone(), Caller::FileWatcher, stop.child_token()).await;
+        let request = Request { caller: Caller::FileWatcher, cancel: stop.child_token(), ..Request::default() };
+        let outcome = match server.call(INDEXER, arguments.clone(), request).await {
+            Ok(Ok(called)) => called.outcome,
+            Ok(Err(unknown)) => {
+                return tracing::error!(
+                    "--watch: {unknown} (is it disabled under [tools.{INDEXER}] in a config.toml?)"
+                );
+            }
+            Err(failure) => return tracing::error!("--watch: indexing failed: {failure}"),
+        };
         let report = match outcome {
-            Ok(Outcome::Ok(body)) => serde_json::from_str::<serde_json::Value>(&body).unwrap_or_default(),
-            Ok(Outcome::ToolError { body, .. }) => return tracing::error!("--watch: indexing failed: {body}"),
-            Ok(Outcome::Failed(failure)) => return tracing::error!("--watch: indexing failed: {failure}"),
-            Err(e) => return tracing::error!("--watch: {e}"),
+            Outcome::Ok(body) => serde_json::from_str::<serde_json::Value>(&body).unwrap_or_default(),
+            Outcome::ToolError { body, .. } => return tracing::error!("--watch: indexing failed: {body}"),
+            Outcome::Failed(failure) => return tracing::error!("--watch: indexing failed: {failure}"),
         };
         let count = |key: &str| report.get(key).and_then(|v| v.as_u64()).unwrap_or(0);
         let errors = report.get("errors").and_then(|v| v.as_array()).map_or(0, Vec::len);

@@ -8,4 +8,4 @@ mod reply;
 mod server;
 mod stdio;
 
-pub use server::{RagboxServer, Reload, Setup, serve_stdio};
+pub use server::{RagboxServer, serve_stdio};

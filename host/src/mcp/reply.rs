@@ -30,7 +30,8 @@ pub fn to_result(tool: &LoadedTool, outcome: Outcome) -> CallToolResult {
     }
 }
 
-fn failed(failure: Failure) -> CallToolResult {
+/// A call the host could not make or finish.
+pub fn failed(failure: Failure) -> CallToolResult {
     tracing::warn!("{failure}");
     CallToolResult::error(vec![ContentBlock::text(failure.to_string())])
 }

@@ -5,19 +5,17 @@
 //! (`notifications/tools/list_changed`).
 
 use super::progress;
-use super::reply::to_result;
-use crate::config::{Config, Grants};
-use crate::corpus::Corpora;
-use crate::runtime::{CallEnv, Caller, Catalog, Failure, Fingerprint, LoadedTool, Outcome};
-use crate::workspace::{WORKSPACE_ARG, Workspaces};
+use super::reply::{failed, to_result};
+use crate::runtime::{Called, Caller, Failure, LoadedTool, Outcome, Reload, Request, Runner, Setup, UnknownTool};
+use crate::workspace::Workspaces;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -31,83 +29,44 @@ pub struct RagboxServer {
 }
 
 struct Inner {
-    /// Replaced whole when the tools folders or the config change; calls keep
-    /// the setup they started with.
-    listing: RwLock<Arc<Listing>>,
-    loader: Option<Arc<dyn Reload>>,
-    corpora: Arc<Corpora>,
+    runner: Arc<Runner>,
     /// Every client that finished `initialize`, told when the tool list changes.
     peers: Mutex<Vec<Peer<RoleServer>>>,
 }
 
-/// What a server serves: the config in force, the folders calls may name,
-/// and the loaded tools.
-pub struct Setup {
-    /// The config in force.
-    pub config: Config,
-    /// The served workspace and the others calls may name.
-    pub workspaces: Workspaces,
-    /// The loaded tools.
-    pub catalog: Catalog,
-}
-
-/// Loads a fresh [`Setup`] when the files it comes from change.
-pub trait Reload: Send + Sync {
-    /// The setup as the files say now; `Err` (a bad config edit) keeps the last one.
-    fn load(&self) -> Result<Setup, String>;
-    /// What the files it is loaded from look like now.
-    fn fingerprint(&self) -> Fingerprint;
-}
-
-/// A setup and its `tools/list` entries.
-struct Listing {
-    setup: Setup,
-    tools: Vec<Tool>,
-}
-
-impl Listing {
-    fn new(setup: Setup) -> Arc<Self> {
-        let tools = setup.catalog.tools().iter().filter_map(mcp_tool).collect();
-        Arc::new(Self { setup, tools })
-    }
+/// The `tools/list` entries of a setup.
+fn tools_of(setup: &Setup) -> Vec<Tool> {
+    setup.catalog.tools().iter().filter_map(mcp_tool).collect()
 }
 
 impl RagboxServer {
-    /// A server offering `setup`, on the indexes in `corpora`; with a
-    /// `loader`, it follows the tools folders and the config files.
-    pub fn new(setup: Setup, loader: Option<Arc<dyn Reload>>, corpora: Arc<Corpora>) -> Self {
-        let listing = RwLock::new(Listing::new(setup));
-        let peers = Mutex::new(Vec::new());
-        Self { inner: Arc::new(Inner { listing, loader, corpora, peers }) }
-    }
-
-    fn listing(&self) -> Arc<Listing> {
-        // A poisoned lock only means a reload panicked; the last listing is still whole.
-        self.inner.listing.read().unwrap_or_else(|e| e.into_inner()).clone()
+    /// A server whose calls `runner` makes.
+    pub fn new(runner: Arc<Runner>) -> Self {
+        Self { inner: Arc::new(Inner { runner, peers: Mutex::new(Vec::new()) }) }
     }
 
     /// Loads the config and the catalog again; true when the tool list changed.
-    fn reload(&self, loader: &dyn Reload) -> bool {
-        let fresh = match loader.load() {
-            Ok(setup) => Listing::new(setup),
+    fn reload(&self) -> bool {
+        let runner = &self.inner.runner;
+        let old = match runner.reload() {
+            Ok(old) => old,
             Err(e) => {
                 tracing::error!("config or tools changed but cannot be loaded; still serving the last ones: {e}");
                 return false;
             }
         };
-        let mut listing = self.inner.listing.write().unwrap_or_else(|e| e.into_inner());
-        let changed = listing.tools != fresh.tools;
-        let names = |l: &Listing| l.setup.catalog.tools().iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
-        let rejected = fresh.setup.catalog.rejected().len();
-        tracing::info!(tools = ?names(&fresh), rejected, changed, "config and tools reloaded");
-        *listing = fresh;
+        let fresh = runner.setup();
+        let changed = tools_of(&old) != tools_of(&fresh);
+        let names: Vec<&str> = fresh.catalog.tools().iter().map(LoadedTool::name).collect();
+        let rejected = fresh.catalog.rejected().len();
+        tracing::info!(tools = ?names, rejected, changed, "config and tools reloaded");
         changed
     }
 
     /// Starts what runs beside the clients: following the tools folders and,
     /// with `watch`, the workspace. Both stop when `stop` fires.
     pub fn start_background(&self, watch: bool, stop: &CancellationToken) {
-        if let Some(loader) = self.inner.loader.clone() {
+        if let Some(loader) = self.inner.runner.loader() {
             let (server, stop) = (self.clone(), stop.clone());
             tokio::spawn(async move { stop.run_until_cancelled(watch_tools(server, loader)).await });
         }
@@ -132,44 +91,22 @@ impl RagboxServer {
 
     /// The served workspace and the others calls may name, as configured now.
     pub(crate) fn workspaces(&self) -> Workspaces {
-        self.listing().setup.workspaces.clone()
+        self.inner.runner.setup().workspaces.clone()
     }
 
-    /// Runs the tool `name` in the served workspace on the server's own
-    /// behalf (the file watcher), with the grants and limits config gives it.
-    pub(crate) async fn call_own(
+    /// Runs the tool `name` on a blocking thread: a client's call or the
+    /// server's own (the file watcher).
+    pub(crate) async fn call(
         &self,
         name: &str,
-        arguments: serde_json::Value,
-        caller: Caller,
-        cancel: CancellationToken,
-    ) -> Result<Outcome, String> {
-        let listing = self.listing();
-        let tool = listing.setup.catalog.get(name).cloned().ok_or_else(|| {
-            format!("the tool {name} is not loaded (is it disabled under [tools.{name}] in a config.toml?)")
-        })?;
-        let served = listing.setup.workspaces.served().to_path_buf();
-        let corpus = self.inner.corpora.get(&served);
-        let mut env = CallEnv::in_workspace(served, corpus, Grants::default());
-        env.cancel = cancel;
-        env.caller = caller;
-        let run = run(&listing.setup.config, tool, arguments.to_string(), env);
-        run.await.map_err(|e| format!("tool {name} failed inside the host: {e}"))
+        arguments: serde_json::Map<String, serde_json::Value>,
+        request: Request,
+    ) -> Result<Result<Called, UnknownTool>, Failure> {
+        let (runner, owned) = (self.inner.runner.clone(), name.to_string());
+        tokio::task::spawn_blocking(move || runner.call(&owned, &arguments, request)).await.map_err(|e| {
+            Failure::Setup { tool: name.to_string(), reason: format!("the call failed inside the host: {e}") }
+        })
     }
-}
-
-/// Runs `tool` in `env` on a blocking thread with the grants and limits
-/// `config` gives it (whatever `env.grants` held): how every call runs, a
-/// client's or the server's own.
-async fn run(
-    config: &Config,
-    tool: LoadedTool,
-    arguments: String,
-    mut env: CallEnv,
-) -> Result<Outcome, tokio::task::JoinError> {
-    env.grants = config.grants_for(tool.name(), tool.default_grants());
-    let limits = config.limits_for(tool.name(), tool.indexing());
-    tokio::task::spawn_blocking(move || tool.call(&arguments, env, &limits)).await
 }
 
 /// Serves MCP over stdin/stdout until the client disconnects.
@@ -207,8 +144,8 @@ async fn watch_tools(server: RagboxServer, loader: Arc<dyn Reload>) {
             continue; // still changing: look again next round
         }
         seen = settled;
-        let (s, l) = (server.clone(), loader.clone());
-        let changed = tokio::task::spawn_blocking(move || s.reload(&*l)).await.unwrap_or(false);
+        let s = server.clone();
+        let changed = tokio::task::spawn_blocking(move || s.reload()).await.unwrap_or(false);
         if changed {
             server.notify_tool_list_changed().await;
         }
@@ -250,7 +187,7 @@ impl ServerHandler for RagboxServer {
             .with_instructions(format!(
                 "ragbox serves the workspace {}: search it by keyword and meaning, and see what is indexed. \
                  Every tool runs in a sandbox that sees this workspace read-only.",
-                self.listing().setup.workspaces.served().display()
+                self.inner.runner.setup().workspaces.served().display()
             ))
     }
 
@@ -266,11 +203,12 @@ impl ServerHandler for RagboxServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.listing().tools.clone()))
+        Ok(ListToolsResult::with_all_items(tools_of(&self.inner.runner.setup())))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.listing().tools.iter().find(|t| t.name == name).cloned()
+        let setup = self.inner.runner.setup();
+        setup.catalog.get(name).and_then(mcp_tool)
     }
 
     async fn call_tool(
@@ -278,18 +216,6 @@ impl ServerHandler for RagboxServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let listing = self.listing();
-        let Some(tool) = listing.setup.catalog.get(&request.name).cloned() else {
-            let names: Vec<&str> = listing.setup.catalog.tools().iter().map(LoadedTool::name).collect();
-            return Err(McpError::invalid_params(
-                format!("unknown tool '{}'; available: {}", request.name, names.join(", ")),
-                None,
-            ));
-        };
-        let arguments = request.arguments.unwrap_or_default();
-        // A non-string workspace_path is left for the tool to reject in its own words.
-        let workspace = listing.setup.workspaces.resolve(arguments.get(WORKSPACE_ARG).and_then(|v| v.as_str()));
-        let arguments = serde_json::Value::Object(arguments).to_string();
         let (progress, forwarding) = match context.meta.get_progress_token() {
             Some(token) => {
                 let (sink, task) = progress::forwarder(context.peer.clone(), token, context.ct.clone());
@@ -297,21 +223,27 @@ impl ServerHandler for RagboxServer {
             }
             None => (None, None),
         };
-        let corpus = workspace.as_ref().ok().map(|dir| self.inner.corpora.get(dir));
-        let grants = Grants::default();
-        let cancel = context.ct.clone();
-        let env = CallEnv { workspace, corpus, grants, progress, cancel, caller: Caller::Client, timings: None };
+        let arguments = request.arguments.unwrap_or_default();
+        let call = Request { caller: Caller::Client, cancel: context.ct.clone(), progress, timings: None };
         let started = std::time::Instant::now();
-        let outcome = run(&listing.setup.config, tool.clone(), arguments, env).await;
+        let called = self.call(&request.name, arguments, call).await;
         // The call is over and its sink dropped: let the last reports go out first.
         if let Some(task) = forwarding {
             let _ = task.await;
         }
+        let Called { tool, outcome } = match called {
+            Ok(Ok(called)) => called,
+            Ok(Err(unknown)) => return Err(McpError::invalid_params(unknown.to_string(), None)),
+            Err(failure) => {
+                tracing::warn!("{failure}");
+                return Ok(failed(failure).into());
+            }
+        };
         let elapsed_ms = started.elapsed().as_millis() as u64;
         tracing::debug!(tool = tool.name(), elapsed_ms, "call finished");
         // A tool that heeds `cancelled()` returns normally; say so, as the host
         // does when it has to interrupt one (no response goes out either way).
-        if context.ct.is_cancelled() && !matches!(outcome, Ok(Outcome::Failed(Failure::Cancelled { .. }))) {
+        if context.ct.is_cancelled() && !matches!(outcome, Outcome::Failed(Failure::Cancelled { .. })) {
             tracing::info!(
                 tool = tool.name(),
                 elapsed_ms,
@@ -319,13 +251,6 @@ impl ServerHandler for RagboxServer {
                 tool.name()
             );
         }
-        let result = match outcome {
-            Ok(outcome) => to_result(&tool, outcome),
-            Err(e) => rmcp::model::CallToolResult::error(vec![ContentBlock::text(format!(
-                "tool '{}' failed inside the host: {e}",
-                tool.name()
-            ))]),
-        };
-        Ok(result.into())
+        Ok(to_result(&tool, outcome).into())
     }
 }

@@ -56,8 +56,13 @@ pub struct Catalog {
 }
 
 /// Why a component offering `name`, a built-in tool's name, is refused.
-pub fn builtin_name_taken(name: &str) -> String {
+fn builtin_name_taken(name: &str) -> String {
     format!("tool name '{name}' is a built-in tool's, and built-ins are never replaced; rename it")
+}
+
+/// Why a second component offering `name` is refused.
+fn name_taken(name: &str, by: &Source) -> String {
+    format!("tool name '{name}' is already taken by {by}; rename one of them or remove one")
 }
 
 impl Catalog {
@@ -79,12 +84,10 @@ impl Catalog {
             };
             if origin == Origin::BuiltIn {
                 catalog.builtin_names.push(tool.name().to_string());
-            } else if catalog.is_builtin_name(tool.name()) {
-                return catalog.reject(source, builtin_name_taken(tool.name()));
             }
-            match admit(tool.name(), &tool.sha256, origin) {
+            match catalog.verdict(&tool, origin, admit) {
                 Ok(()) => catalog.add(tool),
-                Err(reason) => catalog.reject(source, format!("tool '{}' {reason}", tool.name())),
+                Err(reason) => catalog.reject(source, reason),
             }
         };
         for (name, bytes) in builtins {
@@ -122,14 +125,24 @@ impl Catalog {
         self.tools.iter().find(|t| t.name() == name)
     }
 
+    /// Whether `tool`, found at `origin`, may join this catalog under `admit`
+    /// (the config's policy); `Err` says why not. A tool with the same bytes
+    /// as the loaded one of its name is that tool.
+    pub fn verdict(&self, tool: &LoadedTool, origin: Origin, admit: Admit) -> Result<(), String> {
+        if origin != Origin::BuiltIn && self.is_builtin_name(tool.name()) {
+            return Err(builtin_name_taken(tool.name()));
+        }
+        admit(tool.name(), &tool.sha256, origin).map_err(|reason| format!("tool '{}' {reason}", tool.name()))?;
+        match self.get(tool.name()) {
+            Some(existing) if existing.sha256 != tool.sha256 => Err(name_taken(tool.name(), &existing.source)),
+            _ => Ok(()),
+        }
+    }
+
     fn add(&mut self, tool: LoadedTool) {
         match self.get(tool.name()) {
             Some(existing) => {
-                let reason = format!(
-                    "tool name '{}' is already taken by {}; rename one of them or remove one",
-                    tool.name(),
-                    existing.source
-                );
+                let reason = name_taken(tool.name(), &existing.source);
                 self.reject(tool.source.clone(), reason);
             }
             None => {

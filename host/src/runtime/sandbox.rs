@@ -65,19 +65,6 @@ pub enum Caller {
 }
 
 impl CallEnv {
-    /// A call in `workspace` using `corpus`, with no progress reporting and no cancellation.
-    pub fn in_workspace(workspace: PathBuf, corpus: Arc<Corpus>, grants: Grants) -> Self {
-        Self {
-            workspace: Ok(workspace),
-            corpus: Some(corpus),
-            grants,
-            progress: None,
-            cancel: CancellationToken::new(),
-            caller: Caller::Client,
-            timings: None,
-        }
-    }
-
     /// A call refused a workspace (`reason`): the tool sees no files and no index.
     pub fn refused(reason: String) -> Self {
         Self {
@@ -125,7 +112,7 @@ impl WasiView for HostState {
 impl HostState {
     /// Runs `f`, adding its time to `stage` of this call's [`Stages`].
     pub(crate) fn timed<T>(&mut self, stage: super::Stage, f: impl FnOnce(&mut Self) -> T) -> T {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let out = f(self);
         self.stages.add(stage, started);
         out

@@ -1,0 +1,157 @@
+//! The one way a tool call is made. MCP, the command line and the file
+//! watcher hand a tool name, its arguments and how to report back to a
+//! [`Runner`]; it owns what every call needs (the config in force, the
+//! folders calls may name, the loaded tools, the indexes) and applies the
+//! same rules to each: which workspace, which grants, which limits.
+
+use super::catalog::{Catalog, Fingerprint};
+use super::sandbox::{CallEnv, Caller, ProgressSink};
+use super::stages::StagesSink;
+use super::tool::{LoadedTool, Outcome};
+use crate::config::{Config, Grants, Limits};
+use crate::corpus::Corpora;
+use crate::workspace::{WORKSPACE_ARG, Workspaces};
+use serde_json::{Map, Value};
+use std::sync::{Arc, RwLock};
+use tokio_util::sync::CancellationToken;
+
+/// What a server serves: the config in force, the folders calls may name,
+/// and the loaded tools.
+pub struct Setup {
+    /// The config in force.
+    pub config: Config,
+    /// The served workspace and the others calls may name.
+    pub workspaces: Workspaces,
+    /// The loaded tools.
+    pub catalog: Catalog,
+}
+
+impl Setup {
+    /// What `tool` may do: config's grants for it over its defaults.
+    pub fn grants(&self, tool: &LoadedTool) -> Grants {
+        self.config.grants_for(tool.name(), tool.default_grants())
+    }
+
+    /// Its time, memory and output limits under config.
+    pub fn limits(&self, tool: &LoadedTool) -> Limits {
+        self.config.limits_for(tool.name(), tool.indexing())
+    }
+}
+
+/// Loads a fresh [`Setup`] when the files it comes from change.
+pub trait Reload: Send + Sync {
+    /// The setup as the files say now; `Err` (a bad config edit) keeps the last one.
+    fn load(&self) -> Result<Setup, String>;
+    /// What the files it is loaded from look like now.
+    fn fingerprint(&self) -> Fingerprint;
+}
+
+/// How one call is made: who asks, what cancels it, where its progress and
+/// timings go.
+#[derive(Clone, Default)]
+pub struct Request {
+    /// Who started the call.
+    pub caller: Caller,
+    /// Fires when the client cancels the call.
+    pub cancel: CancellationToken,
+    /// Receives progress reports, when the client asked for them.
+    pub progress: Option<ProgressSink>,
+    /// Receives where the call's time went.
+    pub timings: Option<StagesSink>,
+}
+
+/// A call for a tool that is not loaded.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unknown tool '{name}'{why}; available: {available}")]
+pub struct UnknownTool {
+    /// The name asked for.
+    pub name: String,
+    /// Why a component offering it was refused, when one was (`: reason`).
+    why: String,
+    /// The loaded tools' names, comma-separated.
+    available: String,
+}
+
+/// A finished call: the tool that ran (its output schema shapes the reply) and how it ended.
+pub struct Called {
+    /// The tool, as loaded when the call started.
+    pub tool: LoadedTool,
+    /// Its result, its own error, or why the host stopped it.
+    pub outcome: Outcome,
+}
+
+/// Runs tool calls for one served workspace (and the others config allows).
+pub struct Runner {
+    /// Replaced whole on reload; a call keeps the setup it started with.
+    setup: RwLock<Arc<Setup>>,
+    loader: Option<Arc<dyn Reload>>,
+    corpora: Arc<Corpora>,
+}
+
+impl Runner {
+    /// A runner offering `setup` on the indexes in `corpora`; with a `loader`,
+    /// [`Runner::reload`] reads the files again.
+    pub fn new(setup: Setup, loader: Option<Arc<dyn Reload>>, corpora: Arc<Corpora>) -> Self {
+        Self { setup: RwLock::new(Arc::new(setup)), loader, corpora }
+    }
+
+    /// The setup in force now.
+    pub fn setup(&self) -> Arc<Setup> {
+        // A poisoned lock only means a reload panicked; the last setup is still whole.
+        self.setup.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The index of `workspace`, as calls there use it.
+    pub fn corpus(&self, workspace: &std::path::Path) -> Arc<crate::corpus::Corpus> {
+        self.corpora.get(workspace)
+    }
+
+    /// What reloads the setup, when the runner follows its files.
+    pub fn loader(&self) -> Option<Arc<dyn Reload>> {
+        self.loader.clone()
+    }
+
+    /// Loads the config and the catalog again and puts them in force; returns
+    /// the setup they replace. `Err` keeps the current one.
+    pub fn reload(&self) -> Result<Arc<Setup>, String> {
+        let Some(loader) = &self.loader else { return Ok(self.setup()) };
+        let fresh = Arc::new(loader.load()?);
+        let mut setup = self.setup.write().unwrap_or_else(|e| e.into_inner());
+        Ok(std::mem::replace(&mut *setup, fresh))
+    }
+
+    /// Runs the tool `name` on `arguments` (the MCP arguments object): in the
+    /// workspace its `workspace_path` names (the served one by default; a
+    /// refused one reaches the tool as the reason), with the grants and limits
+    /// config gives the tool. Blocks: call it from a blocking thread.
+    pub fn call(&self, name: &str, arguments: &Map<String, Value>, request: Request) -> Result<Called, UnknownTool> {
+        let setup = self.setup();
+        let tool = setup.catalog.get(name).ok_or_else(|| unknown_tool(&setup.catalog, name))?;
+        // A non-string workspace_path is left for the tool to reject in its own words.
+        let workspace = setup.workspaces.resolve(arguments.get(WORKSPACE_ARG).and_then(Value::as_str));
+        let corpus = workspace.as_ref().ok().map(|dir| self.corpora.get(dir));
+        let env = CallEnv {
+            workspace,
+            corpus,
+            grants: setup.grants(tool),
+            progress: request.progress,
+            cancel: request.cancel,
+            caller: request.caller,
+            timings: request.timings,
+        };
+        let outcome = tool.call(&Value::Object(arguments.clone()).to_string(), env, &setup.limits(tool));
+        Ok(Called { tool: tool.clone(), outcome })
+    }
+}
+
+fn unknown_tool(catalog: &Catalog, name: &str) -> UnknownTool {
+    let prefix = format!("tool '{name}' ");
+    let why = catalog
+        .rejected()
+        .iter()
+        .find(|r| r.reason.starts_with(&prefix))
+        .map(|r| format!(": {}", r.reason))
+        .unwrap_or_default();
+    let available = catalog.tools().iter().map(LoadedTool::name).collect::<Vec<_>>().join(", ");
+    UnknownTool { name: name.to_string(), why, available }
+}
