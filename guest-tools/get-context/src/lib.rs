@@ -2,15 +2,13 @@
 //! the passages that make them relevant. Uses the semantic index when there is
 //! one, keyword search over the files when there is not.
 
-// Natively (tests, fuzzing) the crate is a library without the component
-// export, so the call path is reachable only in wasm.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, Layout};
+use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::semantic::{self, score};
 use ragbox_sdk::text::{keyword_score, keywords, looks_binary, truncate};
-use ragbox_sdk::{Annotations, CallError, ToolInfo, host, log, walk};
+use ragbox_sdk::tool::{Description, ToolSet};
+use ragbox_sdk::{Annotations, CallError, host, log, walk};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -24,10 +22,6 @@ struct Args {
     topic: String,
     #[serde(default, deserialize_with = "optional_count")]
     max_results: Option<u64>,
-    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
-    #[serde(default)]
-    #[allow(dead_code)]
-    workspace_path: Option<String>,
 }
 
 fn validate(a: &Args) -> Result<usize, String> {
@@ -183,77 +177,69 @@ fn parse(arguments: &str) -> Result<(Args, usize), CallError> {
     Ok((a, n))
 }
 
-/// Decodes and checks `arguments` exactly as `call` does, touching neither the
-/// host nor the workspace: what the argument fuzz target drives natively.
-pub fn decode(arguments: &str) -> Result<(), CallError> {
-    parse(arguments).map(drop)
-}
-
 struct Tool;
 
-impl ragbox_sdk::Guest for Tool {
-    fn describe() -> ToolInfo {
-        ToolInfo {
-            name: "get_context".into(),
-            title: Some("Context for a topic".into()),
+impl ragbox_sdk::tool::Tool for Tool {
+    type Request = (Args, usize);
+    const SET: ToolSet = ToolSet::Cortext;
+
+    fn describe() -> Description {
+        Description {
+            name: "get_context",
+            title: "Context for a topic",
             description: "Get relevant context for a topic from past conversations: the most relevant conversations \
                 (and other documents), each with the passages that make it relevant. Searches by meaning when the \
-                workspace is embedded, by keywords when it is not (the result says which)."
-                .into(),
-            input_schema: json!({
+                workspace is embedded, by keywords when it is not (the result says which).",
+            input: json!({
                 "type": "object",
                 "properties": {
                     "topic": { "type": "string", "description": "Topic to search for" },
                     "max_results": { "type": "number", "default": DEFAULT_RESULTS, "minimum": 1, "maximum": MAX_RESULTS, "description": "Maximum number of relevant conversations to return" },
-                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
                 },
                 "required": ["topic"]
-            })
-            .to_string(),
-            output_schema: Some(
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "success": { "type": "boolean" },
-                        "topic": { "type": "string" },
-                        "method": { "type": "string", "enum": ["semantic", "keyword"] },
-                        "num_results": { "type": "integer" },
-                        "results": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "conversation": { "type": "string" },
-                                    "type": { "type": ["string", "null"] },
-                                    "date": { "type": ["string", "null"] },
-                                    "path": { "type": "string", "description": "The conversation folder, or the file outside conversations" },
-                                    "source_path": { "type": "string", "description": "The best-matching file" },
-                                    "score": { "type": "number", "description": "Cosine similarity (semantic) or keyword hits (keyword)" },
-                                    "excerpts": { "type": "array", "items": { "type": "string" } }
-                                },
-                                "required": ["conversation", "path", "source_path", "score", "excerpts"]
-                            }
-                        },
-                        "message": { "type": "string" }
+            }),
+            output: Some(json!({
+                "type": "object",
+                "properties": {
+                    "success": { "type": "boolean" },
+                    "topic": { "type": "string" },
+                    "method": { "type": "string", "enum": ["semantic", "keyword"] },
+                    "num_results": { "type": "integer" },
+                    "results": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "conversation": { "type": "string" },
+                                "type": { "type": ["string", "null"] },
+                                "date": { "type": ["string", "null"] },
+                                "path": { "type": "string", "description": "The conversation folder, or the file outside conversations" },
+                                "source_path": { "type": "string", "description": "The best-matching file" },
+                                "score": { "type": "number", "description": "Cosine similarity (semantic) or keyword hits (keyword)" },
+                                "excerpts": { "type": "array", "items": { "type": "string" } }
+                            },
+                            "required": ["conversation", "path", "source_path", "score", "excerpts"]
+                        }
                     },
-                    "required": ["success", "topic", "method", "num_results", "results"]
-                })
-                .to_string(),
-            ),
+                    "message": { "type": "string" }
+                },
+                "required": ["success", "topic", "method", "num_results", "results"]
+            })),
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
     }
 
-    fn call(arguments: String) -> Result<String, CallError> {
-        cortext::workspace()?;
-        let (a, n) = parse(&arguments)?;
+    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
+        parse(arguments)
+    }
+
+    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
+        let (a, n) = request;
         Ok(run(a.topic.trim(), n).map_err(cortext::failed)?.to_string())
     }
 }
 
-// Exported only in the component: natively the crate is a library (tests, fuzzing).
-#[cfg(target_arch = "wasm32")]
-ragbox_sdk::export!(Tool);
+ragbox_sdk::export_tool!(Tool);
 
 #[cfg(test)]
 mod tests {

@@ -2,14 +2,12 @@
 //! workspace's decisions log (`.workspace/memory/decisions.md`) and from the
 //! decision sections of conversations, each with its surrounding section.
 
-// Natively (tests, fuzzing) the crate is a library without the component
-// export, so the call path is reachable only in wasm.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-
 use ragbox_sdk::cortext::{self, Layout};
 use ragbox_sdk::document::kind_of;
+use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::text::{keyword_score, keywords, looks_binary, truncate};
-use ragbox_sdk::{Annotations, CallError, ToolInfo, host, log, walk};
+use ragbox_sdk::tool::{Description, ToolSet};
+use ragbox_sdk::{Annotations, CallError, host, log, walk};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -22,10 +20,6 @@ const SECTION_BYTES: usize = 1500;
 #[derive(Debug, Deserialize)]
 struct Args {
     topic: String,
-    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
-    #[serde(default)]
-    #[allow(dead_code)]
-    workspace_path: Option<String>,
 }
 
 /// A Markdown section: its heading (empty before the first one) and text.
@@ -180,79 +174,71 @@ fn parse(arguments: &str) -> Result<Args, CallError> {
     Ok(a)
 }
 
-/// Decodes and checks `arguments` exactly as `call` does, touching neither the
-/// host nor the workspace: what the argument fuzz target drives natively.
-pub fn decode(arguments: &str) -> Result<(), CallError> {
-    parse(arguments).map(drop)
-}
-
 struct Tool;
 
-impl ragbox_sdk::Guest for Tool {
-    fn describe() -> ToolInfo {
-        ToolInfo {
-            name: "get_decision_history".into(),
-            title: Some("Decision history".into()),
+impl ragbox_sdk::tool::Tool for Tool {
+    type Request = Args;
+    const SET: ToolSet = ToolSet::Cortext;
+
+    fn describe() -> Description {
+        Description {
+            name: "get_decision_history",
+            title: "Decision history",
             description: "Retrieve past decisions on a topic: matching entries of the decisions log \
                 (.workspace/memory/decisions.md) and the decision sections of conversations, each with its \
-                whole section as context, best matches first."
-                .into(),
-            input_schema: json!({
+                whole section as context, best matches first.",
+            input: json!({
                 "type": "object",
                 "properties": {
                     "topic": { "type": "string", "description": "Topic or decision area to search for" },
-                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
                 },
                 "required": ["topic"]
-            })
-            .to_string(),
-            output_schema: Some(
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "success": { "type": "boolean" },
-                        "topic": { "type": "string" },
-                        "num_results": { "type": "integer" },
-                        "more_results": { "type": "boolean" },
-                        "decisions": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "source": { "type": "string", "enum": ["decisions_log", "conversation"] },
-                                    "source_path": { "type": "string" },
-                                    "conversation": { "type": ["string", "null"] },
-                                    "type": { "type": ["string", "null"] },
-                                    "date": { "type": ["string", "null"] },
-                                    "heading": { "type": "string" },
-                                    "line": { "type": "integer" },
-                                    "score": { "type": "number", "description": "Keyword hits of the topic in the section" },
-                                    "text": { "type": "string", "description": "The whole section (cut at 1,500 bytes)" }
-                                },
-                                "required": ["source", "source_path", "heading", "line", "text"]
-                            }
-                        },
-                        "decisions_log": { "type": ["string", "null"] },
-                        "message": { "type": "string" }
+            }),
+            output: Some(json!({
+                "type": "object",
+                "properties": {
+                    "success": { "type": "boolean" },
+                    "topic": { "type": "string" },
+                    "num_results": { "type": "integer" },
+                    "more_results": { "type": "boolean" },
+                    "decisions": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "source": { "type": "string", "enum": ["decisions_log", "conversation"] },
+                                "source_path": { "type": "string" },
+                                "conversation": { "type": ["string", "null"] },
+                                "type": { "type": ["string", "null"] },
+                                "date": { "type": ["string", "null"] },
+                                "heading": { "type": "string" },
+                                "line": { "type": "integer" },
+                                "score": { "type": "number", "description": "Keyword hits of the topic in the section" },
+                                "text": { "type": "string", "description": "The whole section (cut at 1,500 bytes)" }
+                            },
+                            "required": ["source", "source_path", "heading", "line", "text"]
+                        }
                     },
-                    "required": ["success", "topic", "num_results", "decisions"]
-                })
-                .to_string(),
-            ),
+                    "decisions_log": { "type": ["string", "null"] },
+                    "message": { "type": "string" }
+                },
+                "required": ["success", "topic", "num_results", "decisions"]
+            })),
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
     }
 
-    fn call(arguments: String) -> Result<String, CallError> {
-        cortext::workspace()?;
-        let a = parse(&arguments)?;
+    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
+        parse(arguments)
+    }
+
+    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
+        let a = request;
         Ok(run(a.topic.trim()).to_string())
     }
 }
 
-// Exported only in the component: natively the crate is a library (tests, fuzzing).
-#[cfg(target_arch = "wasm32")]
-ragbox_sdk::export!(Tool);
+ragbox_sdk::export_tool!(Tool);
 
 #[cfg(test)]
 mod tests {

@@ -1,14 +1,12 @@
 //! Cortext's `get_embedding_status`: what the semantic index holds, what was
 //! embedded recently, and which files are waiting to be embedded (seeds 000-002).
 
-// Natively (tests, fuzzing) the crate is a library without the component
-// export, so the call path is reachable only in wasm.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-
 use ragbox_sdk::cortext;
+use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer::{stored_documents, survey};
 use ragbox_sdk::text::rfc3339;
-use ragbox_sdk::{Annotations, CallError, ToolInfo, corpus};
+use ragbox_sdk::tool::{Description, ToolSet};
+use ragbox_sdk::{Annotations, CallError, corpus};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -18,12 +16,7 @@ const RECENT: usize = 10;
 const MAX_LISTED: usize = 100;
 
 #[derive(Debug, Deserialize)]
-struct Args {
-    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
-    #[serde(default)]
-    #[allow(dead_code)]
-    workspace_path: Option<String>,
-}
+struct Args {}
 
 fn listed(paths: &[String]) -> Value {
     json!({ "count": paths.len(), "paths": paths.iter().take(MAX_LISTED).collect::<Vec<_>>() })
@@ -73,93 +66,85 @@ fn parse(arguments: &str) -> Result<Args, CallError> {
     cortext::arguments(arguments)
 }
 
-/// Decodes and checks `arguments` exactly as `call` does, touching neither the
-/// host nor the workspace: what the argument fuzz target drives natively.
-pub fn decode(arguments: &str) -> Result<(), CallError> {
-    parse(arguments).map(drop)
-}
-
 struct Tool;
 
-impl ragbox_sdk::Guest for Tool {
-    fn describe() -> ToolInfo {
+impl ragbox_sdk::tool::Tool for Tool {
+    type Request = Args;
+    const SET: ToolSet = ToolSet::Cortext;
+
+    fn describe() -> Description {
         let group = json!({
             "type": "object",
             "properties": { "count": { "type": "integer" }, "paths": { "type": "array", "items": { "type": "string" } } },
             "required": ["count", "paths"]
         });
-        ToolInfo {
-            name: "get_embedding_status".into(),
-            title: Some("Embedding status".into()),
+        Description {
+            name: "get_embedding_status",
+            title: "Embedding status",
             description: "Workspace embedding statistics: total chunks, number of documents, the index \
                 location, recently embedded documents with timestamps, and files pending embedding \
-                (new, changed, deleted since the last run), and files that cannot be indexed, with why."
-                .into(),
-            input_schema: json!({
+                (new, changed, deleted since the last run), and files that cannot be indexed, with why.",
+            input: json!({
                 "type": "object",
                 "properties": { "workspace_path": { "type": "string", "description": "Optional workspace root path" } }
-            })
-            .to_string(),
-            output_schema: Some(
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "success": { "type": "boolean" },
-                        "total_chunks": { "type": "integer" },
-                        "num_documents": { "type": "integer" },
-                        "db_path": { "type": "string" },
-                        "model": { "type": ["string", "null"], "description": "Model that made the stored vectors" },
-                        "recent_embeddings": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "path": { "type": "string" },
-                                    "embedded_at": { "type": "string", "description": "RFC 3339, UTC" },
-                                    "chunks": { "type": "integer" },
-                                    "title": { "type": ["string", "null"] }
-                                },
-                                "required": ["path", "embedded_at", "chunks"]
+            }),
+            output: Some(json!({
+                "type": "object",
+                "properties": {
+                    "success": { "type": "boolean" },
+                    "total_chunks": { "type": "integer" },
+                    "num_documents": { "type": "integer" },
+                    "db_path": { "type": "string" },
+                    "model": { "type": ["string", "null"], "description": "Model that made the stored vectors" },
+                    "recent_embeddings": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "path": { "type": "string" },
+                                "embedded_at": { "type": "string", "description": "RFC 3339, UTC" },
+                                "chunks": { "type": "integer" },
+                                "title": { "type": ["string", "null"] }
+                            },
+                            "required": ["path", "embedded_at", "chunks"]
+                        }
+                    },
+                    "pending": {
+                        "type": "object",
+                        "properties": { "total": { "type": "integer" }, "new": group, "changed": group, "deleted": group },
+                        "required": ["total", "new", "changed", "deleted"]
+                    },
+                    "not_indexed": {
+                        "type": "object",
+                        "description": "Files that cannot be indexed (broken SKILL.md, unsupported or too large), with why",
+                        "properties": {
+                            "count": { "type": "integer" },
+                            "files": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": { "path": { "type": "string" }, "error": { "type": "string" } },
+                                    "required": ["path", "error"]
+                                }
                             }
                         },
-                        "pending": {
-                            "type": "object",
-                            "properties": { "total": { "type": "integer" }, "new": group, "changed": group, "deleted": group },
-                            "required": ["total", "new", "changed", "deleted"]
-                        },
-                        "not_indexed": {
-                            "type": "object",
-                            "description": "Files that cannot be indexed (broken SKILL.md, unsupported or too large), with why",
-                            "properties": {
-                                "count": { "type": "integer" },
-                                "files": {
-                                    "type": "array",
-                                    "items": {
-                                        "type": "object",
-                                        "properties": { "path": { "type": "string" }, "error": { "type": "string" } },
-                                        "required": ["path", "error"]
-                                    }
-                                }
-                            },
-                            "required": ["count", "files"]
-                        },
-                        "up_to_date": { "type": "boolean" }
+                        "required": ["count", "files"]
                     },
-                    "required": ["success", "total_chunks", "num_documents", "db_path", "recent_embeddings", "pending"]
-                })
-                .to_string(),
-            ),
+                    "up_to_date": { "type": "boolean" }
+                },
+                "required": ["success", "total_chunks", "num_documents", "db_path", "recent_embeddings", "pending"]
+            })),
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
     }
 
-    fn call(arguments: String) -> Result<String, CallError> {
-        cortext::workspace()?;
-        parse(&arguments)?;
+    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
+        parse(arguments)
+    }
+
+    fn run(_request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
         status().map(|v| v.to_string()).map_err(cortext::failed)
     }
 }
 
-// Exported only in the component: natively the crate is a library (tests, fuzzing).
-#[cfg(target_arch = "wasm32")]
-ragbox_sdk::export!(Tool);
+ragbox_sdk::export_tool!(Tool);

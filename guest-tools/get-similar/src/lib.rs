@@ -1,15 +1,13 @@
 //! Cortext's `get_similar`: the documents most similar to a given one, ranked
 //! by document-level similarity (mean chunk vectors), the source left out.
 
-// Natively (tests, fuzzing) the crate is a library without the component
-// export, so the call path is reachable only in wasm.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext;
+use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::semantic::{self, conversation_name, score};
 use ragbox_sdk::text::truncate;
-use ragbox_sdk::{Annotations, CallError, ToolInfo, corpus, vectors, walk};
+use ragbox_sdk::tool::{Description, ToolSet};
+use ragbox_sdk::{Annotations, CallError, corpus, vectors, walk};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -23,10 +21,6 @@ struct Args {
     source_path: String,
     #[serde(default, deserialize_with = "optional_count")]
     n_results: Option<u64>,
-    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
-    #[serde(default)]
-    #[allow(dead_code)]
-    workspace_path: Option<String>,
 }
 
 fn validate(a: &Args) -> Result<u64, String> {
@@ -80,74 +74,66 @@ fn parse(arguments: &str) -> Result<(Args, u64), CallError> {
     Ok((a, n))
 }
 
-/// Decodes and checks `arguments` exactly as `call` does, touching neither the
-/// host nor the workspace: what the argument fuzz target drives natively.
-pub fn decode(arguments: &str) -> Result<(), CallError> {
-    parse(arguments).map(drop)
-}
-
 struct Tool;
 
-impl ragbox_sdk::Guest for Tool {
-    fn describe() -> ToolInfo {
-        ToolInfo {
-            name: "get_similar".into(),
-            title: Some("Similar documents".into()),
+impl ragbox_sdk::tool::Tool for Tool {
+    type Request = (Args, u64);
+    const SET: ToolSet = ToolSet::Cortext;
+
+    fn describe() -> Description {
+        Description {
+            name: "get_similar",
+            title: "Similar documents",
             description: "Find documents similar to a given source document (by meaning, over whole documents), \
-                ranked by similarity, highest first; the source itself is left out. The source must be embedded."
-                .into(),
-            input_schema: json!({
+                ranked by similarity, highest first; the source itself is left out. The source must be embedded.",
+            input: json!({
                 "type": "object",
                 "properties": {
                     "source_path": { "type": "string", "description": "Path of the source document (workspace-relative or absolute)" },
-                    "workspace_path": { "type": "string", "description": "Optional workspace root path" },
                     "n_results": { "type": "number", "default": DEFAULT_RESULTS, "minimum": 1, "maximum": MAX_RESULTS, "description": "Number of similar documents to return" }
                 },
                 "required": ["source_path"]
-            })
-            .to_string(),
-            output_schema: Some(
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "success": { "type": "boolean" },
-                        "source": { "type": "string", "description": "The source document, workspace-relative" },
-                        "num_results": { "type": "integer" },
-                        "similar": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "conversation": { "type": "string" },
-                                    "score": { "type": "number", "description": "Cosine similarity of the documents' mean vectors" },
-                                    "source_path": { "type": "string" },
-                                    "type": { "type": ["string", "null"] },
-                                    "date": { "type": ["string", "null"] },
-                                    "title": { "type": ["string", "null"] },
-                                    "text": { "type": "string", "description": "The document's opening" }
-                                },
-                                "required": ["conversation", "score", "source_path"]
-                            }
+            }),
+            output: Some(json!({
+                "type": "object",
+                "properties": {
+                    "success": { "type": "boolean" },
+                    "source": { "type": "string", "description": "The source document, workspace-relative" },
+                    "num_results": { "type": "integer" },
+                    "similar": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "conversation": { "type": "string" },
+                                "score": { "type": "number", "description": "Cosine similarity of the documents' mean vectors" },
+                                "source_path": { "type": "string" },
+                                "type": { "type": ["string", "null"] },
+                                "date": { "type": ["string", "null"] },
+                                "title": { "type": ["string", "null"] },
+                                "text": { "type": "string", "description": "The document's opening" }
+                            },
+                            "required": ["conversation", "score", "source_path"]
                         }
-                    },
-                    "required": ["success", "source", "num_results", "similar"]
-                })
-                .to_string(),
-            ),
+                    }
+                },
+                "required": ["success", "source", "num_results", "similar"]
+            })),
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
     }
 
-    fn call(arguments: String) -> Result<String, CallError> {
-        let workspace = cortext::workspace()?;
-        let (a, n) = parse(&arguments)?;
+    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
+        parse(arguments)
+    }
+
+    fn run(request: Self::Request, workspace: &WorkspaceInfo) -> Result<String, CallError> {
+        let (a, n) = request;
         Ok(run(&a.source_path, &workspace.path, n).map_err(cortext::failed)?.to_string())
     }
 }
 
-// Exported only in the component: natively the crate is a library (tests, fuzzing).
-#[cfg(target_arch = "wasm32")]
-ragbox_sdk::export!(Tool);
+ragbox_sdk::export_tool!(Tool);
 
 #[cfg(test)]
 mod tests {

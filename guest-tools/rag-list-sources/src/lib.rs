@@ -1,16 +1,14 @@
 //! The RAG MCP Server's `list_sources` (seed 003): the indexed documents with
 //! their metadata, optionally grouped and with collection statistics.
 
-// Natively (tests, fuzzing) the crate is a library without the component
-// export, so the call path is reachable only in wasm.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::corpus::Document;
+use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer::stored_documents;
 use ragbox_sdk::rag_server::{self, document_id, mime_of};
 use ragbox_sdk::text::rfc3339;
-use ragbox_sdk::{Annotations, CallError, ToolInfo, args, host};
+use ragbox_sdk::tool::{Description, ToolSet};
+use ragbox_sdk::{Annotations, CallError, args};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -34,10 +32,6 @@ struct Args {
     group_by: Option<String>,
     #[serde(default, deserialize_with = "optional_count")]
     limit: Option<u64>,
-    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
-    #[serde(default)]
-    #[allow(dead_code)]
-    workspace_path: Option<String>,
 }
 
 /// What to group by.
@@ -146,66 +140,56 @@ fn run(r: &Request) -> Result<Value, String> {
     Ok(out)
 }
 
-/// Decodes and checks `arguments` exactly as `call` does, touching neither the
-/// host nor the workspace: what the argument fuzz target drives natively.
-pub fn decode(arguments: &str) -> Result<(), CallError> {
-    request(arguments).map(drop)
-}
-
 struct Tool;
 
-impl ragbox_sdk::Guest for Tool {
-    fn describe() -> ToolInfo {
-        ToolInfo {
-            name: "list_sources".into(),
-            title: Some("List indexed sources".into()),
+impl ragbox_sdk::tool::Tool for Tool {
+    type Request = Request;
+    const SET: ToolSet = ToolSet::RagServer;
+
+    fn describe() -> Description {
+        Description {
+            name: "list_sources",
+            title: "List indexed sources",
             description: "List all indexed documents with metadata (id, name, path, file type, size, source type \
                 and method, created and indexed times), optionally grouped by file or source type and with \
-                collection statistics."
-                .into(),
-            input_schema: json!({
+                collection statistics.",
+            input: json!({
                 "type": "object",
                 "properties": {
                     "include_stats": { "type": "boolean", "default": false, "description": "Include collection statistics" },
                     "source_type_filter": { "type": "array", "items": { "type": "string" }, "description": "Filter by source types (every ragbox source is \"local_file\")" },
                     "group_by": { "type": "string", "enum": ["source_type", "file_type"] },
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Max sources to return" },
-                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
                 }
-            })
-            .to_string(),
-            output_schema: Some(
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "total_sources": { "type": "integer" },
-                        "returned_sources": { "type": "integer" },
-                        "sources": { "type": "array", "items": { "type": "object" } },
-                        "grouped_sources": { "type": "array", "items": { "type": "object" } },
-                        "statistics": { "type": "object" }
-                    },
-                    "required": ["total_sources", "returned_sources", "sources"]
-                })
-                .to_string(),
-            ),
+            }),
+            output: Some(json!({
+                "type": "object",
+                "properties": {
+                    "total_sources": { "type": "integer" },
+                    "returned_sources": { "type": "integer" },
+                    "sources": { "type": "array", "items": { "type": "object" } },
+                    "grouped_sources": { "type": "array", "items": { "type": "object" } },
+                    "statistics": { "type": "object" }
+                },
+                "required": ["total_sources", "returned_sources", "sources"]
+            })),
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
     }
 
-    fn call(arguments: String) -> Result<String, CallError> {
-        host::workspace().map_err(|e| {
-            rag_server::failed("WorkspaceNotAllowed", e, "Omit workspace_path to list the served workspace")
-        })?;
-        let r = request(&arguments)?;
+    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
+        request(arguments)
+    }
+
+    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
+        let r = request;
         let out =
             run(&r).map_err(|e| rag_server::failed("ListSourcesFailed", e, "Check the index with `ragbox doctor`"))?;
         Ok(out.to_string())
     }
 }
 
-// Exported only in the component: natively the crate is a library (tests, fuzzing).
-#[cfg(target_arch = "wasm32")]
-ragbox_sdk::export!(Tool);
+ragbox_sdk::export_tool!(Tool);
 
 #[cfg(test)]
 mod tests {

@@ -3,14 +3,12 @@
 //! the sentences that bear on it (not whole chunks), offers definition
 //! candidates for what/define questions, and a confidence from the scores.
 
-// Natively (tests, fuzzing) the crate is a library without the component
-// export, so the call path is reachable only in wasm.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-
 use ragbox_sdk::args::optional_count;
+use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::rag_server::{self, Mode, Scored, round, source};
 use ragbox_sdk::text::keywords;
-use ragbox_sdk::{Annotations, CallError, ToolInfo, args, host};
+use ragbox_sdk::tool::{Description, ToolSet};
+use ragbox_sdk::{Annotations, CallError, args};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -30,10 +28,6 @@ struct Args {
     sources: Option<Vec<String>>,
     #[serde(default)]
     search_method: Option<String>,
-    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
-    #[serde(default)]
-    #[allow(dead_code)]
-    workspace_path: Option<String>,
 }
 
 struct Request {
@@ -308,69 +302,61 @@ fn run(r: &Request) -> Result<Value, String> {
     }))
 }
 
-/// Decodes and checks `arguments` exactly as `call` does, touching neither the
-/// host nor the workspace: what the argument fuzz target drives natively.
-pub fn decode(arguments: &str) -> Result<(), CallError> {
-    request(arguments).map(drop)
-}
-
 struct Tool;
 
-impl ragbox_sdk::Guest for Tool {
-    fn describe() -> ToolInfo {
-        ToolInfo {
-            name: "search_by_question".into(),
-            title: Some("Answer context for a question".into()),
+impl ragbox_sdk::tool::Tool for Tool {
+    type Request = Request;
+    const SET: ToolSet = ToolSet::RagServer;
+
+    fn describe() -> Description {
+        Description {
+            name: "search_by_question",
+            title: "Answer context for a question",
             description: "Search for information using a natural language question: retrieves the most relevant \
                 passages, classifies the question (definition, process, time, place, person, reason, general), \
                 extracts the sentences that bear on it, offers definition candidates for what/define questions, \
-                and gives a confidence (0-100) from the retrieval scores. Compose the answer from the excerpts."
-                .into(),
-            input_schema: json!({
+                and gives a confidence (0-100) from the retrieval scores. Compose the answer from the excerpts.",
+            input: json!({
                 "type": "object",
                 "properties": {
                     "question": { "type": "string", "description": "Question or information request" },
                     "context_limit": { "type": "integer", "minimum": 1, "maximum": MAX_CONTEXT, "default": DEFAULT_CONTEXT, "description": "Max context chunks to analyze" },
                     "sources": { "type": "array", "items": { "type": "string" }, "description": "Filter by file types: extensions or MIME types" },
                     "search_method": { "type": "string", "enum": ["semantic", "hybrid"], "default": "semantic" },
-                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
                 },
                 "required": ["question"]
-            })
-            .to_string(),
-            output_schema: Some(
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "question": { "type": "string" },
-                        "extracted_information": {
-                            "type": "object",
-                            "properties": {
-                                "type": { "type": "string", "enum": ["definition_or_fact", "process_or_method", "temporal", "location", "person_or_entity", "explanation_or_reason", "general_inquiry"] },
-                                "relevant_excerpts": { "type": "array", "items": { "type": "string" } },
-                                "definition_candidates": { "type": "array", "items": { "type": "string" } }
-                            },
-                            "required": ["type", "relevant_excerpts", "definition_candidates"]
+            }),
+            output: Some(json!({
+                "type": "object",
+                "properties": {
+                    "question": { "type": "string" },
+                    "extracted_information": {
+                        "type": "object",
+                        "properties": {
+                            "type": { "type": "string", "enum": ["definition_or_fact", "process_or_method", "temporal", "location", "person_or_entity", "explanation_or_reason", "general_inquiry"] },
+                            "relevant_excerpts": { "type": "array", "items": { "type": "string" } },
+                            "definition_candidates": { "type": "array", "items": { "type": "string" } }
                         },
-                        "confidence": { "type": "integer", "minimum": 0, "maximum": 100 },
-                        "context_chunks": { "type": "array", "items": { "type": "object" } },
-                        "search_info": { "type": "object" },
-                        "context_found": { "type": "boolean" },
-                        "raw_context": { "type": "string" }
+                        "required": ["type", "relevant_excerpts", "definition_candidates"]
                     },
-                    "required": ["question", "extracted_information", "confidence", "context_chunks", "search_info", "context_found", "raw_context"]
-                })
-                .to_string(),
-            ),
+                    "confidence": { "type": "integer", "minimum": 0, "maximum": 100 },
+                    "context_chunks": { "type": "array", "items": { "type": "object" } },
+                    "search_info": { "type": "object" },
+                    "context_found": { "type": "boolean" },
+                    "raw_context": { "type": "string" }
+                },
+                "required": ["question", "extracted_information", "confidence", "context_chunks", "search_info", "context_found", "raw_context"]
+            })),
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
     }
 
-    fn call(arguments: String) -> Result<String, CallError> {
-        host::workspace().map_err(|e| {
-            rag_server::failed("WorkspaceNotAllowed", e, "Omit workspace_path to search the served workspace")
-        })?;
-        let r = request(&arguments)?;
+    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
+        request(arguments)
+    }
+
+    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
+        let r = request;
         let out = run(&r).map_err(|e| {
             rag_server::failed(
                 "QuestionSearchFailed",
@@ -382,9 +368,7 @@ impl ragbox_sdk::Guest for Tool {
     }
 }
 
-// Exported only in the component: natively the crate is a library (tests, fuzzing).
-#[cfg(target_arch = "wasm32")]
-ragbox_sdk::export!(Tool);
+ragbox_sdk::export_tool!(Tool);
 
 #[cfg(test)]
 mod tests {

@@ -2,15 +2,13 @@
 //! content is closest in meaning to a reference text, one entry per document
 //! (its best chunk), above a similarity threshold.
 
-// Natively (tests, fuzzing) the crate is a library without the component
-// export, so the call path is reachable only in wasm.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::embedder::EmbedKind;
+use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::rag_server::{self, document_id, metadata, round, source};
 use ragbox_sdk::text::truncate;
-use ragbox_sdk::{Annotations, CallError, ErrorCode, ToolInfo, args, host, vectors};
+use ragbox_sdk::tool::{Description, ToolSet};
+use ragbox_sdk::{Annotations, CallError, ErrorCode, args, vectors};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -29,10 +27,6 @@ struct Args {
     exclude_source: Option<String>,
     #[serde(default)]
     similarity_threshold: Option<f64>,
-    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
-    #[serde(default)]
-    #[allow(dead_code)]
-    workspace_path: Option<String>,
 }
 
 struct Request {
@@ -115,71 +109,63 @@ fn run(r: &Request) -> Result<Value, String> {
     }))
 }
 
-/// Decodes and checks `arguments` exactly as `call` does, touching neither the
-/// host nor the workspace: what the argument fuzz target drives natively.
-pub fn decode(arguments: &str) -> Result<(), CallError> {
-    request(arguments).map(drop)
-}
-
 struct Tool;
 
-impl ragbox_sdk::Guest for Tool {
-    fn describe() -> ToolInfo {
-        ToolInfo {
-            name: "search_similar".into(),
-            title: Some("Find similar documents".into()),
+impl ragbox_sdk::tool::Tool for Tool {
+    type Request = Request;
+    const SET: ToolSet = ToolSet::RagServer;
+
+    fn describe() -> Description {
+        Description {
+            name: "search_similar",
+            title: "Find similar documents",
             description: "Find documents similar to provided reference text using semantic similarity: one entry \
                 per document (its closest passage), above similarity_threshold, best first. exclude_source leaves \
-                out a file by name, path or id."
-                .into(),
-            input_schema: json!({
+                out a file by name, path or id.",
+            input: json!({
                 "type": "object",
                 "properties": {
                     "reference_text": { "type": "string", "description": "Text to find similar content for" },
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Max similar documents" },
                     "exclude_source": { "type": "string", "description": "Exclude a file by name, path or id" },
                     "similarity_threshold": { "type": "number", "minimum": 0, "maximum": 1, "default": DEFAULT_THRESHOLD, "description": "Min similarity score" },
-                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
                 },
                 "required": ["reference_text"]
-            })
-            .to_string(),
-            output_schema: Some(
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "reference_text": { "type": "string" },
-                        "similar_documents": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "rank": { "type": "integer" },
-                                    "similarity_score": { "type": "number" },
-                                    "content_preview": { "type": "string" },
-                                    "full_content": { "type": "string" },
-                                    "source": { "type": "object" },
-                                    "metadata": { "type": "object" }
-                                },
-                                "required": ["rank", "similarity_score", "content_preview", "full_content", "source"]
-                            }
-                        },
-                        "total_found": { "type": "integer", "description": "Documents above the threshold (before limit)" },
-                        "search_info": { "type": "object" }
+            }),
+            output: Some(json!({
+                "type": "object",
+                "properties": {
+                    "reference_text": { "type": "string" },
+                    "similar_documents": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "rank": { "type": "integer" },
+                                "similarity_score": { "type": "number" },
+                                "content_preview": { "type": "string" },
+                                "full_content": { "type": "string" },
+                                "source": { "type": "object" },
+                                "metadata": { "type": "object" }
+                            },
+                            "required": ["rank", "similarity_score", "content_preview", "full_content", "source"]
+                        }
                     },
-                    "required": ["reference_text", "similar_documents", "total_found", "search_info"]
-                })
-                .to_string(),
-            ),
+                    "total_found": { "type": "integer", "description": "Documents above the threshold (before limit)" },
+                    "search_info": { "type": "object" }
+                },
+                "required": ["reference_text", "similar_documents", "total_found", "search_info"]
+            })),
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
     }
 
-    fn call(arguments: String) -> Result<String, CallError> {
-        host::workspace().map_err(|e| {
-            rag_server::failed("WorkspaceNotAllowed", e, "Omit workspace_path to search the served workspace")
-        })?;
-        let r = request(&arguments)?;
+    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
+        request(arguments)
+    }
+
+    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
+        let r = request;
         let out = run(&r).map_err(|e| {
             rag_server::failed(
                 "SimilaritySearchFailed",
@@ -191,9 +177,7 @@ impl ragbox_sdk::Guest for Tool {
     }
 }
 
-// Exported only in the component: natively the crate is a library (tests, fuzzing).
-#[cfg(target_arch = "wasm32")]
-ragbox_sdk::export!(Tool);
+ragbox_sdk::export_tool!(Tool);
 
 #[cfg(test)]
 mod tests {

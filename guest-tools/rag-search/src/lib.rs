@@ -2,13 +2,11 @@
 //! fusion of vectors and BM25) or fulltext search, filtered by file type and
 //! metadata, with relevance scores in 0..1.
 
-// Natively (tests, fuzzing) the crate is a library without the component
-// export, so the call path is reachable only in wasm.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-
 use ragbox_sdk::args::optional_count;
+use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::rag_server::{self, Mode, metadata, round, source};
-use ragbox_sdk::{Annotations, CallError, ToolInfo, args, host};
+use ragbox_sdk::tool::{Description, ToolSet};
+use ragbox_sdk::{Annotations, CallError, args};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -27,10 +25,6 @@ struct Args {
     sources: Option<Vec<String>>,
     #[serde(default)]
     metadata_filters: Option<Map<String, Value>>,
-    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
-    #[serde(default)]
-    #[allow(dead_code)]
-    workspace_path: Option<String>,
 }
 
 /// A validated request.
@@ -92,25 +86,21 @@ fn run(r: &Request) -> Result<Value, String> {
     }))
 }
 
-/// Decodes and checks `arguments` exactly as `call` does, touching neither the
-/// host nor the workspace: what the argument fuzz target drives natively.
-pub fn decode(arguments: &str) -> Result<(), CallError> {
-    request(arguments).map(drop)
-}
-
 struct Tool;
 
-impl ragbox_sdk::Guest for Tool {
-    fn describe() -> ToolInfo {
-        ToolInfo {
-            name: "search".into(),
-            title: Some("Search documents".into()),
+impl ragbox_sdk::tool::Tool for Tool {
+    type Request = Request;
+    const SET: ToolSet = ToolSet::RagServer;
+
+    fn describe() -> Description {
+        Description {
+            name: "search",
+            title: "Search documents",
             description: "Search documents using semantic, hybrid, or fulltext search methods. Semantic finds \
                 passages by meaning; fulltext ranks by keywords (BM25, English stemming); hybrid fuses both \
                 (reciprocal rank fusion) and is usually best. Filter by file type (sources) and metadata \
-                (frontmatter fields, type, date, path). Relevance scores are in 0..1."
-                .into(),
-            input_schema: json!({
+                (frontmatter fields, type, date, path). Relevance scores are in 0..1.",
+            input: json!({
                 "type": "object",
                 "properties": {
                     "query": { "type": "string", "description": "Search query text" },
@@ -118,57 +108,53 @@ impl ragbox_sdk::Guest for Tool {
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Max results" },
                     "sources": { "type": "array", "items": { "type": "string" }, "description": "Filter by file types: extensions (\"md\", \"txt\") or MIME types (\"text/markdown\")" },
                     "metadata_filters": { "type": "object", "additionalProperties": { "type": ["string", "number", "boolean"] }, "description": "Key-value metadata filters: frontmatter fields must match exactly; type, date (YYYY-MM or YYYY-MM-DD) and path (folder prefix) are understood too" },
-                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
                 },
                 "required": ["query"]
-            })
-            .to_string(),
-            output_schema: Some(
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "query": { "type": "string" },
-                        "search_type": { "type": "string" },
-                        "results_count": { "type": "integer" },
-                        "results": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "rank": { "type": "integer" },
-                                    "content": { "type": "string" },
-                                    "relevance_score": { "type": "number", "minimum": 0, "maximum": 1 },
-                                    "source": {
-                                        "type": "object",
-                                        "properties": {
-                                            "filename": { "type": "string" },
-                                            "filepath": { "type": "string" },
-                                            "file_type": { "type": "string" },
-                                            "chunk_index": { "type": "integer" },
-                                            "file_id": { "type": "string" }
-                                        },
-                                        "required": ["filename", "filepath", "file_type", "chunk_index"]
+            }),
+            output: Some(json!({
+                "type": "object",
+                "properties": {
+                    "query": { "type": "string" },
+                    "search_type": { "type": "string" },
+                    "results_count": { "type": "integer" },
+                    "results": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "rank": { "type": "integer" },
+                                "content": { "type": "string" },
+                                "relevance_score": { "type": "number", "minimum": 0, "maximum": 1 },
+                                "source": {
+                                    "type": "object",
+                                    "properties": {
+                                        "filename": { "type": "string" },
+                                        "filepath": { "type": "string" },
+                                        "file_type": { "type": "string" },
+                                        "chunk_index": { "type": "integer" },
+                                        "file_id": { "type": "string" }
                                     },
-                                    "metadata": { "type": "object" }
+                                    "required": ["filename", "filepath", "file_type", "chunk_index"]
                                 },
-                                "required": ["rank", "content", "relevance_score", "source", "metadata"]
-                            }
-                        },
-                        "search_info": { "type": "object" }
+                                "metadata": { "type": "object" }
+                            },
+                            "required": ["rank", "content", "relevance_score", "source", "metadata"]
+                        }
                     },
-                    "required": ["query", "search_type", "results_count", "results", "search_info"]
-                })
-                .to_string(),
-            ),
+                    "search_info": { "type": "object" }
+                },
+                "required": ["query", "search_type", "results_count", "results", "search_info"]
+            })),
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
     }
 
-    fn call(arguments: String) -> Result<String, CallError> {
-        host::workspace().map_err(|e| {
-            rag_server::failed("WorkspaceNotAllowed", e, "Omit workspace_path to search the served workspace")
-        })?;
-        let r = request(&arguments)?;
+    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
+        request(arguments)
+    }
+
+    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
+        let r = request;
         let out = run(&r).map_err(|e| {
             rag_server::failed(
                 "SearchFailed",
@@ -180,9 +166,7 @@ impl ragbox_sdk::Guest for Tool {
     }
 }
 
-// Exported only in the component: natively the crate is a library (tests, fuzzing).
-#[cfg(target_arch = "wasm32")]
-ragbox_sdk::export!(Tool);
+ragbox_sdk::export_tool!(Tool);
 
 #[cfg(test)]
 mod tests {

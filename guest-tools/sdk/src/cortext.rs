@@ -8,7 +8,7 @@ use crate::bindings::ragbox::tools::host::{self, WorkspaceInfo};
 
 /// A Cortext tool's error result: `{"success": false, "error": message}`.
 pub fn error_body(message: &str) -> String {
-    serde_json::json!({ "success": false, "error": message }).to_string()
+    ragbox_protocol::ToolError::cortext(message).to_json()
 }
 
 /// A failed call, in Cortext's error shape.

@@ -13,6 +13,7 @@ use crate::chunk::{Sizes, chunk};
 use crate::document::prepare;
 use crate::text::looks_binary;
 use crate::{code, host, skill, walk};
+use ragbox_protocol::{FileError, IndexReport};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,29 +45,27 @@ impl Report {
     /// The Cortext result: `success`, `embedded`, `skipped`, `total_files`,
     /// `errors` (null when none) as seeds 000-001 give them, plus `removed`,
     /// `chunks` and, when the run stopped early, `complete: false` and why.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub fn to_json(&self) -> String {
         let errors = (!self.errors.is_empty()).then(|| {
-            self.errors
-                .iter()
-                .map(|(path, error)| serde_json::json!({ "path": path, "error": error }))
-                .collect::<Vec<_>>()
+            let errors = self.errors.iter();
+            errors.map(|(path, error)| FileError { path: path.clone(), error: error.clone() }).collect()
         });
-        let mut out = serde_json::json!({
-            "success": true,
-            "embedded": self.embedded,
-            "skipped": self.skipped,
-            "total_files": self.total_files,
-            "removed": self.removed,
-            "chunks": self.chunks,
-            "errors": errors,
-            "complete": !self.stopped_early,
-        });
-        if self.stopped_early {
-            out["message"] = "stopped before every file was embedded (cancelled or out of time); \
-                              what was embedded is kept: run again to continue"
-                .into();
-        }
-        out
+        let report = IndexReport {
+            success: true,
+            embedded: self.embedded,
+            skipped: self.skipped,
+            total_files: self.total_files,
+            removed: self.removed,
+            chunks: self.chunks,
+            errors,
+            complete: !self.stopped_early,
+            message: self.stopped_early.then(|| {
+                "stopped before every file was embedded (cancelled or out of time); \
+                 what was embedded is kept: run again to continue"
+                    .to_string()
+            }),
+        };
+        serde_json::to_string(&report).unwrap_or_else(|_| unreachable!("numbers and strings always serialize"))
     }
 
     /// The JSON Schema of [`Self::to_json`].

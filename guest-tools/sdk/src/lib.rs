@@ -15,6 +15,7 @@ pub mod rag_server;
 pub mod semantic;
 pub mod skill;
 pub mod text;
+pub mod tool;
 pub mod walk;
 
 /// Bindings generated from `wit/` for the `tool` world.

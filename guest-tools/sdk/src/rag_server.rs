@@ -16,7 +16,7 @@ pub const RRF_K: f64 = 60.0;
 
 /// A seed-003 error.
 pub fn error(kind: &str, message: impl AsRef<str>, suggestion: &str) -> String {
-    json!({ "error": kind, "message": message.as_ref(), "suggestion": suggestion }).to_string()
+    ragbox_protocol::ToolError::typed(kind, message.as_ref(), suggestion).to_json()
 }
 
 /// Invalid arguments, in the seed-003 shape.

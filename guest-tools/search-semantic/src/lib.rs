@@ -1,14 +1,12 @@
 //! Cortext's `search_semantic`: the chunks closest in meaning to a query,
 //! filtered by conversation type and date (seeds 000-002).
 
-// Natively (tests, fuzzing) the crate is a library without the component
-// export, so the call path is reachable only in wasm.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, DateRange};
+use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::semantic::{self, result_json, result_schema};
-use ragbox_sdk::{Annotations, CallError, ToolInfo};
+use ragbox_sdk::tool::{Description, ToolSet};
+use ragbox_sdk::{Annotations, CallError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -24,10 +22,6 @@ struct Args {
     conversation_type: Option<String>,
     #[serde(default)]
     date_range: Option<String>,
-    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
-    #[serde(default)]
-    #[allow(dead_code)]
-    workspace_path: Option<String>,
 }
 
 /// A validated request.
@@ -91,64 +85,55 @@ fn parse(arguments: &str) -> Result<Request, CallError> {
     Request::from_args(cortext::arguments(arguments)?).map_err(cortext::invalid)
 }
 
-/// Decodes and checks `arguments` exactly as `call` does, touching neither the
-/// host nor the workspace: what the argument fuzz target drives natively.
-pub fn decode(arguments: &str) -> Result<(), CallError> {
-    parse(arguments).map(drop)
-}
-
 struct Tool;
 
-impl ragbox_sdk::Guest for Tool {
-    fn describe() -> ToolInfo {
-        ToolInfo {
-            name: "search_semantic".into(),
-            title: Some("Semantic search".into()),
+impl ragbox_sdk::tool::Tool for Tool {
+    type Request = Request;
+    const SET: ToolSet = ToolSet::Cortext;
+
+    fn describe() -> Description {
+        Description {
+            name: "search_semantic",
+            title: "Semantic search",
             description: "Semantic search across workspace using embeddings: finds the passages closest in meaning \
                 to the query, even without shared words. Results are sorted by score, highest first. Filter by \
-                conversation type and by date (YYYY-MM or YYYY-MM-DD). Needs embed_workspace to have run."
-                .into(),
-            input_schema: json!({
+                conversation type and by date (YYYY-MM or YYYY-MM-DD). Needs embed_workspace to have run.",
+            input: json!({
                 "type": "object",
                 "properties": {
                     "query": { "type": "string", "description": "Search query" },
-                    "workspace_path": { "type": "string", "description": "Optional workspace root path" },
                     "n_results": { "type": "number", "default": DEFAULT_RESULTS, "minimum": 1, "maximum": MAX_RESULTS, "description": "Maximum number of results" },
                     "conversation_type": { "type": "string", "description": "Filter by type (brainstorm, debug, learn, meeting, plan, review, or a type from .workspace/registry.json)" },
                     "date_range": { "type": "string", "description": "YYYY-MM or YYYY-MM-DD" }
                 },
                 "required": ["query"]
-            })
-            .to_string(),
-            output_schema: Some(
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "success": { "type": "boolean" },
-                        "query": { "type": "string" },
-                        "num_results": { "type": "integer" },
-                        "results": { "type": "array", "items": result_schema() },
-                        "more_results": { "type": "boolean", "description": "More matching passages exist than were returned" },
-                        "message": { "type": "string" }
-                    },
-                    "required": ["success", "num_results", "results"]
-                })
-                .to_string(),
-            ),
+            }),
+            output: Some(json!({
+                "type": "object",
+                "properties": {
+                    "success": { "type": "boolean" },
+                    "query": { "type": "string" },
+                    "num_results": { "type": "integer" },
+                    "results": { "type": "array", "items": result_schema() },
+                    "more_results": { "type": "boolean", "description": "More matching passages exist than were returned" },
+                    "message": { "type": "string" }
+                },
+                "required": ["success", "num_results", "results"]
+            })),
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
     }
 
-    fn call(arguments: String) -> Result<String, CallError> {
-        cortext::workspace()?;
-        let request = parse(&arguments)?;
+    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
+        parse(arguments)
+    }
+
+    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
         Ok(run(&request).map_err(cortext::failed)?.to_string())
     }
 }
 
-// Exported only in the component: natively the crate is a library (tests, fuzzing).
-#[cfg(target_arch = "wasm32")]
-ragbox_sdk::export!(Tool);
+ragbox_sdk::export_tool!(Tool);
 
 #[cfg(test)]
 mod tests {

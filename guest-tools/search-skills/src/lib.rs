@@ -3,16 +3,14 @@
 //! name, path, tags, relevance and the complete SKILL.md — in the text layout
 //! of seed 004's Section 3.
 
-// Natively (tests, fuzzing) the crate is a library without the component
-// export, so the call path is reachable only in wasm.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::corpus::Filter;
 use ragbox_sdk::cortext;
+use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::skill::MARKER;
+use ragbox_sdk::tool::{Description, ToolSet};
 use ragbox_sdk::vectors::Hit;
-use ragbox_sdk::{Annotations, CallError, ToolInfo, semantic};
+use ragbox_sdk::{Annotations, CallError, semantic};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -28,10 +26,6 @@ struct Args {
     query: String,
     #[serde(default, deserialize_with = "optional_count")]
     n_results: Option<u64>,
-    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
-    #[serde(default)]
-    #[allow(dead_code)]
-    workspace_path: Option<String>,
 }
 
 fn validate(a: &Args) -> Result<u64, String> {
@@ -93,48 +87,43 @@ fn parse(arguments: &str) -> Result<(Args, u64), CallError> {
     Ok((a, n))
 }
 
-/// Decodes and checks `arguments` exactly as `call` does, touching neither the
-/// host nor the workspace: what the argument fuzz target drives natively.
-pub fn decode(arguments: &str) -> Result<(), CallError> {
-    parse(arguments).map(drop)
-}
-
 struct Tool;
 
-impl ragbox_sdk::Guest for Tool {
-    fn describe() -> ToolInfo {
-        ToolInfo {
-            name: "search_skills".into(),
-            title: Some("Search skills".into()),
+impl ragbox_sdk::tool::Tool for Tool {
+    type Request = (Args, u64);
+    const SET: ToolSet = ToolSet::Cortext;
+
+    fn describe() -> Description {
+        Description {
+            name: "search_skills",
+            title: "Search skills",
             description: "Search the skills library using natural language. Returns full skill definitions for the \
                 most relevant matches: each skill's name, path, tags, relevance and its complete SKILL.md (never a \
-                fragment), found by what the skill is for."
-                .into(),
-            input_schema: json!({
+                fragment), found by what the skill is for.",
+            input: json!({
                 "type": "object",
                 "properties": {
                     "query": { "type": "string", "description": "Natural language description of the capability needed (e.g., 'fix redis timeout issues')" },
                     "n_results": { "type": "integer", "description": "Number of results to return (default: 3, max: 5)", "default": DEFAULT_RESULTS },
-                    "workspace_path": { "type": "string", "description": "Optional workspace root path" }
                 },
                 "required": ["query"]
-            })
-            .to_string(),
-            output_schema: None,
+            }),
+            output: None,
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
     }
 
-    fn call(arguments: String) -> Result<String, CallError> {
-        cortext::workspace()?;
-        let (a, n) = parse(&arguments)?;
+    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
+        parse(arguments)
+    }
+
+    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
+        let (a, n) = request;
         run(a.query.trim(), n).map_err(cortext::failed)
     }
 }
 
-// Exported only in the component: natively the crate is a library (tests, fuzzing).
-#[cfg(target_arch = "wasm32")]
-ragbox_sdk::export!(Tool);
+ragbox_sdk::export_tool!(Tool);
 
 #[cfg(test)]
 mod tests {

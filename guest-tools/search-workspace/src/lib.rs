@@ -1,14 +1,12 @@
 //! Cortext's `search_workspace`: keyword or regex search over the workspace's
 //! text files, with conversation type and date filters from Cortext paths.
 
-// Natively (tests, fuzzing) the crate is a library without the component
-// export, so the call path is reachable only in wasm.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, ConversationPath, DateRange, Layout};
+use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::text::{looks_binary, truncate};
-use ragbox_sdk::{Annotations, CallError, ToolInfo, host, walk};
+use ragbox_sdk::tool::{Description, ToolSet};
+use ragbox_sdk::{Annotations, CallError, host, walk};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -28,10 +26,6 @@ struct Args {
     date_range: Option<String>,
     #[serde(default, deserialize_with = "optional_count")]
     limit: Option<u64>,
-    /// Resolved by the host (see `host::workspace`); accepted here so it is not unknown.
-    #[serde(default)]
-    #[allow(dead_code)]
-    workspace_path: Option<String>,
 }
 
 /// A validated request.
@@ -134,32 +128,31 @@ fn parse(arguments: &str) -> Result<Search, CallError> {
     Search::from_args(cortext::arguments(arguments)?).map_err(cortext::invalid)
 }
 
-/// Decodes and checks `arguments` exactly as `call` does, touching neither the
-/// host nor the workspace: what the argument fuzz target drives natively.
-pub fn decode(arguments: &str) -> Result<(), CallError> {
-    parse(arguments).map(drop)
-}
-
 struct Tool;
 
-impl ragbox_sdk::Guest for Tool {
-    fn describe() -> ToolInfo {
-        ToolInfo {
-            name: "search_workspace".into(),
-            title: Some("Search workspace (keyword)".into()),
+impl ragbox_sdk::tool::Tool for Tool {
+    type Request = Search;
+    const SET: ToolSet = ToolSet::Cortext;
+
+    fn describe() -> Description {
+        Description {
+            name: "search_workspace",
+            title: "Search workspace (keyword)",
             description: "Keyword search across the workspace's text files (notes, conversations, docs, code). \
                 Finds lines containing the query (case-insensitive), or matching it as a regular expression \
-                when regex is true. Filter by Cortext conversation type and date. Respects .gitignore."
-                .into(),
-            input_schema: input_schema().to_string(),
-            output_schema: Some(output_schema().to_string()),
+                when regex is true. Filter by Cortext conversation type and date. Respects .gitignore.",
+            input: input_schema(),
+            output: Some(output_schema()),
             annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
         }
     }
 
-    fn call(arguments: String) -> Result<String, CallError> {
-        cortext::workspace()?;
-        let search_req = parse(&arguments)?;
+    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
+        parse(arguments)
+    }
+
+    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
+        let search_req = request;
         Ok(search(&search_req).to_string())
     }
 }
@@ -210,9 +203,7 @@ fn output_schema() -> Value {
     })
 }
 
-// Exported only in the component: natively the crate is a library (tests, fuzzing).
-#[cfg(target_arch = "wasm32")]
-ragbox_sdk::export!(Tool);
+ragbox_sdk::export_tool!(Tool);
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,8 @@ use super::open::{call, open};
 use crate::runtime::{Outcome, Progress, Request, Stages, StagesSink};
 use anyhow::bail;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::{Value, json};
+use ragbox_protocol::{IndexReport, describe_error};
+use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -63,39 +64,30 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyh
     }
     let body = match outcome {
         Outcome::Ok(json) => json,
-        Outcome::ToolError { body, .. } => bail!("{}", error_message(&body)),
+        Outcome::ToolError { body, .. } => bail!("{}", describe_error(&body)),
         Outcome::Failed(failure) => bail!("{failure}"),
     };
-    let report: Value = serde_json::from_str(&body)?;
     if as_json {
-        say!("{report}");
+        say!("{body}");
         return Ok(());
     }
-    let n = |k: &str| report[k].as_u64().unwrap_or(0);
+    let report: IndexReport = serde_json::from_str(&body)?;
     say!(
         "embedded {} files ({} chunks), {} unchanged, {} removed; {} indexable files",
-        n("embedded"),
-        n("chunks"),
-        n("skipped"),
-        n("removed"),
-        n("total_files")
+        report.embedded,
+        report.chunks,
+        report.skipped,
+        report.removed,
+        report.total_files
     );
-    if let Some(errors) = report["errors"].as_array() {
-        say!("{} files could not be indexed:", errors.len());
-        for e in errors {
-            say!("  {}: {}", e["path"].as_str().unwrap_or("?"), e["error"].as_str().unwrap_or("?"));
+    if !report.errors().is_empty() {
+        say!("{} files could not be indexed:", report.errors().len());
+        for e in report.errors() {
+            say!("  {}: {}", e.path, e.error);
         }
     }
-    if report["complete"] == false {
+    if !report.complete {
         say!("stopped early: run `ragbox index` again to finish");
     }
     Ok(())
-}
-
-/// The `error` of a Cortext error body, or the body itself.
-pub fn error_message(body: &str) -> String {
-    serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| v["error"].as_str().map(str::to_string))
-        .unwrap_or_else(|| body.to_string())
 }

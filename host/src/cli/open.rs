@@ -78,7 +78,7 @@ pub fn call(runner: &Runner, name: &str, arguments: serde_json::Value, request: 
 pub fn call_json(runner: &Runner, name: &str, arguments: serde_json::Value) -> anyhow::Result<serde_json::Value> {
     let body = match call(runner, name, arguments, Request::default())? {
         Outcome::Ok(json) => json,
-        Outcome::ToolError { body, .. } => anyhow::bail!("{}", super::index::error_message(&body)),
+        Outcome::ToolError { body, .. } => anyhow::bail!("{}", ragbox_protocol::describe_error(&body)),
         Outcome::Failed(failure) => anyhow::bail!("{failure}"),
     };
     Ok(serde_json::from_str(&body)?)

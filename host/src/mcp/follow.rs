@@ -5,6 +5,7 @@
 use super::server::RagboxServer;
 use crate::runtime::{Caller, Outcome, Request};
 use crate::watch::{Changes, Watcher};
+use ragbox_protocol::{IndexReport, describe_error};
 use serde_json::json;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -58,22 +59,25 @@ async fn index(server: &RagboxServer, changes: &Changes, stop: &CancellationToke
             Err(failure) => return tracing::error!("--watch: indexing failed: {failure}"),
         };
         let report = match outcome {
-            Outcome::Ok(body) => serde_json::from_str::<serde_json::Value>(&body).unwrap_or_default(),
-            Outcome::ToolError { body, .. } => return tracing::error!("--watch: indexing failed: {body}"),
+            Outcome::Ok(body) => match serde_json::from_str::<IndexReport>(&body) {
+                Ok(report) => report,
+                Err(e) => return tracing::error!("--watch: {INDEXER} answered something else than its report: {e}"),
+            },
+            Outcome::ToolError { body, .. } => {
+                return tracing::error!("--watch: indexing failed: {}", describe_error(&body));
+            }
             Outcome::Failed(failure) => return tracing::error!("--watch: indexing failed: {failure}"),
         };
-        let count = |key: &str| report.get(key).and_then(|v| v.as_u64()).unwrap_or(0);
-        let errors = report.get("errors").and_then(|v| v.as_array()).map_or(0, Vec::len);
         tracing::info!(
             changed = changes.paths.len(),
             full = changes.rescan,
-            embedded = count("embedded"),
-            removed = count("removed"),
-            errors,
+            embedded = report.embedded,
+            removed = report.removed,
+            errors = report.errors().len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
             "--watch: index updated"
         );
-        if report.get("complete") != Some(&json!(false)) || stop.is_cancelled() {
+        if report.complete || stop.is_cancelled() {
             return;
         }
     }

@@ -1,0 +1,157 @@
+//! The JSON that passes between ragbox's tools and its host besides MCP's
+//! own: what an indexing run reports, and the error bodies of the documented
+//! tool sets. Tools produce these types and the host reads them, so both
+//! sides share one definition and no code reads them by string keys.
+
+use serde::{Deserialize, Serialize};
+
+/// What an indexing run did: the result of `embed_workspace` and
+/// `embed_document` (seeds 000-001, plus `removed`, `chunks`, `complete`),
+/// which `ragbox index` and the file watcher read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexReport {
+    /// Always true in a result (failures are errors).
+    pub success: bool,
+    /// Files embedded (new or changed).
+    pub embedded: u64,
+    /// Files unchanged since they were embedded.
+    pub skipped: u64,
+    /// Indexable (text) files in scope.
+    pub total_files: u64,
+    /// Indexed files that no longer exist, removed from the index.
+    #[serde(default)]
+    pub removed: u64,
+    /// Chunks embedded.
+    #[serde(default)]
+    pub chunks: u64,
+    /// Files that could not be indexed; `null` when none (as the seeds give it).
+    pub errors: Option<Vec<FileError>>,
+    /// False when the run stopped early (cancelled or out of time): run again to continue.
+    #[serde(default = "complete_by_default")]
+    pub complete: bool,
+    /// Why the run stopped early, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+fn complete_by_default() -> bool {
+    true
+}
+
+impl IndexReport {
+    /// The files that could not be indexed (none when `errors` is null).
+    pub fn errors(&self) -> &[FileError] {
+        self.errors.as_deref().unwrap_or_default()
+    }
+}
+
+/// A file an indexing run could not index, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileError {
+    /// Workspace-relative path.
+    pub path: String,
+    /// The reason, for a person.
+    pub error: String,
+}
+
+/// A tool's error body, in either documented shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToolError {
+    /// The RAG MCP Server's (seed 003): a type an agent can branch on, what
+    /// went wrong and what to do.
+    Typed {
+        /// The error's type, e.g. `InvalidParameter`.
+        error: String,
+        /// What went wrong.
+        message: String,
+        /// What to do about it.
+        suggestion: String,
+    },
+    /// Cortext's (seeds 000-002): `{"success": false, "error": message}`.
+    Cortext {
+        /// Always false.
+        success: bool,
+        /// What went wrong, and what to do.
+        error: String,
+    },
+}
+
+impl ToolError {
+    /// A seed-003 error.
+    pub fn typed(error: &str, message: impl Into<String>, suggestion: &str) -> Self {
+        Self::Typed { error: error.to_string(), message: message.into(), suggestion: suggestion.to_string() }
+    }
+
+    /// A Cortext error.
+    pub fn cortext(message: impl Into<String>) -> Self {
+        Self::Cortext { success: false, error: message.into() }
+    }
+
+    /// The body as the client receives it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| unreachable!("plain string fields always serialize"))
+    }
+
+    /// What a person should read: the message and what to do about it.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Typed { error, message, suggestion } => format!("{message} ({error}). {suggestion}"),
+            Self::Cortext { error, .. } => error.clone(),
+        }
+    }
+}
+
+/// The text of a tool's error body for a person: its message when the body
+/// is one of the documented shapes, else the body as it is.
+pub fn describe_error(body: &str) -> String {
+    match serde_json::from_str::<ToolError>(body) {
+        Ok(e) => e.describe(),
+        Err(_) => body.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_read_back_in_either_shape() {
+        let typed = ToolError::typed("InvalidParameter", "limit must be between 1 and 50, got 0", "Check the limit");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&typed.to_json()).unwrap(),
+            serde_json::json!({"error": "InvalidParameter", "message": "limit must be between 1 and 50, got 0",
+                               "suggestion": "Check the limit"})
+        );
+        assert_eq!(
+            describe_error(&typed.to_json()),
+            "limit must be between 1 and 50, got 0 (InvalidParameter). Check the limit"
+        );
+        let cortext = ToolError::cortext("Path not found: x.md");
+        assert_eq!(cortext.to_json(), r#"{"success":false,"error":"Path not found: x.md"}"#);
+        assert_eq!(describe_error(&cortext.to_json()), "Path not found: x.md");
+        assert_eq!(describe_error("plain text"), "plain text");
+    }
+
+    #[test]
+    fn reports_keep_the_seed_shape() {
+        let report = IndexReport {
+            success: true,
+            embedded: 2,
+            skipped: 1,
+            total_files: 3,
+            removed: 0,
+            chunks: 5,
+            errors: None,
+            complete: true,
+            message: None,
+        };
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["errors"], serde_json::Value::Null, "null when none, as the seeds give it");
+        assert!(json.get("message").is_none());
+        // What the seeds' own servers send (no removed, chunks or complete) reads too.
+        let seed: IndexReport =
+            serde_json::from_str(r#"{"success":true,"embedded":1,"skipped":0,"total_files":1,"errors":null}"#).unwrap();
+        assert!(seed.complete && seed.errors().is_empty());
+    }
+}
