@@ -67,7 +67,8 @@ pub fn count_in(
     Ok(n)
 }
 
-fn describe(value: &serde_json::Value) -> String {
+/// A JSON value as an error message names it: `string "x"`, `boolean true`, `7`.
+pub fn describe(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(s) => format!("string {s:?}"),
         serde_json::Value::Bool(b) => format!("boolean {b}"),

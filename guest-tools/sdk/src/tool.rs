@@ -68,6 +68,33 @@ pub fn describe<T: Tool>() -> ToolInfo {
     }
 }
 
+/// Decodes `arguments` for `T`: the argument every tool shares, then its own.
+pub fn decode<T: Tool>(arguments: &str) -> Result<T::Request, CallError> {
+    check_workspace_path(arguments).map_err(|message| match T::SET {
+        ToolSet::Cortext => crate::cortext::invalid(message),
+        ToolSet::RagServer => crate::rag_server::invalid(
+            "InvalidParameter",
+            message,
+            "Check the parameter against the tool's input schema",
+        ),
+    })?;
+    T::decode(arguments)
+}
+
+/// `workspace_path`, when given, must be a string. (The host reads only a
+/// string and leaves anything else for the tool to refuse in its own words.)
+fn check_workspace_path(arguments: &str) -> Result<(), String> {
+    // Arguments that are not an object are the tool's own decoding to refuse.
+    let Ok(Value::Object(arguments)) = serde_json::from_str::<Value>(arguments) else { return Ok(()) };
+    match arguments.get(WORKSPACE_PATH) {
+        None | Some(Value::Null | Value::String(_)) => Ok(()),
+        Some(other) => Err(format!(
+            "argument '{WORKSPACE_PATH}': invalid type: {}, expected a string",
+            crate::args::describe(other)
+        )),
+    }
+}
+
 /// The component's `call`: the granted workspace, then the decoded arguments, then the run.
 pub fn call<T: Tool>(arguments: &str) -> Result<String, CallError> {
     let workspace = host::workspace().map_err(|e| match T::SET {
@@ -78,7 +105,7 @@ pub fn call<T: Tool>(arguments: &str) -> Result<String, CallError> {
             "Omit workspace_path to use the served workspace",
         ),
     })?;
-    T::run(T::decode(arguments)?, &workspace)
+    T::run(decode::<T>(arguments)?, &workspace)
 }
 
 /// Exports `$tool` (a [`Tool`]) as the component, and `decode` for the fuzz
@@ -88,7 +115,7 @@ macro_rules! export_tool {
     ($tool:ty) => {
         /// Decodes and checks `arguments` exactly as `call` does, touching neither the host nor the workspace.
         pub fn decode(arguments: &str) -> Result<(), $crate::CallError> {
-            <$tool as $crate::tool::Tool>::decode(arguments).map(drop)
+            $crate::tool::decode::<$tool>(arguments).map(drop)
         }
 
         #[cfg(target_arch = "wasm32")]
@@ -108,4 +135,20 @@ macro_rules! export_tool {
         #[cfg(target_arch = "wasm32")]
         $crate::export!(Component);
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_workspace_path;
+
+    #[test]
+    fn workspace_path_must_be_a_string_when_given() {
+        for ok in [r#"{}"#, r#"{"workspace_path":"notes"}"#, r#"{"workspace_path":null}"#, "[1]", "not json"] {
+            assert_eq!(check_workspace_path(ok), Ok(()), "{ok}");
+        }
+        let e = check_workspace_path(r#"{"query":"x","workspace_path":7}"#).unwrap_err();
+        assert_eq!(e, "argument 'workspace_path': invalid type: 7, expected a string");
+        let e = check_workspace_path(r#"{"workspace_path":["a"]}"#).unwrap_err();
+        assert!(e.contains("array"), "{e}");
+    }
 }
