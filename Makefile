@@ -73,6 +73,7 @@ bench: release bench-venvs
 	$(BENCH_VENV)/bin/python bench/embed_peers.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/peers.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/scale.py
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/calls.py
 
 bench-quick: release bench-venvs
 	$(BENCH_VENV)/bin/python bench/embed_peers.py --quick

@@ -85,15 +85,14 @@ impl Stages {
             .filter(|(stage, _)| self.get(*stage) != (Duration::ZERO, 0))
             .map(|(stage, name)| {
                 let (spent, calls) = self.get(*stage);
-                match stage {
-                    Stage::Embed if self.tokens_embedded > 0 => format!(
-                        "{name} {:.3} s ({calls} calls, {} tokens, {:.0} tokens/s)",
-                        spent.as_secs_f64(),
-                        self.tokens_embedded,
-                        self.tokens_embedded as f64 / spent.as_secs_f64().max(1e-9)
-                    ),
-                    _ => format!("{name} {:.3} s ({calls} calls)", spent.as_secs_f64()),
+                // A stage reached only inside another capability (the query a search embeds) made no call.
+                let mut about = if calls > 0 { vec![format!("{calls} calls")] } else { Vec::new() };
+                if *stage == Stage::Embed && self.tokens_embedded > 0 {
+                    about.push(format!("{} tokens", self.tokens_embedded));
+                    let rate = self.tokens_embedded as f64 / spent.as_secs_f64().max(1e-9);
+                    about.push(format!("{rate:.0} tokens/s"));
                 }
+                format!("{name} {:.3} s ({})", spent.as_secs_f64(), about.join(", "))
             })
             .collect();
         parts.push(format!("guest {:.3} s", self.guest().as_secs_f64()));
