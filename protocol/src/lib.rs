@@ -1,8 +1,13 @@
 //! The JSON that passes between ragbox's tools and its host besides MCP's
-//! own: what an indexing run reports, and the error bodies of the documented
-//! tool sets. Tools produce these types and the host reads them, so both
+//! own: what an indexing run reports, the error bodies of the documented
+//! tool sets, and the results the command line shows. Tools produce these types and the host reads them, so both
 //! sides share one definition and no code reads them by string keys.
 
+mod results;
+
+pub use results::{
+    KeywordResults, LineMatch, Passage, SearchResult, SearchResults, SemanticResults, SimilarDocuments, SourceRef,
+};
 use serde::{Deserialize, Serialize};
 
 /// What an indexing run did: the result of `embed_workspace` and

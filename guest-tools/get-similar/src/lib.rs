@@ -4,12 +4,13 @@
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::protocol::{Passage, SimilarDocuments};
 use ragbox_sdk::semantic::{self, conversation_name, score};
 use ragbox_sdk::text::truncate;
 use ragbox_sdk::tool::{Description, ToolSet};
 use ragbox_sdk::{Annotations, CallError, corpus, vectors, walk};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const DEFAULT_RESULTS: u64 = 5;
 const MAX_RESULTS: u64 = 50;
@@ -30,7 +31,7 @@ fn validate(a: &Args) -> Result<u64, String> {
     args::count_in("n_results", a.n_results, DEFAULT_RESULTS, 1..=MAX_RESULTS)
 }
 
-fn run(source: &str, workspace_root: &str, n: u64) -> Result<Value, String> {
+fn run(source: &str, workspace_root: &str, n: u64) -> Result<SimilarDocuments, String> {
     let not_found = || format!("Document not found: {source}");
     let path = walk::in_workspace(source, workspace_root).ok_or_else(not_found)?;
     if corpus::get(&path)?.is_none() {
@@ -45,7 +46,7 @@ fn run(source: &str, workspace_root: &str, n: u64) -> Result<Value, String> {
     }
     let all = semantic::filter(None, None);
     let hits = vectors::similar_documents(&path, n as u32, &all)?;
-    let similar: Vec<Value> = hits
+    let similar: Vec<Passage> = hits
         .iter()
         .map(|h| {
             let doc = &h.document;
@@ -54,18 +55,19 @@ fn run(source: &str, workspace_root: &str, n: u64) -> Result<Value, String> {
                 .and_then(|c| c.into_iter().next())
                 .map(|c| truncate(c.text.trim(), PREVIEW_BYTES))
                 .unwrap_or_default();
-            json!({
-                "conversation": conversation_name(doc),
-                "score": score(h.score),
-                "source_path": doc.path,
-                "type": doc.conversation_type,
-                "date": doc.date,
-                "title": doc.title,
-                "text": preview,
-            })
+            Passage {
+                conversation: conversation_name(doc),
+                score: score(h.score),
+                text: preview.to_string(),
+                source_path: doc.path.clone(),
+                conversation_type: doc.conversation_type.clone(),
+                date: doc.date.clone(),
+                title: doc.title.clone(),
+                chunk_index: None,
+            }
         })
         .collect();
-    Ok(json!({ "success": true, "source": path, "num_results": similar.len(), "similar": similar }))
+    Ok(SimilarDocuments { success: true, source: path, num_results: similar.len(), similar })
 }
 
 fn parse(arguments: &str) -> Result<(Args, u64), CallError> {
@@ -129,7 +131,7 @@ impl ragbox_sdk::tool::Tool for Tool {
 
     fn run(request: Self::Request, workspace: &WorkspaceInfo) -> Result<String, CallError> {
         let (a, n) = request;
-        Ok(run(&a.source_path, &workspace.path, n).map_err(cortext::failed)?.to_string())
+        Ok(ragbox_sdk::to_json(&run(&a.source_path, &workspace.path, n).map_err(cortext::failed)?))
     }
 }
 

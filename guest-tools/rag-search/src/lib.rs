@@ -4,7 +4,8 @@
 
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::rag_server::{self, Mode, metadata, round, source};
+use ragbox_sdk::protocol::{SearchResult, SearchResults};
+use ragbox_sdk::rag_server::{self, Mode, metadata_map, round, source_ref};
 use ragbox_sdk::tool::{Description, ToolSet};
 use ragbox_sdk::{Annotations, CallError, args};
 use serde::Deserialize;
@@ -54,19 +55,17 @@ fn request(arguments: &str) -> Result<Request, CallError> {
     Ok(Request { query: query.trim().to_string(), mode, limit, filter })
 }
 
-fn run(r: &Request) -> Result<Value, String> {
+fn run(r: &Request) -> Result<SearchResults, String> {
     let found = rag_server::search(&r.query, r.mode, r.limit as u32, &r.filter)?;
-    let results: Vec<Value> = found
+    let results: Vec<SearchResult> = found
         .iter()
         .enumerate()
-        .map(|(i, s)| {
-            json!({
-                "rank": i + 1,
-                "content": s.hit.chunk.text,
-                "relevance_score": round(s.relevance),
-                "source": source(&s.hit.document, Some(s.hit.ordinal)),
-                "metadata": metadata(&s.hit.document),
-            })
+        .map(|(i, s)| SearchResult {
+            rank: i + 1,
+            content: s.hit.chunk.text.clone(),
+            relevance_score: round(s.relevance),
+            source: source_ref(&s.hit.document, Some(s.hit.ordinal)),
+            metadata: metadata_map(&s.hit.document),
         })
         .collect();
     let mut info = json!({
@@ -77,13 +76,13 @@ fn run(r: &Request) -> Result<Value, String> {
     if r.mode == Mode::Hybrid {
         info["fusion"] = json!({ "method": "reciprocal_rank_fusion", "k": rag_server::RRF_K });
     }
-    Ok(json!({
-        "query": r.query,
-        "search_type": r.mode.name(),
-        "results_count": results.len(),
-        "results": results,
-        "search_info": info,
-    }))
+    Ok(SearchResults {
+        query: r.query.clone(),
+        search_type: r.mode.name().to_string(),
+        results_count: results.len(),
+        results,
+        search_info: info,
+    })
 }
 
 struct Tool;
@@ -154,15 +153,14 @@ impl ragbox_sdk::tool::Tool for Tool {
     }
 
     fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let r = request;
-        let out = run(&r).map_err(|e| {
+        let out = run(&request).map_err(|e| {
             rag_server::failed(
                 "SearchFailed",
                 e,
                 "Check that the workspace is indexed (embed_workspace or `ragbox index`) and try again",
             )
         })?;
-        Ok(out.to_string())
+        Ok(ragbox_sdk::to_json(&out))
     }
 }
 

@@ -32,12 +32,20 @@ pub mod bindings {
 pub use bindings::ragbox::tools::types::{Annotations, CallError, Error, ErrorCode, ToolInfo};
 pub use bindings::ragbox::tools::{corpus, embedder, fulltext, host, vectors};
 pub use bindings::{Guest, export};
+/// The result and error shapes the host reads back.
+pub use ragbox_protocol as protocol;
 
 /// Tools that answer in text keep the host's message (it says what to do).
 impl From<Error> for String {
     fn from(e: Error) -> Self {
         e.message
     }
+}
+
+/// A result as the JSON text a tool returns. (Its types hold strings,
+/// numbers and maps with string keys, which always serialize.)
+pub fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|e| unreachable!("a result did not serialize: {e}"))
 }
 
 /// The host's message, for the tools' own error shapes.

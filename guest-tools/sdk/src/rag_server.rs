@@ -8,8 +8,10 @@ use crate::bindings::ragbox::tools::fulltext;
 use crate::bindings::ragbox::tools::vectors::Hit;
 use crate::cortext::DateRange;
 use crate::{CallError, Error};
+use ragbox_protocol::SourceRef;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 
 /// Reciprocal rank fusion constant (Cormack et al. use 60).
 pub const RRF_K: f64 = 60.0;
@@ -102,29 +104,36 @@ pub fn document_id(path: &str) -> String {
 }
 
 /// The `source` object of a result.
-pub fn source(doc: &Document, chunk_index: Option<u32>) -> Value {
-    let mut s = json!({
-        "filename": doc.path.rsplit('/').next().unwrap_or(&doc.path),
-        "filepath": doc.path,
-        "file_type": mime_of(&doc.path),
-        "file_id": document_id(&doc.path),
-    });
-    if let Some(i) = chunk_index {
-        s["chunk_index"] = i.into();
+pub fn source_ref(doc: &Document, chunk_index: Option<u32>) -> SourceRef {
+    SourceRef {
+        filename: doc.path.rsplit('/').next().unwrap_or(&doc.path).to_string(),
+        filepath: doc.path.clone(),
+        file_type: mime_of(&doc.path).to_string(),
+        file_id: document_id(&doc.path),
+        chunk_index,
     }
-    s
 }
 
-/// A document's metadata as a JSON object: frontmatter fields, plus title,
-/// conversation type and date when known.
-pub fn metadata(doc: &Document) -> Value {
-    let mut m: Map<String, Value> = doc.metadata.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+/// [`source_ref`] as a JSON object.
+pub fn source(doc: &Document, chunk_index: Option<u32>) -> Value {
+    json!(source_ref(doc, chunk_index))
+}
+
+/// A document's metadata: frontmatter fields, plus title, conversation type
+/// and date when known.
+pub fn metadata_map(doc: &Document) -> BTreeMap<String, String> {
+    let mut m: BTreeMap<String, String> = doc.metadata.iter().cloned().collect();
     for (key, value) in [("title", &doc.title), ("type", &doc.conversation_type), ("date", &doc.date)] {
         if let Some(v) = value {
-            m.entry(key).or_insert_with(|| Value::String(v.clone()));
+            m.entry(key.to_string()).or_insert_with(|| v.clone());
         }
     }
-    Value::Object(m)
+    m
+}
+
+/// [`metadata_map`] as a JSON object.
+pub fn metadata(doc: &Document) -> Value {
+    json!(metadata_map(doc))
 }
 
 /// Builds the index filter from `sources` and `metadata_filters`. Keys `type`

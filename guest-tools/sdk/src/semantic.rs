@@ -8,6 +8,7 @@ use crate::bindings::ragbox::tools::vectors::{self, Hit};
 use crate::cortext::{DateRange, Layout};
 use crate::text::truncate;
 use crate::{Error, ErrorCode};
+use ragbox_protocol::Passage;
 use serde_json::{Value, json};
 
 /// Longest chunk text a result carries: prose chunks and whole code units fit
@@ -69,21 +70,21 @@ pub fn score(value: f32) -> f64 {
 }
 
 /// One search result in Cortext's shape.
-pub fn result_json(hit: &Hit) -> Value {
+pub fn passage(hit: &Hit) -> Passage {
     let doc = &hit.document;
-    json!({
-        "conversation": conversation_name(doc),
-        "score": score(hit.score),
-        "text": truncate(hit.chunk.text.trim_end(), MAX_TEXT_BYTES),
-        "source_path": doc.path,
-        "type": doc.conversation_type,
-        "date": doc.date,
-        "title": doc.title,
-        "chunk_index": hit.ordinal,
-    })
+    Passage {
+        conversation: conversation_name(doc),
+        score: score(hit.score),
+        text: truncate(hit.chunk.text.trim_end(), MAX_TEXT_BYTES).to_string(),
+        source_path: doc.path.clone(),
+        conversation_type: doc.conversation_type.clone(),
+        date: doc.date.clone(),
+        title: doc.title.clone(),
+        chunk_index: Some(hit.ordinal),
+    }
 }
 
-/// The JSON Schema of [`result_json`].
+/// The JSON Schema of [`passage`].
 pub fn result_schema() -> Value {
     json!({
         "type": "object",

@@ -4,11 +4,12 @@
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, DateRange};
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::semantic::{self, result_json, result_schema};
+use ragbox_sdk::protocol::{Passage, SemanticResults};
+use ragbox_sdk::semantic::{self, result_schema};
 use ragbox_sdk::tool::{Description, ToolSet};
 use ragbox_sdk::{Annotations, CallError};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const DEFAULT_RESULTS: u64 = 10;
 const MAX_RESULTS: u64 = 100;
@@ -46,39 +47,39 @@ impl Request {
     }
 }
 
-fn run(r: &Request) -> Result<Value, String> {
+fn run(r: &Request) -> Result<SemanticResults, String> {
     let filter = semantic::filter(r.conversation_type.as_deref(), r.date_range.as_ref());
     // One more than asked says whether more exist.
     let Some(mut hits) = semantic::search(&r.query, (r.n + 1) as u32, &filter)? else {
-        return Ok(json!({
-            "success": true,
-            "query": r.query,
-            "num_results": 0,
-            "results": [],
-            "more_results": false,
-            "message": "Nothing is embedded yet: run embed_workspace (or `ragbox index`) first, \
-                        or use search_workspace for keyword search.",
-        }));
+        let message = "Nothing is embedded yet: run embed_workspace (or `ragbox index`) first, \
+                       or use search_workspace for keyword search.";
+        return Ok(SemanticResults {
+            success: true,
+            query: r.query.clone(),
+            num_results: 0,
+            results: Vec::new(),
+            more_results: false,
+            message: Some(message.to_string()),
+        });
     };
     let more = hits.len() as u64 > r.n;
     hits.truncate(r.n as usize);
-    let results: Vec<Value> = hits.iter().map(result_json).collect();
-    let mut out = json!({
-        "success": true,
-        "query": r.query,
-        "num_results": results.len(),
-        "results": results,
-        "more_results": more,
-    });
-    if more {
-        out["message"] = format!(
+    let results: Vec<Passage> = hits.iter().map(semantic::passage).collect();
+    let message = more.then(|| {
+        format!(
             "More results exist than the {} returned: raise n_results, or narrow the search with \
              conversation_type or date_range.",
             r.n
         )
-        .into();
-    }
-    Ok(out)
+    });
+    Ok(SemanticResults {
+        success: true,
+        query: r.query.clone(),
+        num_results: results.len(),
+        results,
+        more_results: more,
+        message,
+    })
 }
 
 fn parse(arguments: &str) -> Result<Request, CallError> {
@@ -129,7 +130,7 @@ impl ragbox_sdk::tool::Tool for Tool {
     }
 
     fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        Ok(run(&request).map_err(cortext::failed)?.to_string())
+        Ok(ragbox_sdk::to_json(&run(&request).map_err(cortext::failed)?))
     }
 }
 

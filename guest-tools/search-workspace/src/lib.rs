@@ -4,6 +4,7 @@
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, ConversationPath, DateRange, Layout};
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::protocol::{KeywordResults, LineMatch};
 use ragbox_sdk::text::{looks_binary, truncate};
 use ragbox_sdk::tool::{Description, ToolSet};
 use ragbox_sdk::{Annotations, CallError, host, walk};
@@ -67,7 +68,7 @@ impl Search {
 }
 
 /// Runs the search over the files the guest can see.
-fn search(s: &Search) -> Value {
+fn search(s: &Search) -> KeywordResults {
     let mut results = Vec::new();
     let (mut searched, mut skipped, mut more) = (0u64, 0u64, false);
     let files = walk::files(".", |_, e| ragbox_sdk::log::debug(&format!("walk: {e}")));
@@ -99,29 +100,29 @@ fn search(s: &Search) -> Value {
                 break 'files;
             }
             let file = entry.path.rsplit('/').next().unwrap_or(&entry.path);
-            results.push(json!({
-                "conversation": conv.as_ref().map(|c| c.conversation.as_str()),
-                "type": conv.as_ref().map(|c| c.kind.as_str()),
-                "date": conv.as_ref().map(|c| c.date.as_str()),
-                "file": file,
-                "line": i + 1,
-                "text": truncate(line.trim(), MAX_TEXT_BYTES),
-                "path": entry.path,
-            }));
+            results.push(LineMatch {
+                conversation: conv.as_ref().map(|c| c.conversation.clone()),
+                conversation_type: conv.as_ref().map(|c| c.kind.clone()),
+                date: conv.as_ref().map(|c| c.date.clone()),
+                file: file.to_string(),
+                line: i as u64 + 1,
+                text: truncate(line.trim(), MAX_TEXT_BYTES).to_string(),
+                path: entry.path.clone(),
+            });
         }
         if host::cancelled() {
             break;
         }
     }
-    json!({
-        "success": true,
-        "query": s.query,
-        "num_results": results.len(),
-        "more_results": more,
-        "files_searched": searched,
-        "files_skipped": skipped,
-        "results": results,
-    })
+    KeywordResults {
+        success: true,
+        query: s.query.clone(),
+        num_results: results.len(),
+        more_results: more,
+        files_searched: searched,
+        files_skipped: skipped,
+        results,
+    }
 }
 
 fn parse(arguments: &str) -> Result<Search, CallError> {
@@ -152,8 +153,7 @@ impl ragbox_sdk::tool::Tool for Tool {
     }
 
     fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let search_req = request;
-        Ok(search(&search_req).to_string())
+        Ok(ragbox_sdk::to_json(&search(&request)))
     }
 }
 

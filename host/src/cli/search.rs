@@ -2,6 +2,7 @@
 //! line, printed for people (or as the tools' JSON with `--json`).
 
 use super::open::{call_json, open};
+use ragbox_protocol::{KeywordResults, SearchResults, SemanticResults, SimilarDocuments};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -96,41 +97,79 @@ fn tool_call(a: &SearchArgs) -> anyhow::Result<(&'static str, serde_json::Value)
     Ok((tool, args))
 }
 
-fn rows(tool: &str, out: &serde_json::Value) -> Vec<Row> {
-    let results = out["results"].as_array().cloned().unwrap_or_default();
-    let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
-    let place = |kind: &serde_json::Value, date: &serde_json::Value| {
-        [kind.as_str(), date.as_str()].into_iter().flatten().collect::<Vec<_>>().join(" · ")
-    };
-    results
-        .iter()
-        .map(|r| match tool {
-            "search" => {
-                let m = &r["metadata"];
-                Row {
-                    name: m["conversation"].as_str().map_or_else(|| s(&r["source"]["filename"]), str::to_string),
-                    measure: format!("{:.1}%", r["relevance_score"].as_f64().unwrap_or(0.0) * 100.0),
-                    place: place(&m["type"], &m["date"]),
-                    text: s(&r["content"]),
-                    path: s(&r["source"]["filepath"]),
-                }
-            }
-            "search_semantic" => Row {
-                name: s(&r["conversation"]),
-                measure: format!("{:.1}%", r["score"].as_f64().unwrap_or(0.0) * 100.0),
-                place: place(&r["type"], &r["date"]),
-                text: s(&r["text"]),
-                path: s(&r["source_path"]),
-            },
-            _ => Row {
-                name: r["conversation"].as_str().map_or_else(|| s(&r["file"]), str::to_string),
-                measure: format!("line {}", r["line"]),
-                place: place(&r["type"], &r["date"]),
-                text: s(&r["text"]),
-                path: s(&r["path"]),
-            },
+/// What a search answered, as the tool that answered it typed it.
+enum Found {
+    Search(SearchResults),
+    Semantic(SemanticResults),
+    Keyword(KeywordResults),
+}
+
+impl Found {
+    fn read(tool: &str, out: &serde_json::Value) -> anyhow::Result<Self> {
+        let out = out.clone();
+        Ok(match tool {
+            "search" => Self::Search(serde_json::from_value(out)?),
+            "search_semantic" => Self::Semantic(serde_json::from_value(out)?),
+            _ => Self::Keyword(serde_json::from_value(out)?),
         })
-        .collect()
+    }
+
+    fn rows(&self) -> Vec<Row> {
+        let place = |kind: Option<&String>, date: Option<&String>| {
+            [kind, date].into_iter().flatten().map(String::as_str).collect::<Vec<_>>().join(" · ")
+        };
+        match self {
+            Self::Search(found) => found
+                .results
+                .iter()
+                .map(|r| Row {
+                    name: r.metadata.get("conversation").unwrap_or(&r.source.filename).clone(),
+                    measure: format!("{:.1}%", r.relevance_score * 100.0),
+                    place: place(r.metadata.get("type"), r.metadata.get("date")),
+                    text: r.content.clone(),
+                    path: r.source.filepath.clone(),
+                })
+                .collect(),
+            Self::Semantic(found) => found
+                .results
+                .iter()
+                .map(|r| Row {
+                    name: r.conversation.clone(),
+                    measure: format!("{:.1}%", r.score * 100.0),
+                    place: place(r.conversation_type.as_ref(), r.date.as_ref()),
+                    text: r.text.clone(),
+                    path: r.source_path.clone(),
+                })
+                .collect(),
+            Self::Keyword(found) => found
+                .results
+                .iter()
+                .map(|r| Row {
+                    name: r.conversation.clone().unwrap_or_else(|| r.file.clone()),
+                    measure: format!("line {}", r.line),
+                    place: place(r.conversation_type.as_ref(), r.date.as_ref()),
+                    text: r.text.clone(),
+                    path: r.path.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// What the tool had to say besides its results (nothing embedded yet, say).
+    fn message(&self) -> Option<&str> {
+        match self {
+            Self::Semantic(found) => found.message.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn more_results(&self) -> bool {
+        match self {
+            Self::Semantic(found) => found.more_results,
+            Self::Keyword(found) => found.more_results,
+            Self::Search(_) => false,
+        }
+    }
 }
 
 /// Searches `workspace` and prints the results.
@@ -142,10 +181,11 @@ pub fn search(workspace: &Path, a: &SearchArgs) -> anyhow::Result<()> {
         println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
         return Ok(());
     }
-    let rows = rows(tool, &out);
+    let found = Found::read(tool, &out)?;
+    let rows = found.rows();
     let style = Style::detect();
     if rows.is_empty() {
-        if let Some(message) = out["message"].as_str().filter(|_| tool == "search_semantic") {
+        if let Some(message) = found.message() {
             say!("{message}");
         }
         say!("No results for \"{}\"{}.", a.query, filters(a));
@@ -172,7 +212,7 @@ pub fn search(workspace: &Path, a: &SearchArgs) -> anyhow::Result<()> {
         say!("     {}", one_line(&r.text, SHOWN_TEXT));
         println!("     {}", style.dim(&r.path));
     }
-    if out["more_results"] == true {
+    if found.more_results() {
         say!("\nMore results exist: raise -n, or narrow with --type or --date.");
     }
     Ok(())
@@ -258,19 +298,17 @@ pub fn similar(workspace: &Path, path: &str, limit: Option<u64>, as_json: bool) 
         println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
         return Ok(());
     }
-    let similar = out["similar"].as_array().cloned().unwrap_or_default();
-    let source = out["source"].as_str().unwrap_or(path);
-    if similar.is_empty() {
+    let found: SimilarDocuments = serde_json::from_value(out)?;
+    let source = &found.source;
+    if found.similar.is_empty() {
         say!("Nothing else is embedded to compare {source} with: run `ragbox index` first.");
         return Ok(());
     }
     let style = Style::detect();
     say!("Documents similar to {source}:\n");
-    for (i, r) in similar.iter().enumerate() {
-        let name = r["conversation"].as_str().unwrap_or("?");
-        let pct = r["score"].as_f64().unwrap_or(0.0) * 100.0;
-        println!("{:>3}. {}  ({pct:.1}%)", i + 1, style.bold(name));
-        println!("     {}", style.dim(r["source_path"].as_str().unwrap_or("?")));
+    for (i, r) in found.similar.iter().enumerate() {
+        println!("{:>3}. {}  ({:.1}%)", i + 1, style.bold(&r.conversation), r.score * 100.0);
+        println!("     {}", style.dim(&r.source_path));
     }
     Ok(())
 }

@@ -1,0 +1,146 @@
+//! The results the command line shows: each search tool's response, the
+//! similar documents and the index's status. Tools build these, so the
+//! fields the host reads cannot drift from the fields the tools write.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A passage as Cortext's tools give it (seeds 000-002).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Passage {
+    /// The conversation folder (e.g. `001-auth-patterns`), or the file name outside conversations.
+    pub conversation: String,
+    /// Cosine similarity, higher is closer.
+    pub score: f64,
+    /// The matching chunk (or a document's first passage).
+    pub text: String,
+    /// Workspace-relative path of the document.
+    pub source_path: String,
+    /// Conversation type.
+    #[serde(rename = "type")]
+    pub conversation_type: Option<String>,
+    /// Conversation date folder.
+    pub date: Option<String>,
+    /// The document's title.
+    pub title: Option<String>,
+    /// The chunk's position in its document (search results only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_index: Option<u32>,
+}
+
+/// `search_semantic`'s response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SemanticResults {
+    /// Always true in a result.
+    pub success: bool,
+    /// The query as given.
+    pub query: String,
+    /// Passages returned.
+    pub num_results: usize,
+    /// Best first.
+    pub results: Vec<Passage>,
+    /// More passages match than were returned.
+    pub more_results: bool,
+    /// What to do next, when there is something to say (nothing embedded, more results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `get_similar`'s response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimilarDocuments {
+    /// Always true in a result.
+    pub success: bool,
+    /// The document compared with.
+    pub source: String,
+    /// Documents returned.
+    pub num_results: usize,
+    /// Most similar first; `text` is each one's first passage.
+    pub similar: Vec<Passage>,
+}
+
+/// A keyword match as `search_workspace` gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineMatch {
+    /// The conversation folder, outside conversations none.
+    pub conversation: Option<String>,
+    /// Conversation type.
+    #[serde(rename = "type")]
+    pub conversation_type: Option<String>,
+    /// Conversation date folder.
+    pub date: Option<String>,
+    /// The file's name.
+    pub file: String,
+    /// The matching line's number, from 1.
+    pub line: u64,
+    /// The line, trimmed and cut.
+    pub text: String,
+    /// Workspace-relative path.
+    pub path: String,
+}
+
+/// `search_workspace`'s response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeywordResults {
+    /// Always true in a result.
+    pub success: bool,
+    /// The query as given.
+    pub query: String,
+    /// Matches returned.
+    pub num_results: usize,
+    /// More lines match than were returned.
+    pub more_results: bool,
+    /// Files read.
+    pub files_searched: u64,
+    /// Files left out (binary or too large).
+    pub files_skipped: u64,
+    /// In file order.
+    pub results: Vec<LineMatch>,
+}
+
+/// Where a seed-003 result comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceRef {
+    /// The file's name.
+    pub filename: String,
+    /// Workspace-relative path.
+    pub filepath: String,
+    /// MIME type.
+    pub file_type: String,
+    /// Stable id of the document (from its path).
+    pub file_id: String,
+    /// The chunk's position in the document, for chunk results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_index: Option<u32>,
+}
+
+/// One result of seed 003's `search`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// Position, from 1.
+    pub rank: usize,
+    /// The chunk's text.
+    pub content: String,
+    /// 0..1, comparable within one response.
+    pub relevance_score: f64,
+    /// Where it comes from.
+    pub source: SourceRef,
+    /// Frontmatter fields, plus title, type and date when known.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// Seed 003's `search` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    /// The query as searched.
+    pub query: String,
+    /// `semantic`, `hybrid` or `fulltext`.
+    pub search_type: String,
+    /// Results returned.
+    pub results_count: usize,
+    /// Best first.
+    pub results: Vec<SearchResult>,
+    /// How the search ran (method, limit, fusion).
+    pub search_info: Value,
+}
