@@ -6,7 +6,9 @@
 mod results;
 
 pub use results::{
-    KeywordResults, LineMatch, Passage, SearchResult, SearchResults, SemanticResults, SimilarDocuments, SourceRef,
+    EmbeddingStatus, IndexedSource, KeywordResults, LineMatch, NotIndexed, Passage, PathList, Pending, RecentEmbedding,
+    SearchResult, SearchResults, SemanticResults, SimilarDocuments, SourceGroup, SourceList, SourceRef,
+    SourceStatistics,
 };
 use serde::{Deserialize, Serialize};
 

@@ -144,3 +144,148 @@ pub struct SearchResults {
     /// How the search ran (method, limit, fusion).
     pub search_info: Value,
 }
+
+/// An indexed document as `list_sources` gives it (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexedSource {
+    /// Stable id of the document (from its path).
+    pub id: String,
+    /// The file's name.
+    pub name: String,
+    /// Workspace-relative path.
+    pub path: String,
+    /// MIME type.
+    pub file_type: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Where documents come from (`file`).
+    pub source_type: String,
+    /// How it came in: `indexer`, or `file_watcher` when `serve --watch` indexed it last.
+    pub source_method: String,
+    /// The file's modification time (RFC 3339): not every filesystem keeps creation times.
+    pub created_at: String,
+    /// When it was embedded (RFC 3339).
+    pub indexed_at: String,
+    /// Its title, when it has one.
+    pub title: Option<String>,
+    /// Chunks embedded.
+    pub chunks: u32,
+}
+
+/// Sources sharing a file type or source type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceGroup {
+    /// The shared value.
+    pub group: String,
+    /// Sources in it.
+    pub count: usize,
+    /// The sources.
+    pub sources: Vec<IndexedSource>,
+}
+
+/// Totals over every indexed document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceStatistics {
+    /// Documents indexed.
+    pub total_documents: usize,
+    /// Chunks indexed.
+    pub total_chunks: u64,
+    /// Bytes of the indexed files.
+    pub total_size_bytes: u64,
+    /// The same in MB, four decimals.
+    pub total_size_mb: f64,
+    /// Documents per MIME type.
+    pub file_types: BTreeMap<String, u64>,
+    /// Documents per source type.
+    pub source_types: BTreeMap<String, u64>,
+    /// Documents per way they came in.
+    pub source_methods: BTreeMap<String, u64>,
+    /// When the oldest was embedded, milliseconds since the Unix epoch.
+    pub oldest_document: Option<i64>,
+    /// When the newest was embedded, milliseconds since the Unix epoch.
+    pub newest_document: Option<i64>,
+}
+
+/// `list_sources`' response (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceList {
+    /// Documents indexed (passing the filter).
+    pub total_sources: usize,
+    /// Documents returned (at most the limit).
+    pub returned_sources: usize,
+    /// The returned documents, in path order.
+    pub sources: Vec<IndexedSource>,
+    /// The returned documents grouped, when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grouped_sources: Option<Vec<SourceGroup>>,
+    /// Totals, when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<SourceStatistics>,
+}
+
+/// A document embedded lately.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecentEmbedding {
+    /// Workspace-relative path.
+    pub path: String,
+    /// When (RFC 3339).
+    pub embedded_at: String,
+    /// Chunks embedded.
+    pub chunks: u32,
+    /// Its title, when it has one.
+    pub title: Option<String>,
+}
+
+/// Some paths, counted in full and listed up to a limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathList {
+    /// How many there are.
+    pub count: usize,
+    /// The first of them.
+    pub paths: Vec<String>,
+}
+
+/// What waits to be embedded or removed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    /// All of them.
+    pub total: usize,
+    /// Files not embedded yet.
+    pub new: PathList,
+    /// Files changed since they were embedded.
+    pub changed: PathList,
+    /// Embedded files that are gone.
+    pub deleted: PathList,
+}
+
+/// Files that cannot be indexed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotIndexed {
+    /// How many.
+    pub count: usize,
+    /// The first of them, with why.
+    pub files: Vec<crate::FileError>,
+}
+
+/// `get_embedding_status`' response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddingStatus {
+    /// Always true in a result.
+    pub success: bool,
+    /// Chunks embedded.
+    pub total_chunks: u64,
+    /// Documents embedded.
+    pub num_documents: u64,
+    /// The store file on the host.
+    pub db_path: String,
+    /// The model the vectors come from, once any are stored.
+    pub model: Option<String>,
+    /// The documents embedded last, newest first.
+    pub recent_embeddings: Vec<RecentEmbedding>,
+    /// What waits.
+    pub pending: Pending,
+    /// Files that cannot be indexed.
+    pub not_indexed: NotIndexed,
+    /// Nothing pending.
+    pub up_to_date: bool,
+}

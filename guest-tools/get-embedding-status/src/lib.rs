@@ -4,11 +4,12 @@
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer::{stored_documents, survey};
+use ragbox_sdk::protocol::{EmbeddingStatus, FileError, NotIndexed, PathList, Pending, RecentEmbedding};
 use ragbox_sdk::text::rfc3339;
 use ragbox_sdk::tool::{Description, ToolSet};
 use ragbox_sdk::{Annotations, CallError, corpus};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Recent embeddings listed.
 const RECENT: usize = 10;
@@ -18,48 +19,47 @@ const MAX_LISTED: usize = 100;
 #[derive(Debug, Deserialize)]
 struct Args {}
 
-fn listed(paths: &[String]) -> Value {
-    json!({ "count": paths.len(), "paths": paths.iter().take(MAX_LISTED).collect::<Vec<_>>() })
+fn listed(paths: &[String]) -> PathList {
+    PathList { count: paths.len(), paths: paths.iter().take(MAX_LISTED).cloned().collect() }
 }
 
-fn status() -> Result<Value, String> {
+fn status() -> Result<EmbeddingStatus, String> {
     let stats = corpus::stats()?;
     let stored = stored_documents()?;
     let mut recent: Vec<_> = stored.values().collect();
     recent.sort_by(|a, b| b.embedded_at.cmp(&a.embedded_at).then_with(|| a.path.cmp(&b.path)));
-    let recent: Vec<Value> = recent
+    let recent: Vec<RecentEmbedding> = recent
         .iter()
         .take(RECENT)
-        .map(|d| {
-            json!({
-                "path": d.path,
-                "embedded_at": rfc3339(d.embedded_at),
-                "chunks": d.chunks,
-                "title": d.title,
-            })
+        .map(|d| RecentEmbedding {
+            path: d.path.clone(),
+            embedded_at: rfc3339(d.embedded_at),
+            chunks: d.chunks,
+            title: d.title.clone(),
         })
         .collect();
     let s = survey(".", &stored);
     let pending = s.new.len() + s.changed.len() + s.deleted.len();
-    Ok(json!({
-        "success": true,
-        "total_chunks": stats.chunks,
-        "num_documents": stats.documents,
-        "db_path": stats.db_path,
-        "model": stats.model_id,
-        "recent_embeddings": recent,
-        "pending": {
-            "total": pending,
-            "new": listed(&s.new),
-            "changed": listed(&s.changed),
-            "deleted": listed(&s.deleted),
+    let files = s.errors.iter().take(MAX_LISTED);
+    Ok(EmbeddingStatus {
+        success: true,
+        total_chunks: stats.chunks,
+        num_documents: stats.documents,
+        db_path: stats.db_path,
+        model: stats.model_id,
+        recent_embeddings: recent,
+        pending: Pending {
+            total: pending,
+            new: listed(&s.new),
+            changed: listed(&s.changed),
+            deleted: listed(&s.deleted),
         },
-        "not_indexed": {
-            "count": s.errors.len(),
-            "files": s.errors.iter().take(MAX_LISTED).map(|(path, error)| json!({ "path": path, "error": error })).collect::<Vec<_>>(),
+        not_indexed: NotIndexed {
+            count: s.errors.len(),
+            files: files.map(|(path, error)| FileError { path: path.clone(), error: error.clone() }).collect(),
         },
-        "up_to_date": pending == 0,
-    }))
+        up_to_date: pending == 0,
+    })
 }
 
 fn parse(arguments: &str) -> Result<Args, CallError> {
@@ -143,7 +143,7 @@ impl ragbox_sdk::tool::Tool for Tool {
     }
 
     fn run(_request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        status().map(|v| v.to_string()).map_err(cortext::failed)
+        status().map(|s| ragbox_sdk::to_json(&s)).map_err(cortext::failed)
     }
 }
 

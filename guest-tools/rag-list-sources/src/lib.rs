@@ -5,12 +5,13 @@ use ragbox_sdk::args::optional_count;
 use ragbox_sdk::corpus::Document;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer::stored_documents;
+use ragbox_sdk::protocol::{IndexedSource, SourceGroup, SourceList, SourceStatistics};
 use ragbox_sdk::rag_server::{self, document_id, mime_of};
 use ragbox_sdk::text::rfc3339;
 use ragbox_sdk::tool::{Description, ToolSet};
 use ragbox_sdk::{Annotations, CallError, args};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use std::collections::BTreeMap;
 
 const DEFAULT_LIMIT: u64 = 100;
@@ -73,71 +74,70 @@ fn source_method(d: &Document) -> &str {
     d.metadata.iter().find(|(k, _)| k == SOURCE_METHOD_KEY).map_or(SOURCE_METHOD, |(_, v)| v.as_str())
 }
 
-fn source_json(d: &Document) -> Value {
-    json!({
-        "id": document_id(&d.path),
-        "name": d.path.rsplit('/').next().unwrap_or(&d.path),
-        "path": d.path,
-        "file_type": mime_of(&d.path),
-        "size": d.size,
-        "source_type": SOURCE_TYPE,
-        "source_method": source_method(d),
+fn indexed_source(d: &Document) -> IndexedSource {
+    IndexedSource {
+        id: document_id(&d.path),
+        name: d.path.rsplit('/').next().unwrap_or(&d.path).to_string(),
+        path: d.path.clone(),
+        file_type: mime_of(&d.path).to_string(),
+        size: d.size,
+        source_type: SOURCE_TYPE.to_string(),
+        source_method: source_method(d).to_string(),
         // The file's modification time: creation times are not kept by every filesystem.
-        "created_at": rfc3339(d.mtime.saturating_mul(1000)),
-        "indexed_at": rfc3339(d.embedded_at),
-        "title": d.title,
-        "chunks": d.chunks,
-    })
-}
-
-fn counts<'a>(keys: impl Iterator<Item = &'a str>) -> Map<String, Value> {
-    let mut m: BTreeMap<&str, u64> = BTreeMap::new();
-    for k in keys {
-        *m.entry(k).or_default() += 1;
+        created_at: rfc3339(d.mtime.saturating_mul(1000)),
+        indexed_at: rfc3339(d.embedded_at),
+        title: d.title.clone(),
+        chunks: d.chunks,
     }
-    m.into_iter().map(|(k, v)| (k.to_string(), v.into())).collect()
 }
 
-fn run(r: &Request) -> Result<Value, String> {
+fn counts<'a>(keys: impl Iterator<Item = &'a str>) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for k in keys {
+        *m.entry(k.to_string()).or_default() += 1;
+    }
+    m
+}
+
+fn run(r: &Request) -> Result<SourceList, String> {
     let docs: Vec<Document> = stored_documents()?
         .into_values()
         .filter(|_| r.source_types.as_ref().is_none_or(|types| types.iter().any(|t| t == SOURCE_TYPE)))
         .collect();
     let returned: Vec<&Document> = docs.iter().take(r.limit).collect();
-    let mut out = json!({
-        "total_sources": docs.len(),
-        "returned_sources": returned.len(),
-        "sources": returned.iter().map(|d| source_json(d)).collect::<Vec<_>>(),
-    });
-    if let Some(group_by) = r.group_by {
+    let grouped_sources = r.group_by.map(|group_by| {
         let key = |d: &Document| match group_by {
             GroupBy::SourceType => SOURCE_TYPE,
             GroupBy::FileType => mime_of(&d.path),
         };
-        let mut groups: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+        let mut groups: BTreeMap<&str, Vec<IndexedSource>> = BTreeMap::new();
         for d in &returned {
-            groups.entry(key(d)).or_default().push(source_json(d));
+            groups.entry(key(d)).or_default().push(indexed_source(d));
         }
-        out["grouped_sources"] = groups
-            .into_iter()
-            .map(|(group, sources)| json!({ "group": group, "count": sources.len(), "sources": sources }))
-            .collect();
-    }
-    if r.stats {
+        let groups = groups.into_iter();
+        groups.map(|(group, sources)| SourceGroup { group: group.to_string(), count: sources.len(), sources }).collect()
+    });
+    let statistics = r.stats.then(|| {
         let size: u64 = docs.iter().map(|d| d.size).sum();
-        out["statistics"] = json!({
-            "total_documents": docs.len(),
-            "total_chunks": docs.iter().map(|d| u64::from(d.chunks)).sum::<u64>(),
-            "total_size_bytes": size,
-            "total_size_mb": rag_server::round(size as f64 / 1_048_576.0),
-            "file_types": counts(docs.iter().map(|d| mime_of(&d.path))),
-            "source_types": counts(docs.iter().map(|_| SOURCE_TYPE)),
-            "source_methods": counts(docs.iter().map(source_method)),
-            "oldest_document": docs.iter().map(|d| d.embedded_at).min(),
-            "newest_document": docs.iter().map(|d| d.embedded_at).max(),
-        });
-    }
-    Ok(out)
+        SourceStatistics {
+            total_documents: docs.len(),
+            total_chunks: docs.iter().map(|d| u64::from(d.chunks)).sum::<u64>(),
+            total_size_bytes: size,
+            total_size_mb: rag_server::round(size as f64 / 1_048_576.0),
+            file_types: counts(docs.iter().map(|d| mime_of(&d.path))),
+            source_types: counts(docs.iter().map(|_| SOURCE_TYPE)),
+            source_methods: counts(docs.iter().map(source_method)),
+            oldest_document: docs.iter().map(|d| d.embedded_at).min(),
+            newest_document: docs.iter().map(|d| d.embedded_at).max(),
+        }
+    });
+    Ok(SourceList {
+        total_sources: docs.len(),
+        returned_sources: returned.len(),
+        sources: returned.iter().map(|d| indexed_source(d)).collect(),
+        grouped_sources,
+        statistics,
+    })
 }
 
 struct Tool;
@@ -182,10 +182,9 @@ impl ragbox_sdk::tool::Tool for Tool {
     }
 
     fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let r = request;
-        let out =
-            run(&r).map_err(|e| rag_server::failed("ListSourcesFailed", e, "Check the index with `ragbox doctor`"))?;
-        Ok(out.to_string())
+        let out = run(&request)
+            .map_err(|e| rag_server::failed("ListSourcesFailed", e, "Check the index with `ragbox doctor`"))?;
+        Ok(ragbox_sdk::to_json(&out))
     }
 }
 
@@ -198,7 +197,7 @@ mod tests {
     #[test]
     fn validates_arguments() {
         let err = |a: &str| match request(a) {
-            Err(CallError::InvalidArguments(b)) => serde_json::from_str::<Value>(&b).unwrap(),
+            Err(CallError::InvalidArguments(b)) => serde_json::from_str::<serde_json::Value>(&b).unwrap(),
             _ => panic!("{a} should be invalid"),
         };
         assert_eq!(err(r#"{"limit":0}"#)["error"], "InvalidParameter");

@@ -2,7 +2,7 @@
 //! line, printed for people (or as the tools' JSON with `--json`).
 
 use super::open::{call_json, open};
-use ragbox_protocol::{KeywordResults, SearchResults, SemanticResults, SimilarDocuments};
+use ragbox_protocol::{IndexedSource, KeywordResults, SearchResults, SemanticResults, SimilarDocuments, SourceList};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -239,40 +239,29 @@ pub fn sources(
         println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
         return Ok(());
     }
-    let total = out["total_sources"].as_u64().unwrap_or(0);
-    if total == 0 {
+    let list: SourceList = serde_json::from_value(out)?;
+    if list.total_sources == 0 {
         say!("Nothing is indexed yet: run `ragbox index`.");
         return Ok(());
     }
-    let print = |s: &serde_json::Value| {
-        say!(
-            "  {:<20}  {:>9}  {}  {}",
-            s["file_type"].as_str().unwrap_or("?"),
-            human_size(s["size"].as_u64().unwrap_or(0)),
-            s["indexed_at"].as_str().unwrap_or("?"),
-            s["path"].as_str().unwrap_or("?")
-        )
+    let print = |s: &IndexedSource| {
+        say!("  {:<20}  {:>9}  {}  {}", s.file_type, human_size(s.size), s.indexed_at, s.path);
     };
-    match out["grouped_sources"].as_array() {
+    match &list.grouped_sources {
         Some(groups) => {
             for g in groups {
-                say!("{} ({}):", g["group"].as_str().unwrap_or("?"), g["count"]);
-                g["sources"].as_array().into_iter().flatten().for_each(print);
+                say!("{} ({}):", g.group, g.count);
+                g.sources.iter().for_each(print);
             }
         }
-        None => out["sources"].as_array().into_iter().flatten().for_each(print),
+        None => list.sources.iter().for_each(print),
     }
-    say!("{} of {total} sources", out["returned_sources"]);
-    if let Some(st) = out.get("statistics") {
-        say!(
-            "{} documents, {} chunks, {:.2} MB",
-            st["total_documents"],
-            st["total_chunks"],
-            st["total_size_mb"].as_f64().unwrap_or(0.0)
-        );
-        if let Some(types) = st["file_types"].as_object() {
-            let list: Vec<String> = types.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            say!("file types: {}", list.join(", "));
+    say!("{} of {} sources", list.returned_sources, list.total_sources);
+    if let Some(st) = &list.statistics {
+        say!("{} documents, {} chunks, {:.2} MB", st.total_documents, st.total_chunks, st.total_size_mb);
+        let types: Vec<String> = st.file_types.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        if !types.is_empty() {
+            say!("file types: {}", types.join(", "));
         }
     }
     Ok(())
