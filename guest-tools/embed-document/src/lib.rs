@@ -4,8 +4,8 @@
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer::{self, Report};
-use ragbox_sdk::tool::{Description, ToolSet};
-use ragbox_sdk::{Annotations, CallError, walk};
+use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::{CallError, walk};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -43,7 +43,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 "required": ["path"]
             }),
             output: Some(Report::output_schema()),
-            annotations: Annotations { read_only: false, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::INDEXES,
         }
     }
 

@@ -7,8 +7,8 @@ use ragbox_sdk::cortext::{self, Layout};
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::semantic::{self, score};
 use ragbox_sdk::text::{keyword_score, keywords, looks_binary, truncate};
-use ragbox_sdk::tool::{Description, ToolSet};
-use ragbox_sdk::{Annotations, CallError, host, log, walk};
+use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::{CallError, host, log, walk};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -172,9 +172,7 @@ fn run(topic: &str, n: usize) -> Result<Value, String> {
 }
 
 fn parse(arguments: &str) -> Result<(Args, usize), CallError> {
-    let a: Args = cortext::arguments(arguments)?;
-    let n = validate(&a).map_err(cortext::invalid)?;
-    Ok((a, n))
+    cortext::checked_arguments(arguments, validate)
 }
 
 struct Tool;
@@ -225,7 +223,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["success", "topic", "method", "num_results", "results"]
             })),
-            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::READS,
         }
     }
 

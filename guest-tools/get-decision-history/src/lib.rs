@@ -6,8 +6,8 @@ use ragbox_sdk::cortext::{self, Layout};
 use ragbox_sdk::document::kind_of;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::text::{keyword_score, keywords, looks_binary, truncate};
-use ragbox_sdk::tool::{Description, ToolSet};
-use ragbox_sdk::{Annotations, CallError, host, log, walk};
+use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::{CallError, host, log, walk};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -224,7 +224,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["success", "topic", "num_results", "decisions"]
             })),
-            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::READS,
         }
     }
 

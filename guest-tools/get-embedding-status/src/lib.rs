@@ -6,8 +6,8 @@ use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer::{stored_documents, survey};
 use ragbox_sdk::protocol::{EmbeddingStatus, FileError, NotIndexed, PathList, Pending, RecentEmbedding};
 use ragbox_sdk::text::rfc3339;
-use ragbox_sdk::tool::{Description, ToolSet};
-use ragbox_sdk::{Annotations, CallError, corpus};
+use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::{CallError, corpus};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -134,7 +134,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["success", "total_chunks", "num_documents", "db_path", "recent_embeddings", "pending"]
             })),
-            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::READS,
         }
     }
 

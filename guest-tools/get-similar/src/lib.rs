@@ -7,8 +7,8 @@ use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{Passage, SimilarDocuments};
 use ragbox_sdk::semantic::{self, conversation_name, score};
 use ragbox_sdk::text::truncate;
-use ragbox_sdk::tool::{Description, ToolSet};
-use ragbox_sdk::{Annotations, CallError, corpus, vectors, walk};
+use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::{CallError, corpus, vectors, walk};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -71,9 +71,7 @@ fn run(source: &str, workspace_root: &str, n: u64) -> Result<SimilarDocuments, S
 }
 
 fn parse(arguments: &str) -> Result<(Args, u64), CallError> {
-    let a: Args = cortext::arguments(arguments)?;
-    let n = validate(&a).map_err(cortext::invalid)?;
-    Ok((a, n))
+    cortext::checked_arguments(arguments, validate)
 }
 
 struct Tool;
@@ -121,7 +119,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["success", "source", "num_results", "similar"]
             })),
-            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::READS,
         }
     }
 

@@ -8,8 +8,8 @@ use ragbox_sdk::indexer::stored_documents;
 use ragbox_sdk::protocol::{IndexedSource, SourceGroup, SourceList, SourceStatistics};
 use ragbox_sdk::rag_server::{self, document_id, mime_of};
 use ragbox_sdk::text::rfc3339;
-use ragbox_sdk::tool::{Description, ToolSet};
-use ragbox_sdk::{Annotations, CallError, args};
+use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::{CallError, args};
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -50,8 +50,7 @@ struct Request {
 }
 
 fn request(arguments: &str) -> Result<Request, CallError> {
-    let bad =
-        |m: String| rag_server::invalid("InvalidParameter", m, "Check the parameter against the tool's input schema");
+    let bad = rag_server::bad_parameter;
     let a: Args = args::parse(arguments).map_err(bad)?;
     let group_by = match a.group_by.as_deref() {
         None => None,
@@ -173,7 +172,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["total_sources", "returned_sources", "sources"]
             })),
-            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::READS,
         }
     }
 
@@ -182,9 +181,7 @@ impl ragbox_sdk::tool::Tool for Tool {
     }
 
     fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let out = run(&request)
-            .map_err(|e| rag_server::failed("ListSourcesFailed", e, "Check the index with `ragbox doctor`"))?;
-        Ok(ragbox_sdk::to_json(&out))
+        rag_server::answer(run(&request), "ListSourcesFailed", "Check the index with `ragbox doctor`")
     }
 }
 

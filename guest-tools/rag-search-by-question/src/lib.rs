@@ -7,8 +7,8 @@ use ragbox_sdk::args::optional_count;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::rag_server::{self, Mode, Scored, round, source};
 use ragbox_sdk::text::keywords;
-use ragbox_sdk::tool::{Description, ToolSet};
-use ragbox_sdk::{Annotations, CallError, args};
+use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::{CallError, args};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -39,8 +39,7 @@ struct Request {
 }
 
 fn request(arguments: &str) -> Result<Request, CallError> {
-    let bad =
-        |m: String| rag_server::invalid("InvalidParameter", m, "Check the parameter against the tool's input schema");
+    let bad = rag_server::bad_parameter;
     let a: Args = args::parse(arguments).map_err(bad)?;
     let question = a.question.unwrap_or_default().trim().to_string();
     if question.is_empty() {
@@ -347,7 +346,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["question", "extracted_information", "confidence", "context_chunks", "search_info", "context_found", "raw_context"]
             })),
-            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::READS,
         }
     }
 
@@ -356,15 +355,7 @@ impl ragbox_sdk::tool::Tool for Tool {
     }
 
     fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let r = request;
-        let out = run(&r).map_err(|e| {
-            rag_server::failed(
-                "QuestionSearchFailed",
-                e,
-                "Check that the workspace is indexed (embed_workspace or `ragbox index`)",
-            )
-        })?;
-        Ok(out.to_string())
+        rag_server::answer(run(&request), "QuestionSearchFailed", rag_server::CHECK_INDEXED)
     }
 }
 

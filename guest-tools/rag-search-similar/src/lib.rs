@@ -7,8 +7,8 @@ use ragbox_sdk::embedder::EmbedKind;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::rag_server::{self, document_id, metadata, round, source};
 use ragbox_sdk::text::truncate;
-use ragbox_sdk::tool::{Description, ToolSet};
-use ragbox_sdk::{Annotations, CallError, ErrorCode, args, vectors};
+use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::{CallError, ErrorCode, args, vectors};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -37,8 +37,7 @@ struct Request {
 }
 
 fn request(arguments: &str) -> Result<Request, CallError> {
-    let bad =
-        |m: String| rag_server::invalid("InvalidParameter", m, "Check the parameter against the tool's input schema");
+    let bad = rag_server::bad_parameter;
     let a: Args = args::parse(arguments).map_err(bad)?;
     let text = a.reference_text.unwrap_or_default();
     if text.trim().is_empty() {
@@ -156,7 +155,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["reference_text", "similar_documents", "total_found", "search_info"]
             })),
-            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::READS,
         }
     }
 
@@ -165,15 +164,7 @@ impl ragbox_sdk::tool::Tool for Tool {
     }
 
     fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let r = request;
-        let out = run(&r).map_err(|e| {
-            rag_server::failed(
-                "SimilaritySearchFailed",
-                e,
-                "Check that the workspace is indexed (embed_workspace or `ragbox index`)",
-            )
-        })?;
-        Ok(out.to_string())
+        rag_server::answer(run(&request), "SimilaritySearchFailed", rag_server::CHECK_INDEXED)
     }
 }
 

@@ -6,8 +6,8 @@ use ragbox_sdk::args::optional_count;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{SearchResult, SearchResults};
 use ragbox_sdk::rag_server::{self, Mode, metadata_map, round, source_ref};
-use ragbox_sdk::tool::{Description, ToolSet};
-use ragbox_sdk::{Annotations, CallError, args};
+use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::{CallError, args};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -37,8 +37,7 @@ struct Request {
 }
 
 fn request(arguments: &str) -> Result<Request, CallError> {
-    let bad =
-        |m: String| rag_server::invalid("InvalidParameter", m, "Check the parameter against the tool's input schema");
+    let bad = rag_server::bad_parameter;
     let a: Args = args::parse(arguments).map_err(bad)?;
     let query = a.query.unwrap_or_default();
     if query.trim().is_empty() {
@@ -144,7 +143,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["query", "search_type", "results_count", "results", "search_info"]
             })),
-            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::READS,
         }
     }
 
@@ -153,14 +152,7 @@ impl ragbox_sdk::tool::Tool for Tool {
     }
 
     fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let out = run(&request).map_err(|e| {
-            rag_server::failed(
-                "SearchFailed",
-                e,
-                "Check that the workspace is indexed (embed_workspace or `ragbox index`) and try again",
-            )
-        })?;
-        Ok(ragbox_sdk::to_json(&out))
+        rag_server::answer(run(&request), "SearchFailed", rag_server::CHECK_INDEXED)
     }
 }
 

@@ -26,6 +26,17 @@ pub fn workspace() -> Result<WorkspaceInfo, CallError> {
     host::workspace().map_err(|e| failed(e.message))
 }
 
+/// The call's arguments decoded into `T` and checked by `validate`, which
+/// gives back what the call needs from them (a count, say).
+pub fn checked_arguments<T: serde::de::DeserializeOwned, N>(
+    json: &str,
+    validate: impl FnOnce(&T) -> Result<N, String>,
+) -> Result<(T, N), CallError> {
+    let arguments: T = arguments(json)?;
+    let checked = validate(&arguments).map_err(invalid)?;
+    Ok((arguments, checked))
+}
+
 /// The call's arguments decoded into `T`, or an error naming the bad field.
 pub fn arguments<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, CallError> {
     crate::args::parse(json).map_err(invalid)

@@ -26,6 +26,24 @@ pub fn invalid(kind: &str, message: impl AsRef<str>, suggestion: &str) -> CallEr
     CallError::InvalidArguments(error(kind, message, suggestion))
 }
 
+/// What a failed search suggests: the usual cause is an empty index.
+pub const CHECK_INDEXED: &str = "Check that the workspace is indexed (embed_workspace or `ragbox index`)";
+
+/// A tool's result as the JSON text it returns, or its failure as a seed-003
+/// error of type `kind` with `suggestion`.
+pub fn answer<T: serde::Serialize>(
+    result: Result<T, String>,
+    kind: &str,
+    suggestion: &str,
+) -> Result<String, CallError> {
+    result.map(|out| crate::to_json(&out)).map_err(|e| failed(kind, e, suggestion))
+}
+
+/// An argument that does not fit the input schema, in the seed-003 shape.
+pub fn bad_parameter(message: String) -> CallError {
+    invalid("InvalidParameter", message, "Check the parameter against the tool's input schema")
+}
+
 /// A failed operation, in the seed-003 shape.
 pub fn failed(kind: &str, message: impl AsRef<str>, suggestion: &str) -> CallError {
     CallError::Failed(error(kind, message, suggestion))

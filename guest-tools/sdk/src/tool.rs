@@ -19,6 +19,13 @@ pub enum ToolSet {
     RagServer,
 }
 
+/// A tool that reads and changes nothing (every search and listing).
+pub const READS: Annotations = Annotations { read_only: true, destructive: false, idempotent: true, open_world: false };
+
+/// A tool that writes ragbox's own index, idempotently (the indexers).
+pub const INDEXES: Annotations =
+    Annotations { read_only: false, destructive: false, idempotent: true, open_world: false };
+
 /// What a tool tells `tools/list`.
 pub struct Description {
     /// MCP tool name.

@@ -1,13 +1,13 @@
 //! Cortext's `search_semantic`: the chunks closest in meaning to a query,
 //! filtered by conversation type and date (seeds 000-002).
 
+use ragbox_sdk::CallError;
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, DateRange};
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{Passage, SemanticResults};
 use ragbox_sdk::semantic::{self, result_schema};
-use ragbox_sdk::tool::{Description, ToolSet};
-use ragbox_sdk::{Annotations, CallError};
+use ragbox_sdk::tool::{self, Description, ToolSet};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -121,7 +121,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["success", "num_results", "results"]
             })),
-            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::READS,
         }
     }
 

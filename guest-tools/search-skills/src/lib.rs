@@ -8,9 +8,9 @@ use ragbox_sdk::corpus::Filter;
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::skill::MARKER;
-use ragbox_sdk::tool::{Description, ToolSet};
+use ragbox_sdk::tool::{self, Description, ToolSet};
 use ragbox_sdk::vectors::Hit;
-use ragbox_sdk::{Annotations, CallError, semantic};
+use ragbox_sdk::{CallError, semantic};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -82,9 +82,7 @@ fn run(query: &str, n: u64) -> Result<String, String> {
 }
 
 fn parse(arguments: &str) -> Result<(Args, u64), CallError> {
-    let a: Args = cortext::arguments(arguments)?;
-    let n = validate(&a).map_err(cortext::invalid)?;
-    Ok((a, n))
+    cortext::checked_arguments(arguments, validate)
 }
 
 struct Tool;
@@ -109,7 +107,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 "required": ["query"]
             }),
             output: None,
-            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::READS,
         }
     }
 

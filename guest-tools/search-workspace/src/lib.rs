@@ -6,8 +6,8 @@ use ragbox_sdk::cortext::{self, ConversationPath, DateRange, Layout};
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{KeywordResults, LineMatch};
 use ragbox_sdk::text::{looks_binary, truncate};
-use ragbox_sdk::tool::{Description, ToolSet};
-use ragbox_sdk::{Annotations, CallError, host, walk};
+use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::{CallError, host, walk};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -144,7 +144,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 when regex is true. Filter by Cortext conversation type and date. Respects .gitignore.",
             input: input_schema(),
             output: Some(output_schema()),
-            annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: false },
+            annotations: tool::READS,
         }
     }
 
