@@ -15,6 +15,9 @@ fn main() {
     println!("cargo:rerun-if-changed={}", root.join("wit").display());
     println!("cargo:rerun-if-changed={}", guests.join("Cargo.toml").display());
     println!("cargo:rerun-if-changed={}", guests.join("Cargo.lock").display());
+    // The result shapes the guests build (and their output schemas) live outside guest-tools/.
+    println!("cargo:rerun-if-changed={}", root.join("protocol").join("src").display());
+    println!("cargo:rerun-if-changed={}", root.join("protocol").join("Cargo.toml").display());
 
     let tools = tool_crates(&guests);
     for dir in tools.iter().map(|(_, dir)| dir).chain([&guests.join("sdk")]) {

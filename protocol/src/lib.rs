@@ -10,12 +10,14 @@ pub use results::{
     SearchResult, SearchResults, SemanticResults, SimilarDocuments, SourceGroup, SourceList, SourceRef,
     SourceStatistics,
 };
+use schemars::JsonSchema;
+use schemars::transform::Transform as _;
 use serde::{Deserialize, Serialize};
 
 /// What an indexing run did: the result of `embed_workspace` and
 /// `embed_document` (seeds 000-001, plus `removed`, `chunks`, `complete`),
 /// which `ragbox index` and the file watcher read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct IndexReport {
     /// Always true in a result (failures are errors).
     pub success: bool,
@@ -53,7 +55,7 @@ impl IndexReport {
 }
 
 /// A file an indexing run could not index, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FileError {
     /// Workspace-relative path.
     pub path: String,
@@ -109,6 +111,26 @@ impl ToolError {
     }
 }
 
+/// The JSON Schema of `T` as a tool's `outputSchema`: subschemas inline, no
+/// meta-schema, titles or number formats (clients validate against it; an
+/// agent reads its descriptions, which are the types' doc comments).
+pub fn output_schema<T: JsonSchema>() -> serde_json::Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    let mut schema = settings.into_generator().into_root_schema_for::<T>();
+    schemars::transform::RecursiveTransform(|schema: &mut schemars::Schema| {
+        schema.remove("title");
+        // An unsigned integer's `format: uint64` and `minimum: 0` say what `type: integer` and the docs say.
+        if schema.remove("format").is_some_and(|f| f.as_str().is_some_and(|f| f.starts_with("uint"))) {
+            schema.remove("minimum");
+        }
+    })
+    .transform(&mut schema);
+    schema.to_value()
+}
+
 /// The text of a tool's error body for a person: its message when the body
 /// is one of the documented shapes, else the body as it is.
 pub fn describe_error(body: &str) -> String {
@@ -160,5 +182,26 @@ mod tests {
         let seed: IndexReport =
             serde_json::from_str(r#"{"success":true,"embedded":1,"skipped":0,"total_files":1,"errors":null}"#).unwrap();
         assert!(seed.complete && seed.errors().is_empty());
+    }
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::*;
+
+    #[test]
+    fn output_schemas_are_inline_and_plain() {
+        let schema = output_schema::<SemanticResults>();
+        let text = schema.to_string();
+        for absent in ["$schema", "$defs", "$ref", "format"] {
+            assert!(!text.contains(absent), "{absent} in {text}");
+        }
+        assert_eq!(schema["type"], "object");
+        let required = schema["required"].as_array().unwrap();
+        assert!(required.contains(&"results".into()) && !required.contains(&"message".into()), "{schema}");
+        let passage = &schema["properties"]["results"]["items"];
+        assert!(schema.get("title").is_none() && passage.get("title").is_none(), "{schema}");
+        assert_eq!(passage["properties"]["score"]["description"], "Cosine similarity, higher is closer.");
+        assert_eq!(passage["properties"]["type"]["type"], serde_json::json!(["string", "null"]));
     }
 }

@@ -2,18 +2,20 @@
 //! similar documents and the index's status. Tools build these, so the
 //! fields the host reads cannot drift from the fields the tools write.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// A passage as Cortext's tools give it (seeds 000-002).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Passage {
     /// The conversation folder (e.g. `001-auth-patterns`), or the file name outside conversations.
     pub conversation: String,
     /// Cosine similarity, higher is closer.
     pub score: f64,
-    /// The matching chunk (or a document's first passage).
+    /// The matching chunk: a prose passage or a whole code unit (cut at 24 KiB); for a similar
+    /// document, its first passage.
     pub text: String,
     /// Workspace-relative path of the document.
     pub source_path: String,
@@ -30,7 +32,7 @@ pub struct Passage {
 }
 
 /// `search_semantic`'s response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SemanticResults {
     /// Always true in a result.
     pub success: bool,
@@ -48,7 +50,7 @@ pub struct SemanticResults {
 }
 
 /// `get_similar`'s response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SimilarDocuments {
     /// Always true in a result.
     pub success: bool,
@@ -61,7 +63,7 @@ pub struct SimilarDocuments {
 }
 
 /// A keyword match as `search_workspace` gives it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LineMatch {
     /// The conversation folder, outside conversations none.
     pub conversation: Option<String>,
@@ -81,7 +83,7 @@ pub struct LineMatch {
 }
 
 /// `search_workspace`'s response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct KeywordResults {
     /// Always true in a result.
     pub success: bool,
@@ -100,7 +102,7 @@ pub struct KeywordResults {
 }
 
 /// Where a seed-003 result comes from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SourceRef {
     /// The file's name.
     pub filename: String,
@@ -116,7 +118,7 @@ pub struct SourceRef {
 }
 
 /// One result of seed 003's `search`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchResult {
     /// Position, from 1.
     pub rank: usize,
@@ -131,7 +133,7 @@ pub struct SearchResult {
 }
 
 /// Seed 003's `search` response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchResults {
     /// The query as searched.
     pub query: String,
@@ -146,7 +148,7 @@ pub struct SearchResults {
 }
 
 /// An indexed document as `list_sources` gives it (seed 003).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct IndexedSource {
     /// Stable id of the document (from its path).
     pub id: String,
@@ -173,7 +175,7 @@ pub struct IndexedSource {
 }
 
 /// Sources sharing a file type or source type.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SourceGroup {
     /// The shared value.
     pub group: String,
@@ -184,7 +186,7 @@ pub struct SourceGroup {
 }
 
 /// Totals over every indexed document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SourceStatistics {
     /// Documents indexed.
     pub total_documents: usize,
@@ -207,7 +209,7 @@ pub struct SourceStatistics {
 }
 
 /// `list_sources`' response (seed 003).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SourceList {
     /// Documents indexed (passing the filter).
     pub total_sources: usize,
@@ -224,7 +226,7 @@ pub struct SourceList {
 }
 
 /// A document embedded lately.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RecentEmbedding {
     /// Workspace-relative path.
     pub path: String,
@@ -237,7 +239,7 @@ pub struct RecentEmbedding {
 }
 
 /// Some paths, counted in full and listed up to a limit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PathList {
     /// How many there are.
     pub count: usize,
@@ -246,7 +248,7 @@ pub struct PathList {
 }
 
 /// What waits to be embedded or removed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Pending {
     /// All of them.
     pub total: usize,
@@ -259,7 +261,7 @@ pub struct Pending {
 }
 
 /// Files that cannot be indexed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NotIndexed {
     /// How many.
     pub count: usize,
@@ -268,7 +270,7 @@ pub struct NotIndexed {
 }
 
 /// `get_embedding_status`' response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EmbeddingStatus {
     /// Always true in a result.
     pub success: bool,

@@ -3,7 +3,7 @@
 
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::indexer::{self, Report};
+use ragbox_sdk::indexer;
 use ragbox_sdk::tool::{self, Description, ToolSet};
 use ragbox_sdk::{CallError, walk};
 use serde::Deserialize;
@@ -42,7 +42,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["path"]
             }),
-            output: Some(Report::output_schema()),
+            output: Some(ragbox_sdk::protocol::output_schema::<ragbox_sdk::protocol::IndexReport>()),
             annotations: tool::INDEXES,
         }
     }

@@ -73,11 +73,6 @@ impl ragbox_sdk::tool::Tool for Tool {
     const SET: ToolSet = ToolSet::Cortext;
 
     fn describe() -> Description {
-        let group = json!({
-            "type": "object",
-            "properties": { "count": { "type": "integer" }, "paths": { "type": "array", "items": { "type": "string" } } },
-            "required": ["count", "paths"]
-        });
         Description {
             name: "get_embedding_status",
             title: "Embedding status",
@@ -88,52 +83,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 "type": "object",
                 "properties": { "workspace_path": { "type": "string", "description": "Optional workspace root path" } }
             }),
-            output: Some(json!({
-                "type": "object",
-                "properties": {
-                    "success": { "type": "boolean" },
-                    "total_chunks": { "type": "integer" },
-                    "num_documents": { "type": "integer" },
-                    "db_path": { "type": "string" },
-                    "model": { "type": ["string", "null"], "description": "Model that made the stored vectors" },
-                    "recent_embeddings": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "path": { "type": "string" },
-                                "embedded_at": { "type": "string", "description": "RFC 3339, UTC" },
-                                "chunks": { "type": "integer" },
-                                "title": { "type": ["string", "null"] }
-                            },
-                            "required": ["path", "embedded_at", "chunks"]
-                        }
-                    },
-                    "pending": {
-                        "type": "object",
-                        "properties": { "total": { "type": "integer" }, "new": group, "changed": group, "deleted": group },
-                        "required": ["total", "new", "changed", "deleted"]
-                    },
-                    "not_indexed": {
-                        "type": "object",
-                        "description": "Files that cannot be indexed (broken SKILL.md, unsupported or too large), with why",
-                        "properties": {
-                            "count": { "type": "integer" },
-                            "files": {
-                                "type": "array",
-                                "items": {
-                                    "type": "object",
-                                    "properties": { "path": { "type": "string" }, "error": { "type": "string" } },
-                                    "required": ["path", "error"]
-                                }
-                            }
-                        },
-                        "required": ["count", "files"]
-                    },
-                    "up_to_date": { "type": "boolean" }
-                },
-                "required": ["success", "total_chunks", "num_documents", "db_path", "recent_embeddings", "pending"]
-            })),
+            output: Some(ragbox_sdk::protocol::output_schema::<EmbeddingStatus>()),
             annotations: tool::READS,
         }
     }

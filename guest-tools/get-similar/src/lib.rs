@@ -94,31 +94,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["source_path"]
             }),
-            output: Some(json!({
-                "type": "object",
-                "properties": {
-                    "success": { "type": "boolean" },
-                    "source": { "type": "string", "description": "The source document, workspace-relative" },
-                    "num_results": { "type": "integer" },
-                    "similar": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "conversation": { "type": "string" },
-                                "score": { "type": "number", "description": "Cosine similarity of the documents' mean vectors" },
-                                "source_path": { "type": "string" },
-                                "type": { "type": ["string", "null"] },
-                                "date": { "type": ["string", "null"] },
-                                "title": { "type": ["string", "null"] },
-                                "text": { "type": "string", "description": "The document's opening" }
-                            },
-                            "required": ["conversation", "score", "source_path"]
-                        }
-                    }
-                },
-                "required": ["success", "source", "num_results", "similar"]
-            })),
+            output: Some(ragbox_sdk::protocol::output_schema::<SimilarDocuments>()),
             annotations: tool::READS,
         }
     }

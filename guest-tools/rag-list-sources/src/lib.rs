@@ -161,17 +161,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Max sources to return" },
                 }
             }),
-            output: Some(json!({
-                "type": "object",
-                "properties": {
-                    "total_sources": { "type": "integer" },
-                    "returned_sources": { "type": "integer" },
-                    "sources": { "type": "array", "items": { "type": "object" } },
-                    "grouped_sources": { "type": "array", "items": { "type": "object" } },
-                    "statistics": { "type": "object" }
-                },
-                "required": ["total_sources", "returned_sources", "sources"]
-            })),
+            output: Some(ragbox_sdk::protocol::output_schema::<SourceList>()),
             annotations: tool::READS,
         }
     }

@@ -109,40 +109,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["query"]
             }),
-            output: Some(json!({
-                "type": "object",
-                "properties": {
-                    "query": { "type": "string" },
-                    "search_type": { "type": "string" },
-                    "results_count": { "type": "integer" },
-                    "results": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "rank": { "type": "integer" },
-                                "content": { "type": "string" },
-                                "relevance_score": { "type": "number", "minimum": 0, "maximum": 1 },
-                                "source": {
-                                    "type": "object",
-                                    "properties": {
-                                        "filename": { "type": "string" },
-                                        "filepath": { "type": "string" },
-                                        "file_type": { "type": "string" },
-                                        "chunk_index": { "type": "integer" },
-                                        "file_id": { "type": "string" }
-                                    },
-                                    "required": ["filename", "filepath", "file_type", "chunk_index"]
-                                },
-                                "metadata": { "type": "object" }
-                            },
-                            "required": ["rank", "content", "relevance_score", "source", "metadata"]
-                        }
-                    },
-                    "search_info": { "type": "object" }
-                },
-                "required": ["query", "search_type", "results_count", "results", "search_info"]
-            })),
+            output: Some(ragbox_sdk::protocol::output_schema::<SearchResults>()),
             annotations: tool::READS,
         }
     }

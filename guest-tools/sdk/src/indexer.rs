@@ -67,32 +67,6 @@ impl Report {
         };
         serde_json::to_string(&report).unwrap_or_else(|_| unreachable!("numbers and strings always serialize"))
     }
-
-    /// The JSON Schema of [`Self::to_json`].
-    pub fn output_schema() -> serde_json::Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "success": { "type": "boolean" },
-                "embedded": { "type": "integer", "description": "Files embedded (new or changed)" },
-                "skipped": { "type": "integer", "description": "Files unchanged since they were embedded" },
-                "total_files": { "type": "integer", "description": "Indexable (text) files in scope" },
-                "removed": { "type": "integer", "description": "Indexed files that no longer exist, removed from the index" },
-                "chunks": { "type": "integer", "description": "Chunks embedded" },
-                "errors": {
-                    "type": ["array", "null"],
-                    "items": {
-                        "type": "object",
-                        "properties": { "path": { "type": "string" }, "error": { "type": "string" } },
-                        "required": ["path", "error"]
-                    }
-                },
-                "complete": { "type": "boolean", "description": "False when the run stopped early; run again to continue" },
-                "message": { "type": "string" }
-            },
-            "required": ["success", "embedded", "skipped", "total_files", "errors"]
-        })
-    }
 }
 
 /// A file's content as read for indexing.

@@ -9,7 +9,6 @@ use crate::cortext::{DateRange, Layout};
 use crate::text::truncate;
 use crate::{Error, ErrorCode};
 use ragbox_protocol::Passage;
-use serde_json::{Value, json};
 
 /// Longest chunk text a result carries: prose chunks and whole code units fit
 /// (see [`crate::code::MAX_UNIT_BYTES`]); only a very long SKILL.md is cut
@@ -82,22 +81,4 @@ pub fn passage(hit: &Hit) -> Passage {
         title: doc.title.clone(),
         chunk_index: Some(hit.ordinal),
     }
-}
-
-/// The JSON Schema of [`passage`].
-pub fn result_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "conversation": { "type": "string", "description": "Conversation folder (e.g. 001-auth-patterns), or the file name outside conversations" },
-            "score": { "type": "number", "description": "Cosine similarity, higher is closer" },
-            "text": { "type": "string", "description": "The matching chunk: a prose passage or a whole code unit (cut at 24 KiB)" },
-            "source_path": { "type": "string", "description": "Workspace-relative path of the document" },
-            "type": { "type": ["string", "null"], "description": "Conversation type" },
-            "date": { "type": ["string", "null"], "description": "Conversation date folder" },
-            "title": { "type": ["string", "null"] },
-            "chunk_index": { "type": "integer", "description": "The chunk's position in its document" }
-        },
-        "required": ["conversation", "score", "text", "source_path"]
-    })
 }

@@ -6,7 +6,7 @@ use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, DateRange};
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{Passage, SemanticResults};
-use ragbox_sdk::semantic::{self, result_schema};
+use ragbox_sdk::semantic;
 use ragbox_sdk::tool::{self, Description, ToolSet};
 use serde::Deserialize;
 use serde_json::json;
@@ -109,18 +109,7 @@ impl ragbox_sdk::tool::Tool for Tool {
                 },
                 "required": ["query"]
             }),
-            output: Some(json!({
-                "type": "object",
-                "properties": {
-                    "success": { "type": "boolean" },
-                    "query": { "type": "string" },
-                    "num_results": { "type": "integer" },
-                    "results": { "type": "array", "items": result_schema() },
-                    "more_results": { "type": "boolean", "description": "More matching passages exist than were returned" },
-                    "message": { "type": "string" }
-                },
-                "required": ["success", "num_results", "results"]
-            })),
+            output: Some(ragbox_sdk::protocol::output_schema::<SemanticResults>()),
             annotations: tool::READS,
         }
     }

@@ -173,34 +173,7 @@ fn input_schema() -> Value {
 }
 
 fn output_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "success": { "type": "boolean" },
-            "query": { "type": "string" },
-            "num_results": { "type": "integer" },
-            "more_results": { "type": "boolean", "description": "More lines matched than limit allowed" },
-            "files_searched": { "type": "integer" },
-            "files_skipped": { "type": "integer", "description": "Binary, unreadable or oversized files" },
-            "results": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "conversation": { "type": ["string", "null"] },
-                        "type": { "type": ["string", "null"] },
-                        "date": { "type": ["string", "null"] },
-                        "file": { "type": "string" },
-                        "line": { "type": "integer" },
-                        "text": { "type": "string" },
-                        "path": { "type": "string" }
-                    },
-                    "required": ["conversation", "file", "line", "text", "path"]
-                }
-            }
-        },
-        "required": ["success", "query", "num_results", "results"]
-    })
+    ragbox_sdk::protocol::output_schema::<KeywordResults>()
 }
 
 ragbox_sdk::export_tool!(Tool);
