@@ -34,7 +34,7 @@ pub struct Description {
     pub title: &'static str,
     /// What it does, for an agent choosing among tools.
     pub description: &'static str,
-    /// JSON Schema of the arguments, without `workspace_path` (every tool gets it).
+    /// JSON Schema of the arguments; `workspace_path` is added when it does not name it.
     pub input: Value,
     /// JSON Schema of a successful result.
     pub output: Option<Value>,
