@@ -237,3 +237,47 @@ fn a_held_store_is_opened_once_and_other_processes_wait_for_it() {
     assert!(writer.wait().unwrap().success(), "the writer failed after the store was let go");
     assert_eq!(store.stats().unwrap().documents, 25);
 }
+
+/// Not a test on its own: a child that holds a store open for a while
+/// (`STORE_HOLDER=<dir>:<ms>`), as another process's long call would.
+#[test]
+#[ignore = "child process entry point for the multi-process store tests"]
+fn child_holder() {
+    let spec = std::env::var("STORE_HOLDER").expect("run only as a child of the store tests");
+    let (dir, ms) = spec.rsplit_once(':').unwrap();
+    let held = Store::open(Path::new(dir)).unwrap().hold().unwrap();
+    std::fs::write(Path::new(dir).join("holding"), b"").unwrap();
+    std::thread::sleep(Duration::from_millis(ms.parse().unwrap()));
+    drop(held);
+}
+
+#[test]
+fn waiting_for_one_store_does_not_delay_another() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (store_a, store_b) = (Store::open(a.path()).unwrap(), Store::open(b.path()).unwrap());
+    store_b.put_document(&doc("b.md", 1, 0.0)).unwrap();
+    let mut holder = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_holder", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("STORE_HOLDER", format!("{}:1500", a.path().display()))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !a.path().join("holding").exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the holder never held the store");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // This thread waits for store A, which the other process holds...
+    let waiting = std::thread::spawn(move || {
+        let t = Instant::now();
+        store_a.stats().unwrap();
+        t.elapsed()
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    // ...while store B answers at once.
+    let t = Instant::now();
+    assert_eq!(store_b.stats().unwrap().documents, 1);
+    assert!(t.elapsed() < Duration::from_millis(500), "store B waited {:?} behind store A", t.elapsed());
+    assert!(waiting.join().unwrap() > Duration::from_millis(500), "store A did not wait for the holder");
+    assert!(holder.wait().unwrap().success());
+}

@@ -530,40 +530,46 @@ impl Store {
         if let Some(db) = &self.held {
             return Ok(db.clone());
         }
-        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = open.get_or_insert_with(HashMap::new).entry(self.path.clone()).or_insert((Weak::new(), 0));
-        if let Some(db) = entry.0.upgrade() {
-            return Ok(db);
-        }
-        // The lock stays taken while connecting, so the process opens the file once.
-        let db = Arc::new(self.connect()?);
-        *entry = (Arc::downgrade(&db), entry.1 + 1);
-        Ok(db)
-    }
-
-    /// Opens the database, waiting while another process holds it.
-    fn connect(&self) -> Result<Database, StoreError> {
         let started = Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {
-            match Database::create(&self.path) {
-                Ok(db) => {
-                    OPENS.fetch_add(1, Ordering::Relaxed);
+            {
+                // One attempt at a time under the registry's lock, so the process opens the file
+                // once; the waits for another process happen outside it.
+                let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+                let entry = open.get_or_insert_with(HashMap::new).entry(self.path.clone()).or_insert((Weak::new(), 0));
+                if let Some(db) = entry.0.upgrade() {
                     return Ok(db);
                 }
-                Err(redb::DatabaseError::DatabaseAlreadyOpen) if started.elapsed() < self.wait => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(20));
+                if let Some(db) = self.try_connect()? {
+                    let db = Arc::new(db);
+                    *entry = (Arc::downgrade(&db), entry.1 + 1);
+                    return Ok(db);
                 }
-                Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(StoreError::Busy(self.path.clone())),
-                // redb reports a file that is not a redb database as InvalidData.
-                Err(redb::DatabaseError::Storage(redb::StorageError::Io(e)))
-                    if e.kind() != std::io::ErrorKind::InvalidData =>
-                {
-                    return Err(io(&self.path, e));
-                }
-                Err(e) => return Err(self.corrupt(e.to_string())),
             }
+            if started.elapsed() >= self.wait {
+                return Err(StoreError::Busy(self.path.clone()));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    /// Opens the database; `None` while another process holds it.
+    fn try_connect(&self) -> Result<Option<Database>, StoreError> {
+        match Database::create(&self.path) {
+            Ok(db) => {
+                OPENS.fetch_add(1, Ordering::Relaxed);
+                Ok(Some(db))
+            }
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => Ok(None),
+            // redb reports a file that is not a redb database as InvalidData.
+            Err(redb::DatabaseError::Storage(redb::StorageError::Io(e)))
+                if e.kind() != std::io::ErrorKind::InvalidData =>
+            {
+                Err(io(&self.path, e))
+            }
+            Err(e) => Err(self.corrupt(e.to_string())),
         }
     }
 
