@@ -174,7 +174,7 @@ fn main() {
     let mut calls = Vec::new();
     for i in 0..2100 {
         let t = Instant::now();
-        let outcome = runner.call("hostile", &arguments, Request::default()).unwrap().outcome;
+        let outcome = runner.call("hostile", arguments.clone(), Request::default()).unwrap().outcome;
         if i >= 100 {
             calls.push(t.elapsed());
         }

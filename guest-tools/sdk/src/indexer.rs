@@ -65,7 +65,7 @@ impl Report {
                     .to_string()
             }),
         };
-        serde_json::to_string(&report).unwrap_or_else(|_| unreachable!("numbers and strings always serialize"))
+        crate::to_json(&report)
     }
 }
 

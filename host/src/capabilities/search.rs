@@ -4,6 +4,7 @@
 
 use super::convert;
 use super::error::{error, invalid};
+use crate::corpus::Corpus;
 use crate::runtime::bindings::ragbox::tools::corpus::Filter;
 use crate::runtime::bindings::ragbox::tools::types::{Error, ErrorCode};
 use crate::runtime::bindings::ragbox::tools::{fulltext, vectors};
@@ -29,10 +30,15 @@ impl HostState {
             return Err(invalid(format!("a vector of length {got}; model {} makes {}", model.id, model.dimension)));
         }
         let corpus = self.corpus()?;
-        corpus.check_model(&model.id)?;
-        let hits = corpus.search_vectors(vector, k, &convert::filter(filter))?;
-        Ok(hits.into_iter().map(convert::hit).collect())
+        corpus.stats()?.check_model(&model.id)?;
+        search(&corpus, vector, k, filter)
     }
+}
+
+/// The `k` chunks nearest `vector` in `corpus`, as WIT hits.
+fn search(corpus: &Corpus, vector: &[f32], k: usize, filter: Filter) -> Result<Vec<vectors::Hit>, Error> {
+    let hits = corpus.search_vectors(vector, k, &convert::filter(filter))?;
+    Ok(hits.into_iter().map(convert::hit).collect())
 }
 
 impl vectors::Host for HostState {
@@ -51,7 +57,9 @@ impl vectors::Host for HostState {
         let mut embedding = std::time::Duration::ZERO;
         let hits = (|| {
             let k = check_k(k)?;
-            if self.corpus()?.stats()?.documents == 0 {
+            let corpus = self.corpus()?;
+            let stats = corpus.stats()?;
+            if stats.documents == 0 {
                 let hint = "nothing is embedded yet: run embed_workspace (or `ragbox index`) first";
                 return Err(error(ErrorCode::NotIndexed, hint));
             }
@@ -59,7 +67,11 @@ impl vectors::Host for HostState {
             let vector = self.embed_texts(&[text], convert::embed_kind(kind)).map(|mut v| v.pop());
             embedding = embed_started.elapsed();
             let vector = vector?.ok_or_else(|| error(ErrorCode::Internal, "the model gave no vector for the text"))?;
-            self.nearest(&vector, k, filter)
+            // The model is loaded now; its own vector needs no length check.
+            stats.check_model(&self.embedder()?.info().id)?;
+            // Embedding a long text lets the store go: hold it again for the search's reads.
+            self.corpus()?;
+            search(&corpus, &vector, k, filter)
         })();
         // One call, its time split between the model and the search.
         self.stages.record(Stage::Embed, embedding, 0);

@@ -70,7 +70,7 @@ pub fn open(workspace: &Path) -> anyhow::Result<Runner> {
 /// Runs the tool `name` as a client's call would; a tool that is not loaded is this command's error.
 pub fn call(runner: &Runner, name: &str, arguments: serde_json::Value, request: Request) -> anyhow::Result<Outcome> {
     let serde_json::Value::Object(arguments) = arguments else { anyhow::bail!("arguments must be a JSON object") };
-    Ok(runner.call(name, &arguments, request)?.outcome)
+    Ok(runner.call(name, arguments, request)?.outcome)
 }
 
 /// Runs the tool `name` and returns its JSON result; a tool error becomes

@@ -105,17 +105,6 @@ impl Corpus {
         Ok(self.existing_store()?.map(|store| store.hold()).transpose()?)
     }
 
-    /// Fails when the stored vectors come from another model than `current`
-    /// (a model id): comparing them with its vectors would mean nothing.
-    pub fn check_model(&self, current: &str) -> Result<(), CorpusError> {
-        match self.stats()?.model_id {
-            Some(stored) if stored != current => {
-                Err(StoreError::ModelMismatch { stored, current: current.to_string() }.into())
-            }
-            _ => Ok(()),
-        }
-    }
-
     /// The stored document at `path`.
     pub fn document(&self, path: &str) -> Result<Option<DocumentRecord>, CorpusError> {
         Ok(match self.existing_store()? {

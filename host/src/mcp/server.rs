@@ -32,6 +32,16 @@ struct Inner {
     runner: Arc<Runner>,
     /// Every client that finished `initialize`, told when the tool list changes.
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// The `tools/list` entries, made once per setup: HTTP asks for a tool's
+    /// entry on every request.
+    listing: Mutex<Listing>,
+}
+
+/// The `tools/list` entries and the setup they were made from.
+#[derive(Default)]
+struct Listing {
+    setup: Option<Arc<Setup>>,
+    tools: Arc<Vec<Tool>>,
 }
 
 /// The `tools/list` entries of a setup.
@@ -42,21 +52,29 @@ fn tools_of(setup: &Setup) -> Vec<Tool> {
 impl RagboxServer {
     /// A server whose calls `runner` makes.
     pub fn new(runner: Arc<Runner>) -> Self {
-        Self { inner: Arc::new(Inner { runner, peers: Mutex::new(Vec::new()) }) }
+        Self { inner: Arc::new(Inner { runner, peers: Mutex::new(Vec::new()), listing: Mutex::default() }) }
+    }
+
+    /// The `tools/list` entries of the setup in force.
+    fn tools(&self) -> Arc<Vec<Tool>> {
+        let setup = self.inner.runner.setup();
+        let mut listing = self.inner.listing.lock().unwrap_or_else(|e| e.into_inner());
+        if !listing.setup.as_ref().is_some_and(|made_from| Arc::ptr_eq(made_from, &setup)) {
+            *listing = Listing { tools: Arc::new(tools_of(&setup)), setup: Some(setup) };
+        }
+        listing.tools.clone()
     }
 
     /// Loads the config and the catalog again; true when the tool list changed.
     fn reload(&self) -> bool {
         let runner = &self.inner.runner;
-        let old = match runner.reload() {
-            Ok(old) => old,
-            Err(e) => {
-                tracing::error!("config or tools changed but cannot be loaded; still serving the last ones: {e}");
-                return false;
-            }
-        };
+        let before = self.tools();
+        if let Err(e) = runner.reload() {
+            tracing::error!("config or tools changed but cannot be loaded; still serving the last ones: {e}");
+            return false;
+        }
+        let changed = before != self.tools();
         let fresh = runner.setup();
-        let changed = tools_of(&old) != tools_of(&fresh);
         let names: Vec<&str> = fresh.catalog.tools().iter().map(LoadedTool::name).collect();
         let rejected = fresh.catalog.rejected().len();
         tracing::info!(tools = ?names, rejected, changed, "config and tools reloaded");
@@ -103,8 +121,9 @@ impl RagboxServer {
         request: Request,
     ) -> Result<Result<Called, UnknownTool>, Failure> {
         let (runner, owned) = (self.inner.runner.clone(), name.to_string());
-        tokio::task::spawn_blocking(move || runner.call(&owned, &arguments, request)).await.map_err(|e| {
-            Failure::Setup { tool: name.to_string(), reason: format!("the call failed inside the host: {e}") }
+        tokio::task::spawn_blocking(move || runner.call(&owned, arguments, request)).await.map_err(|e| Failure::Setup {
+            tool: name.to_string(),
+            reason: format!("the call failed inside the host: {e}"),
         })
     }
 }
@@ -203,12 +222,11 @@ impl ServerHandler for RagboxServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools_of(&self.inner.runner.setup())))
+        Ok(ListToolsResult::with_all_items(self.tools().to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let setup = self.inner.runner.setup();
-        setup.catalog.get(name).and_then(mcp_tool)
+        self.tools().iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(

@@ -111,20 +111,20 @@ impl Runner {
         self.loader.clone()
     }
 
-    /// Loads the config and the catalog again and puts them in force; returns
-    /// the setup they replace. `Err` keeps the current one.
-    pub fn reload(&self) -> Result<Arc<Setup>, String> {
-        let Some(loader) = &self.loader else { return Ok(self.setup()) };
+    /// Loads the config and the catalog again and puts them in force; `Err`
+    /// keeps the current ones.
+    pub fn reload(&self) -> Result<(), String> {
+        let Some(loader) = &self.loader else { return Ok(()) };
         let fresh = Arc::new(loader.load()?);
-        let mut setup = self.setup.write().unwrap_or_else(|e| e.into_inner());
-        Ok(std::mem::replace(&mut *setup, fresh))
+        *self.setup.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        Ok(())
     }
 
     /// Runs the tool `name` on `arguments` (the MCP arguments object): in the
     /// workspace its `workspace_path` names (the served one by default; a
     /// refused one reaches the tool as the reason), with the grants and limits
     /// config gives the tool. Blocks: call it from a blocking thread.
-    pub fn call(&self, name: &str, arguments: &Map<String, Value>, request: Request) -> Result<Called, UnknownTool> {
+    pub fn call(&self, name: &str, arguments: Map<String, Value>, request: Request) -> Result<Called, UnknownTool> {
         let setup = self.setup();
         let tool = setup.catalog.get(name).ok_or_else(|| unknown_tool(&setup.catalog, name))?;
         // A non-string workspace_path is left for the tool to reject in its own words.
@@ -139,7 +139,7 @@ impl Runner {
             caller: request.caller,
             timings: request.timings,
         };
-        let outcome = tool.call(&Value::Object(arguments.clone()).to_string(), env, &setup.limits(tool));
+        let outcome = tool.call(&Value::Object(arguments).to_string(), env, &setup.limits(tool));
         Ok(Called { tool: tool.clone(), outcome })
     }
 }

@@ -6,10 +6,8 @@ use super::fs_guard::{FsGuard, GuardedFs};
 use super::guard::{Guard, Interrupt};
 use super::stages::{Stages, StagesSink};
 use super::stderr::StderrCapture;
-use crate::capabilities::{denied, internal};
 use crate::config::{DATA_DIR, Grants, Limits};
 use crate::corpus::Corpus;
-use crate::runtime::bindings::ragbox::tools::types::Error;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -94,9 +92,9 @@ pub struct HostState {
     pub(crate) stages: Stages,
     /// The store, held open from the call's first use of it until the guest
     /// computes for a while (see [`STORE_IDLE`]) or the host starts long work.
-    held: Option<crate::store::Store>,
+    pub(crate) held: Option<crate::store::Store>,
     /// When the held store was last used.
-    store_used: Instant,
+    pub(crate) store_used: Instant,
 }
 
 /// How long the guest may compute with the store held before it is closed
@@ -126,54 +124,12 @@ impl HostState {
         }
     }
 
-    /// The call's index, or why there is none (a refused workspace).
-    fn corpus_of_call(&self) -> Result<&Arc<Corpus>, Error> {
-        match (&self.env.corpus, &self.env.workspace) {
-            (Some(corpus), _) => Ok(corpus),
-            (None, Err(reason)) => Err(denied(reason.clone())),
-            (None, Ok(_)) => Err(internal("no index is available to this call")),
-        }
-    }
-
-    /// The call's index, its store held open for the operations that follow
-    /// (one open per call rather than per operation).
-    pub(crate) fn corpus(&mut self) -> Result<Arc<Corpus>, Error> {
-        let corpus = self.corpus_of_call()?.clone();
-        if self.held.is_none() {
-            self.held = corpus.hold()?;
-        }
-        self.store_used = Instant::now();
-        Ok(corpus)
-    }
-
-    /// The embedding model, loaded on first use.
-    pub(crate) fn embedder(&mut self) -> Result<Arc<crate::embed::Embedder>, Error> {
-        Ok(self.corpus_of_call()?.embedder().get()?)
-    }
-
-    /// Closes the held store now (before long work: other processes may want it).
-    pub(crate) fn release_store(&mut self) {
-        self.held = None;
-    }
-
     /// Closes the held store if the guest has computed for a while since it
     /// last used it. Called on every epoch tick.
     fn release_idle_store(&mut self) {
         if self.held.is_some() && self.store_used.elapsed() >= STORE_IDLE {
             self.held = None;
         }
-    }
-
-    /// Fails unless the tool holds the `corpus-write` grant.
-    pub(crate) fn require_corpus_write(&self) -> Result<(), Error> {
-        if self.env.grants.corpus_write {
-            return Ok(());
-        }
-        Err(denied(format!(
-            "tool '{0}' may not change the index: it lacks the corpus-write grant \
-             (add grants = [\"corpus-write\"] under [tools.{0}] in .ragbox/config.toml to allow it)",
-            self.tool
-        )))
     }
 }
 

@@ -70,7 +70,7 @@ impl Stages {
 
     /// Capability calls the guest made (every stage but instantiation).
     pub fn host_calls(&self) -> u64 {
-        self.spent.iter().skip(1).map(|(_, calls)| calls).sum()
+        STAGES.iter().filter(|(stage, _)| *stage != Stage::Instantiate).map(|(stage, _)| self.get(*stage).1).sum()
     }
 
     /// The call's time outside every capability: the guest's own work.

@@ -22,16 +22,14 @@ pub use records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-/// Times this process opened the database file (each open takes redb's file lock).
-static OPENS: AtomicU64 = AtomicU64::new(0);
-
-/// How many times this process has opened a store file so far.
+/// How many times this process has opened a store file so far (each open
+/// takes redb's file lock).
 pub fn opens() -> u64 {
-    OPENS.load(Ordering::Relaxed)
+    let open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+    open.as_ref().map_or(0, |o| o.values().map(|(_, count)| count).sum())
 }
 
 /// Bumped when the tables change shape; an older store asks for a rebuild.
@@ -133,6 +131,19 @@ pub struct Stats {
     pub generation: u64,
     /// The model the vectors come from, once any are stored.
     pub model_id: Option<String>,
+}
+
+impl Stats {
+    /// Fails when the stored vectors come from another model than `current`
+    /// (a model id): comparing them with its vectors would mean nothing.
+    pub fn check_model(&self, current: &str) -> Result<(), StoreError> {
+        match &self.model_id {
+            Some(stored) if stored != current => {
+                Err(StoreError::ModelMismatch { stored: stored.clone(), current: current.to_string() })
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// What changed since a generation, read in one transaction so it is consistent.
@@ -558,10 +569,7 @@ impl Store {
     /// Opens the database; `None` while another process holds it.
     fn try_connect(&self) -> Result<Option<Database>, StoreError> {
         match Database::create(&self.path) {
-            Ok(db) => {
-                OPENS.fetch_add(1, Ordering::Relaxed);
-                Ok(Some(db))
-            }
+            Ok(db) => Ok(Some(db)),
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => Ok(None),
             // redb reports a file that is not a redb database as InvalidData.
             Err(redb::DatabaseError::Storage(redb::StorageError::Io(e)))
