@@ -6,9 +6,10 @@
 mod results;
 
 pub use results::{
-    EmbeddingStatus, IndexedSource, KeywordResults, LineMatch, NotIndexed, Passage, PathList, Pending, RecentEmbedding,
-    SearchResult, SearchResults, SemanticResults, SimilarDocuments, SourceGroup, SourceList, SourceRef,
-    SourceStatistics,
+    Context, ContextChunk, Decision, DecisionHistory, EmbeddingStatus, ExtractedInformation, IndexedSource,
+    KeywordResults, LineMatch, NotIndexed, Passage, PathList, Pending, QuestionContext, QuestionSearchInfo,
+    RecentEmbedding, RelevantConversation, SearchResult, SearchResults, SemanticResults, SimilarDocument,
+    SimilarDocuments, SimilarSearchInfo, SimilarToText, SourceGroup, SourceList, SourceRef, SourceStatistics,
 };
 use schemars::JsonSchema;
 use schemars::transform::Transform as _;
@@ -115,6 +116,25 @@ impl ToolError {
 /// meta-schema, titles or number formats (clients validate against it; an
 /// agent reads its descriptions, which are the types' doc comments).
 pub fn output_schema<T: JsonSchema>() -> serde_json::Value {
+    plain_schema::<T>(|_| {})
+}
+
+/// The JSON Schema of a tool's arguments `T` as its `inputSchema`: as
+/// [`output_schema`], and an optional argument is typed without `null`
+/// (it is left out instead; some clients refuse a list of types).
+pub fn input_schema<T: JsonSchema>() -> serde_json::Value {
+    plain_schema::<T>(|schema| {
+        if let Some(types) = schema.get_mut("type").and_then(serde_json::Value::as_array_mut) {
+            types.retain(|t| t != "null");
+            if let [only] = types.as_slice() {
+                let only = only.clone();
+                schema.insert("type".into(), only);
+            }
+        }
+    })
+}
+
+fn plain_schema<T: JsonSchema>(also: impl Fn(&mut schemars::Schema)) -> serde_json::Value {
     let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
         s.inline_subschemas = true;
         s.meta_schema = None;
@@ -123,9 +143,11 @@ pub fn output_schema<T: JsonSchema>() -> serde_json::Value {
     schemars::transform::RecursiveTransform(|schema: &mut schemars::Schema| {
         schema.remove("title");
         // An unsigned integer's `format: uint64` and `minimum: 0` say what `type: integer` and the docs say.
-        if schema.remove("format").is_some_and(|f| f.as_str().is_some_and(|f| f.starts_with("uint"))) {
+        let unsigned = schema.remove("format").is_some_and(|f| f.as_str().is_some_and(|f| f.starts_with("uint")));
+        if unsigned && schema.get("minimum").and_then(serde_json::Value::as_u64) == Some(0) {
             schema.remove("minimum");
         }
+        also(schema);
     })
     .transform(&mut schema);
     schema.to_value()
@@ -203,5 +225,37 @@ mod schema_tests {
         assert!(schema.get("title").is_none() && passage.get("title").is_none(), "{schema}");
         assert_eq!(passage["properties"]["score"]["description"], "Cosine similarity, higher is closer.");
         assert_eq!(passage["properties"]["type"]["type"], serde_json::json!(["string", "null"]));
+    }
+
+    const MAX: u64 = 50;
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)] // only its schema is read
+    struct Args {
+        /// What to find.
+        query: String,
+        /// How many.
+        #[schemars(range(min = 1, max = MAX), extend("default" = 5))]
+        limit: Option<u64>,
+        /// Sent as a number.
+        #[schemars(extend("type" = "number"))]
+        n: Option<u64>,
+    }
+
+    #[test]
+    fn input_schemas_leave_optional_arguments_out_rather_than_null() {
+        let schema = input_schema::<Args>();
+        assert_eq!(
+            schema,
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "query": { "type": "string", "description": "What to find." },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 50, "default": 5, "description": "How many." },
+                    "n": { "type": "number", "description": "Sent as a number." },
+                },
+                "required": ["query"],
+            })
+        );
     }
 }

@@ -1,6 +1,7 @@
-//! The results the command line shows: each search tool's response, the
-//! similar documents and the index's status. Tools build these, so the
-//! fields the host reads cannot drift from the fields the tools write.
+//! Each JSON tool's response: the searches, the similar documents, context
+//! and decisions, the sources and the index's status. Tools build these, so
+//! the fields the host reads (and the output schemas derived from them)
+//! cannot drift from the fields the tools write.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -290,4 +291,189 @@ pub struct EmbeddingStatus {
     pub not_indexed: NotIndexed,
     /// Nothing pending.
     pub up_to_date: bool,
+}
+
+/// A conversation, or a document outside conversations, relevant to a topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RelevantConversation {
+    /// The conversation's name, or the file name outside conversations.
+    pub conversation: String,
+    /// Conversation type.
+    #[serde(rename = "type")]
+    pub conversation_type: Option<String>,
+    /// Conversation date folder.
+    pub date: Option<String>,
+    /// The conversation folder, or the file outside conversations.
+    pub path: String,
+    /// The best-matching file.
+    pub source_path: String,
+    /// Cosine similarity (semantic) or keyword hits (keyword).
+    pub score: f64,
+    /// The passages that make it relevant.
+    pub excerpts: Vec<String>,
+}
+
+/// `get_context`'s response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Context {
+    /// Always true in a result.
+    pub success: bool,
+    /// The topic as given.
+    pub topic: String,
+    /// How it was found: `semantic`, or `keyword` while nothing is embedded.
+    #[schemars(extend("enum" = ["semantic", "keyword"]))]
+    pub method: String,
+    /// Conversations returned.
+    pub num_results: usize,
+    /// Most relevant first.
+    pub results: Vec<RelevantConversation>,
+    /// What to do next, when there is something to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A past decision that matches a topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Decision {
+    /// Where it was found: the decisions log or a conversation's decision section.
+    #[schemars(extend("enum" = ["decisions_log", "conversation"]))]
+    pub source: String,
+    /// Workspace-relative path.
+    pub source_path: String,
+    /// The conversation's name, for a conversation.
+    pub conversation: Option<String>,
+    /// Conversation type.
+    #[serde(rename = "type")]
+    pub conversation_type: Option<String>,
+    /// Conversation date folder.
+    pub date: Option<String>,
+    /// The section's heading.
+    pub heading: String,
+    /// The heading's line, from 1.
+    pub line: usize,
+    /// Keyword hits of the topic in the section.
+    pub score: f64,
+    /// The whole section (cut at 1,500 bytes).
+    pub text: String,
+}
+
+/// `get_decision_history`'s response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DecisionHistory {
+    /// Always true in a result.
+    pub success: bool,
+    /// The topic as given.
+    pub topic: String,
+    /// Decisions returned.
+    pub num_results: usize,
+    /// More decisions match than were returned.
+    pub more_results: bool,
+    /// Best match first.
+    pub decisions: Vec<Decision>,
+    /// The decisions log read, when there is one.
+    pub decisions_log: Option<String>,
+    /// What to do next, when there is something to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A document close in meaning to a reference text (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SimilarDocument {
+    /// Position, from 1.
+    pub rank: usize,
+    /// Cosine similarity of its closest passage.
+    pub similarity_score: f64,
+    /// The start of that passage.
+    pub content_preview: String,
+    /// The whole passage.
+    pub full_content: String,
+    /// Where it comes from.
+    pub source: SourceRef,
+    /// Frontmatter fields, plus title, type and date when known.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// How `search_similar` searched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SimilarSearchInfo {
+    /// The least similarity returned.
+    pub similarity_threshold: f64,
+    /// The source left out, when one was.
+    pub excluded_source: Option<String>,
+    /// Always `semantic_similarity`.
+    pub search_method: String,
+}
+
+/// `search_similar`'s response (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SimilarToText {
+    /// The text compared with.
+    pub reference_text: String,
+    /// Most similar first, one per document.
+    pub similar_documents: Vec<SimilarDocument>,
+    /// Documents above the threshold (before the limit).
+    pub total_found: usize,
+    /// How it searched.
+    pub search_info: SimilarSearchInfo,
+}
+
+/// What a question asks for, and the sentences that answer it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExtractedInformation {
+    /// The kind of question, from its opening words.
+    #[serde(rename = "type")]
+    #[schemars(extend("enum" = ["definition_or_fact", "process_or_method", "temporal", "location",
+        "person_or_entity", "explanation_or_reason", "general_inquiry"]))]
+    pub kind: String,
+    /// The sentences that bear on it, best first.
+    pub relevant_excerpts: Vec<String>,
+    /// Sentences that define the term a what/define question asks about.
+    pub definition_candidates: Vec<String>,
+}
+
+/// A passage retrieved for a question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ContextChunk {
+    /// Position, from 1.
+    pub rank: usize,
+    /// The chunk's text.
+    pub content: String,
+    /// 0..1, comparable within one response.
+    pub relevance_score: f64,
+    /// Where it comes from.
+    pub source: SourceRef,
+}
+
+/// How `search_by_question` searched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QuestionSearchInfo {
+    /// Chunks retrieved.
+    pub total_context_chunks: usize,
+    /// `semantic` or `hybrid`.
+    pub search_method: String,
+    /// The file types searched: `"all"`, or the list given.
+    pub sources_searched: Value,
+    /// The most chunks asked for.
+    pub context_limit: u64,
+}
+
+/// `search_by_question`'s response (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QuestionContext {
+    /// The question as given.
+    pub question: String,
+    /// Its kind and the sentences that answer it.
+    pub extracted_information: ExtractedInformation,
+    /// 0-100, from the retrieval scores and how much of the question the excerpts cover.
+    #[schemars(range(max = 100))]
+    pub confidence: u64,
+    /// The passages retrieved, best first.
+    pub context_chunks: Vec<ContextChunk>,
+    /// How it searched.
+    pub search_info: QuestionSearchInfo,
+    /// Whether anything was retrieved.
+    pub context_found: bool,
+    /// The passages' text, joined.
+    pub raw_context: String,
 }
