@@ -4,62 +4,47 @@
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer;
-use ragbox_sdk::tool::{self, Description, ToolSet};
-use ragbox_sdk::{CallError, walk};
+use ragbox_sdk::protocol::IndexReport;
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError, walk};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
+    /// Path to file or directory (relative or absolute)
     path: String,
-}
-
-fn parse(arguments: &str) -> Result<Args, CallError> {
-    let a: Args = cortext::arguments(arguments)?;
-    if a.path.trim().is_empty() {
-        return Err(cortext::invalid("path must not be empty"));
-    }
-    Ok(a)
 }
 
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = Args;
+    const NAME: &'static str = "embed_document";
+    const TITLE: &'static str = "Embed a document or folder";
+    const DESCRIPTION: &'static str = "Embed a specific document or conversation for semantic search: one file, or \
+        every text file under a folder (e.g. a Cortext conversation folder). Unchanged files are skipped; changed ones \
+        are re-embedded.";
+    const ANNOTATIONS: Annotations = tool::INDEXES;
     const SET: ToolSet = ToolSet::Cortext;
+    type Args = Args;
+    /// The path as given.
+    type Request = String;
+    type Output = IndexReport;
 
-    fn describe() -> Description {
-        Description {
-            name: "embed_document",
-            title: "Embed a document or folder",
-            description: "Embed a specific document or conversation for semantic search: one file, or every \
-                text file under a folder (e.g. a Cortext conversation folder). Unchanged files are skipped; \
-                changed ones are re-embedded.",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "path": { "type": "string", "description": "Path to file or directory (relative or absolute)" },
-                },
-                "required": ["path"]
-            }),
-            output: Some(ragbox_sdk::protocol::output_schema::<ragbox_sdk::protocol::IndexReport>()),
-            annotations: tool::INDEXES,
+    fn check(args: Args) -> Result<String, CallError> {
+        match args.path.trim() {
+            "" => Err(cortext::invalid("path must not be empty")),
+            _ => Ok(args.path),
         }
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        parse(arguments)
-    }
-
-    fn run(request: Self::Request, workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let a = request;
-        let not_found = || cortext::failed(format!("Path not found: {}", a.path));
-        let rel = walk::in_workspace(&a.path, &workspace.path).ok_or_else(not_found)?;
+    fn run(path: String, workspace: &WorkspaceInfo) -> Result<IndexReport, CallError> {
+        let not_found = || cortext::failed(format!("Path not found: {path}"));
+        let rel = walk::in_workspace(&path, &workspace.path).ok_or_else(not_found)?;
         if std::fs::symlink_metadata(&rel).is_err() {
             return Err(not_found());
         }
-        let report = indexer::run(&rel).map_err(cortext::failed)?;
-        Ok(report.to_json())
+        Ok(indexer::run(&rel).map_err(cortext::failed)?.result())
     }
 }
 

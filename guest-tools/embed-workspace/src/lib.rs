@@ -6,78 +6,60 @@
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer;
-use ragbox_sdk::tool::{self, Description, ToolSet};
-use ragbox_sdk::{CallError, walk};
+use ragbox_sdk::protocol::IndexReport;
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError, walk};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
-    /// Index only SKILL.md files (a skills library on its own); `ragbox index --skills`.
+    // `ragbox index --skills` sets it.
+    /// Index only SKILL.md files (a skills library on its own)
     #[serde(default)]
+    #[schemars(extend("default" = false))]
     only_skills: bool,
-    /// Only these workspace-relative files or folders (what changed); `ragbox serve --watch`.
-    #[serde(default)]
+    // What changed, from `ragbox serve --watch`.
+    /// Only these workspace-relative files or folders, e.g. the ones that changed: each is embedded, re-embedded, or removed from the index when gone (default: the whole workspace)
     paths: Option<Vec<String>>,
-}
-
-fn parse(arguments: &str) -> Result<Args, CallError> {
-    let mut a: Args = cortext::arguments(arguments)?;
-    if let Some(paths) = &mut a.paths {
-        for p in paths.iter_mut() {
-            let bad = || cortext::invalid(format!("paths: {p:?} is not a workspace-relative path"));
-            if p.trim_start().starts_with('/') {
-                return Err(bad());
-            }
-            *p = walk::in_workspace(p, ".").ok_or_else(bad)?;
-        }
-    }
-    Ok(a)
 }
 
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = Args;
+    const NAME: &'static str = "embed_workspace";
+    const TITLE: &'static str = "Embed the whole workspace";
+    const DESCRIPTION: &'static str = "Embed all workspace content for semantic search: every text file (notes, \
+        conversations, docs, code; .gitignore respected). Files unchanged since they were embedded are skipped, \
+        deleted files are removed from the index. Reports progress; safe to cancel and run again, it resumes where it \
+        stopped.";
+    const ANNOTATIONS: Annotations = tool::INDEXES;
     const SET: ToolSet = ToolSet::Cortext;
+    type Args = Args;
+    type Request = Args;
+    type Output = IndexReport;
 
-    fn describe() -> Description {
-        Description {
-            name: "embed_workspace",
-            title: "Embed the whole workspace",
-            description: "Embed all workspace content for semantic search: every text file (notes, \
-                conversations, docs, code; .gitignore respected). Files unchanged since they were embedded \
-                are skipped, deleted files are removed from the index. Reports progress; safe to cancel and \
-                run again, it resumes where it stopped.",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "only_skills": { "type": "boolean", "default": false, "description": "Index only SKILL.md files (a skills library on its own)" },
-                    "paths": {
-                        "type": "array",
-                        "items": { "type": "string" },
-                        "description": "Only these workspace-relative files or folders, e.g. the ones that changed: each is embedded, re-embedded, or removed from the index when gone (default: the whole workspace)"
-                    }
+    /// Each path made workspace-relative, or refused.
+    fn check(mut a: Args) -> Result<Args, CallError> {
+        if let Some(paths) = &mut a.paths {
+            for p in paths.iter_mut() {
+                let bad = || cortext::invalid(format!("paths: {p:?} is not a workspace-relative path"));
+                if p.trim_start().starts_with('/') {
+                    return Err(bad());
                 }
-            }),
-            output: Some(ragbox_sdk::protocol::output_schema::<ragbox_sdk::protocol::IndexReport>()),
-            annotations: tool::INDEXES,
+                *p = walk::in_workspace(p, ".").ok_or_else(bad)?;
+            }
         }
+        Ok(a)
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        parse(arguments)
-    }
-
-    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let a = request;
+    fn run(a: Args, _workspace: &WorkspaceInfo) -> Result<IndexReport, CallError> {
         let only = if a.only_skills { indexer::Only::Skills } else { indexer::Only::All };
         let scope = match &a.paths {
             Some(paths) => indexer::Scope::Paths(paths),
             None => indexer::Scope::Under("."),
         };
-        let report = indexer::run_scoped(scope, only).map_err(cortext::failed)?;
-        Ok(report.to_json())
+        Ok(indexer::run_scoped(scope, only).map_err(cortext::failed)?.result())
     }
 }
 

@@ -5,30 +5,43 @@
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, Layout};
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::protocol::{Context, RelevantConversation};
 use ragbox_sdk::semantic::{self, score};
 use ragbox_sdk::text::{keyword_score, keywords, looks_binary, truncate};
-use ragbox_sdk::tool::{self, Description, ToolSet};
-use ragbox_sdk::{CallError, host, log, walk};
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError, host, log, walk};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 const DEFAULT_RESULTS: u64 = 5;
 const MAX_RESULTS: u64 = 50;
 /// Passages shown per conversation.
 const EXCERPTS: usize = 2;
 const EXCERPT_BYTES: usize = 600;
-#[derive(Debug, Deserialize)]
+
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
+    /// Topic to search for
     topic: String,
+    /// Maximum number of relevant conversations to return
     #[serde(default, deserialize_with = "optional_count")]
+    #[schemars(range(min = 1, max = MAX_RESULTS), extend("type" = "number", "default" = DEFAULT_RESULTS))]
     max_results: Option<u64>,
 }
 
-fn validate(a: &Args) -> Result<usize, String> {
+/// A checked call: the topic, and how many conversations.
+#[derive(Debug)]
+struct Request {
+    topic: String,
+    n: usize,
+}
+
+fn check(a: Args) -> Result<Request, String> {
     if a.topic.trim().is_empty() {
         return Err("topic must not be empty".into());
     }
-    Ok(args::count_in("max_results", a.max_results, DEFAULT_RESULTS, 1..=MAX_RESULTS)? as usize)
+    let n = args::count_in("max_results", a.max_results, DEFAULT_RESULTS, 1..=MAX_RESULTS)? as usize;
+    Ok(Request { topic: a.topic.trim().to_string(), n })
 }
 
 /// One conversation (or a file outside conversations) and why it is relevant.
@@ -59,16 +72,16 @@ impl Found {
         }
     }
 
-    fn to_json(&self) -> Value {
-        json!({
-            "conversation": self.conversation,
-            "type": self.kind,
-            "date": self.date,
-            "path": self.key,
-            "source_path": self.source_path,
-            "score": self.score,
-            "excerpts": self.excerpts,
-        })
+    fn into_result(self) -> RelevantConversation {
+        RelevantConversation {
+            conversation: self.conversation,
+            conversation_type: self.kind,
+            date: self.date,
+            path: self.key,
+            source_path: self.source_path,
+            score: self.score,
+            excerpts: self.excerpts,
+        }
     }
 }
 
@@ -142,7 +155,7 @@ fn keyword_context(topic: &str, n: usize) -> Vec<Found> {
     groups
 }
 
-fn run(topic: &str, n: usize) -> Result<Value, String> {
+fn run(topic: &str, n: usize) -> Context {
     let (method, found, message) = match semantic_context(topic, n) {
         Ok(Some(found)) => ("semantic", found, None),
         Ok(None) => {
@@ -156,84 +169,41 @@ fn run(topic: &str, n: usize) -> Result<Value, String> {
             ("keyword", keyword_context(topic, n), Some(note))
         }
     };
-    let mut out = json!({
-        "success": true,
-        "topic": topic,
-        "method": method,
-        "num_results": found.len(),
-        "results": found.iter().map(Found::to_json).collect::<Vec<_>>(),
-    });
-    if found.is_empty() {
-        out["message"] = format!("No context found for: {topic}. Try other words, or search_workspace.").into();
-    } else if let Some(message) = message {
-        out["message"] = message.into();
+    let message = if found.is_empty() {
+        Some(format!("No context found for: {topic}. Try other words, or search_workspace."))
+    } else {
+        message
+    };
+    Context {
+        success: true,
+        topic: topic.to_string(),
+        method: method.to_string(),
+        num_results: found.len(),
+        results: found.into_iter().map(Found::into_result).collect(),
+        message,
     }
-    Ok(out)
-}
-
-fn parse(arguments: &str) -> Result<(Args, usize), CallError> {
-    cortext::checked_arguments(arguments, validate)
 }
 
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = (Args, usize);
+    const NAME: &'static str = "get_context";
+    const TITLE: &'static str = "Context for a topic";
+    const DESCRIPTION: &'static str = "Get relevant context for a topic from past conversations: the most relevant \
+        conversations (and other documents), each with the passages that make it relevant. Searches by meaning when \
+        the workspace is embedded, by keywords when it is not (the result says which).";
+    const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::Cortext;
+    type Args = Args;
+    type Request = Request;
+    type Output = Context;
 
-    fn describe() -> Description {
-        Description {
-            name: "get_context",
-            title: "Context for a topic",
-            description: "Get relevant context for a topic from past conversations: the most relevant conversations \
-                (and other documents), each with the passages that make it relevant. Searches by meaning when the \
-                workspace is embedded, by keywords when it is not (the result says which).",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "topic": { "type": "string", "description": "Topic to search for" },
-                    "max_results": { "type": "number", "default": DEFAULT_RESULTS, "minimum": 1, "maximum": MAX_RESULTS, "description": "Maximum number of relevant conversations to return" },
-                },
-                "required": ["topic"]
-            }),
-            output: Some(json!({
-                "type": "object",
-                "properties": {
-                    "success": { "type": "boolean" },
-                    "topic": { "type": "string" },
-                    "method": { "type": "string", "enum": ["semantic", "keyword"] },
-                    "num_results": { "type": "integer" },
-                    "results": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "conversation": { "type": "string" },
-                                "type": { "type": ["string", "null"] },
-                                "date": { "type": ["string", "null"] },
-                                "path": { "type": "string", "description": "The conversation folder, or the file outside conversations" },
-                                "source_path": { "type": "string", "description": "The best-matching file" },
-                                "score": { "type": "number", "description": "Cosine similarity (semantic) or keyword hits (keyword)" },
-                                "excerpts": { "type": "array", "items": { "type": "string" } }
-                            },
-                            "required": ["conversation", "path", "source_path", "score", "excerpts"]
-                        }
-                    },
-                    "message": { "type": "string" }
-                },
-                "required": ["success", "topic", "method", "num_results", "results"]
-            })),
-            annotations: tool::READS,
-        }
+    fn check(args: Args) -> Result<Request, CallError> {
+        check(args).map_err(cortext::invalid)
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        parse(arguments)
-    }
-
-    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let (a, n) = request;
-        Ok(run(a.topic.trim(), n).map_err(cortext::failed)?.to_string())
+    fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<Context, CallError> {
+        Ok(run(&request.topic, request.n))
     }
 }
 
@@ -245,9 +215,9 @@ mod tests {
 
     #[test]
     fn validates_arguments() {
-        let v = |json: &str| args::parse::<Args>(json).and_then(|a| validate(&a));
+        let v = |json: &str| args::parse::<Args>(json).and_then(check);
         assert!(v(r#"{"topic":""}"#).unwrap_err().contains("must not be empty"));
         assert!(v(r#"{"topic":"x","max_results":51}"#).unwrap_err().contains("between 1 and 50"));
-        assert_eq!(v(r#"{"topic":"x"}"#), Ok(5));
+        assert_eq!(v(r#"{"topic":" x "}"#).unwrap().n, 5);
     }
 }

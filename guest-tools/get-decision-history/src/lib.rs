@@ -5,11 +5,12 @@
 use ragbox_sdk::cortext::{self, Layout};
 use ragbox_sdk::document::kind_of;
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::protocol::{self, DecisionHistory};
 use ragbox_sdk::text::{keyword_score, keywords, looks_binary, truncate};
-use ragbox_sdk::tool::{self, Description, ToolSet};
-use ragbox_sdk::{CallError, host, log, walk};
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError, host, log, walk};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 /// The decisions log Cortext keeps.
 const DECISIONS_LOG: &str = ".workspace/memory/decisions.md";
@@ -17,8 +18,9 @@ const DECISIONS_LOG: &str = ".workspace/memory/decisions.md";
 const MAX_RESULTS: usize = 20;
 const SECTION_BYTES: usize = 1500;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
+    /// Topic or decision area to search for
     topic: String,
 }
 
@@ -75,19 +77,19 @@ struct Decision {
 }
 
 impl Decision {
-    fn to_json(&self) -> Value {
+    fn into_result(self) -> protocol::Decision {
         let conv = Layout::current().parse(&self.path);
-        json!({
-            "source": self.source,
-            "source_path": self.path,
-            "conversation": conv.as_ref().map(|c| c.conversation.clone()),
-            "type": conv.as_ref().map(|c| c.kind.clone()),
-            "date": conv.map(|c| c.date),
-            "heading": self.heading,
-            "line": self.line,
-            "score": self.score,
-            "text": self.text,
-        })
+        protocol::Decision {
+            source: self.source.to_string(),
+            conversation: conv.as_ref().map(|c| c.conversation.clone()),
+            conversation_type: conv.as_ref().map(|c| c.kind.clone()),
+            date: conv.map(|c| c.date),
+            source_path: self.path,
+            heading: self.heading,
+            line: self.line,
+            score: self.score,
+            text: self.text,
+        }
     }
 }
 
@@ -118,7 +120,7 @@ fn read_text(path: &str) -> Option<String> {
     (!looks_binary(&bytes)).then(|| String::from_utf8_lossy(&bytes).into_owned())
 }
 
-fn run(topic: &str) -> Value {
+fn run(topic: &str) -> DecisionHistory {
     let words = keywords(topic);
     let phrase = topic.to_lowercase();
     let mut decisions = Vec::new();
@@ -145,14 +147,6 @@ fn run(topic: &str) -> Value {
     decisions.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)).then(a.line.cmp(&b.line)));
     let more = decisions.len() > MAX_RESULTS;
     decisions.truncate(MAX_RESULTS);
-    let mut out = json!({
-        "success": true,
-        "topic": topic,
-        "num_results": decisions.len(),
-        "more_results": more,
-        "decisions": decisions.iter().map(Decision::to_json).collect::<Vec<_>>(),
-        "decisions_log": log_text.is_some().then_some(DECISIONS_LOG),
-    });
     let mut notes = Vec::new();
     if log_text.is_none() {
         notes.push(format!("No decisions log found. Create one at {DECISIONS_LOG}."));
@@ -160,81 +154,41 @@ fn run(topic: &str) -> Value {
     if decisions.is_empty() {
         notes.push(format!("No decisions found related to: {topic}."));
     }
-    if !notes.is_empty() {
-        out["message"] = notes.join(" ").into();
+    DecisionHistory {
+        success: true,
+        topic: topic.to_string(),
+        num_results: decisions.len(),
+        more_results: more,
+        decisions: decisions.into_iter().map(Decision::into_result).collect(),
+        decisions_log: log_text.is_some().then(|| DECISIONS_LOG.to_string()),
+        message: (!notes.is_empty()).then(|| notes.join(" ")),
     }
-    out
-}
-
-fn parse(arguments: &str) -> Result<Args, CallError> {
-    let a: Args = cortext::arguments(arguments)?;
-    if a.topic.trim().is_empty() {
-        return Err(cortext::invalid("topic must not be empty"));
-    }
-    Ok(a)
 }
 
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = Args;
+    const NAME: &'static str = "get_decision_history";
+    const TITLE: &'static str = "Decision history";
+    const DESCRIPTION: &'static str = "Retrieve past decisions on a topic: matching entries of the decisions log \
+        (.workspace/memory/decisions.md) and the decision sections of conversations, each with its whole section as \
+        context, best matches first.";
+    const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::Cortext;
+    type Args = Args;
+    /// The topic, trimmed.
+    type Request = String;
+    type Output = DecisionHistory;
 
-    fn describe() -> Description {
-        Description {
-            name: "get_decision_history",
-            title: "Decision history",
-            description: "Retrieve past decisions on a topic: matching entries of the decisions log \
-                (.workspace/memory/decisions.md) and the decision sections of conversations, each with its \
-                whole section as context, best matches first.",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "topic": { "type": "string", "description": "Topic or decision area to search for" },
-                },
-                "required": ["topic"]
-            }),
-            output: Some(json!({
-                "type": "object",
-                "properties": {
-                    "success": { "type": "boolean" },
-                    "topic": { "type": "string" },
-                    "num_results": { "type": "integer" },
-                    "more_results": { "type": "boolean" },
-                    "decisions": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "source": { "type": "string", "enum": ["decisions_log", "conversation"] },
-                                "source_path": { "type": "string" },
-                                "conversation": { "type": ["string", "null"] },
-                                "type": { "type": ["string", "null"] },
-                                "date": { "type": ["string", "null"] },
-                                "heading": { "type": "string" },
-                                "line": { "type": "integer" },
-                                "score": { "type": "number", "description": "Keyword hits of the topic in the section" },
-                                "text": { "type": "string", "description": "The whole section (cut at 1,500 bytes)" }
-                            },
-                            "required": ["source", "source_path", "heading", "line", "text"]
-                        }
-                    },
-                    "decisions_log": { "type": ["string", "null"] },
-                    "message": { "type": "string" }
-                },
-                "required": ["success", "topic", "num_results", "decisions"]
-            })),
-            annotations: tool::READS,
+    fn check(args: Args) -> Result<String, CallError> {
+        match args.topic.trim() {
+            "" => Err(cortext::invalid("topic must not be empty")),
+            topic => Ok(topic.to_string()),
         }
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        parse(arguments)
-    }
-
-    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let a = request;
-        Ok(run(a.topic.trim()).to_string())
+    fn run(topic: String, _workspace: &WorkspaceInfo) -> Result<DecisionHistory, CallError> {
+        Ok(run(&topic))
     }
 }
 

@@ -6,17 +6,17 @@ use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer::{stored_documents, survey};
 use ragbox_sdk::protocol::{EmbeddingStatus, FileError, NotIndexed, PathList, Pending, RecentEmbedding};
 use ragbox_sdk::text::rfc3339;
-use ragbox_sdk::tool::{self, Description, ToolSet};
-use ragbox_sdk::{CallError, corpus};
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError, corpus};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 /// Recent embeddings listed.
 const RECENT: usize = 10;
 /// Paths listed per pending group (counts are always complete).
 const MAX_LISTED: usize = 100;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {}
 
 fn listed(paths: &[String]) -> PathList {
@@ -62,38 +62,26 @@ fn status() -> Result<EmbeddingStatus, String> {
     })
 }
 
-fn parse(arguments: &str) -> Result<Args, CallError> {
-    cortext::arguments(arguments)
-}
-
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = Args;
+    const NAME: &'static str = "get_embedding_status";
+    const TITLE: &'static str = "Embedding status";
+    const DESCRIPTION: &'static str = "Workspace embedding statistics: total chunks, number of documents, the index \
+        location, recently embedded documents with timestamps, and files pending embedding (new, changed, deleted \
+        since the last run), and files that cannot be indexed, with why.";
+    const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::Cortext;
+    type Args = Args;
+    type Request = ();
+    type Output = EmbeddingStatus;
 
-    fn describe() -> Description {
-        Description {
-            name: "get_embedding_status",
-            title: "Embedding status",
-            description: "Workspace embedding statistics: total chunks, number of documents, the index \
-                location, recently embedded documents with timestamps, and files pending embedding \
-                (new, changed, deleted since the last run), and files that cannot be indexed, with why.",
-            input: json!({
-                "type": "object",
-                "properties": { "workspace_path": { "type": "string", "description": "Optional workspace root path" } }
-            }),
-            output: Some(ragbox_sdk::protocol::output_schema::<EmbeddingStatus>()),
-            annotations: tool::READS,
-        }
+    fn check(_args: Args) -> Result<(), CallError> {
+        Ok(())
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        parse(arguments)
-    }
-
-    fn run(_request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        status().map(|s| ragbox_sdk::to_json(&s)).map_err(cortext::failed)
+    fn run(_request: (), _workspace: &WorkspaceInfo) -> Result<EmbeddingStatus, CallError> {
+        status().map_err(cortext::failed)
     }
 }
 

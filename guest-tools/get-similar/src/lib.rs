@@ -7,28 +7,39 @@ use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{Passage, SimilarDocuments};
 use ragbox_sdk::semantic::{self, conversation_name, score};
 use ragbox_sdk::text::truncate;
-use ragbox_sdk::tool::{self, Description, ToolSet};
-use ragbox_sdk::{CallError, corpus, vectors, walk};
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError, corpus, vectors, walk};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 const DEFAULT_RESULTS: u64 = 5;
 const MAX_RESULTS: u64 = 50;
 /// How much of a similar document's opening a result shows.
 const PREVIEW_BYTES: usize = 300;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
+    /// Path of the source document (workspace-relative or absolute)
     source_path: String,
+    /// Number of similar documents to return
     #[serde(default, deserialize_with = "optional_count")]
+    #[schemars(range(min = 1, max = MAX_RESULTS), extend("type" = "number", "default" = DEFAULT_RESULTS))]
     n_results: Option<u64>,
 }
 
-fn validate(a: &Args) -> Result<u64, String> {
+/// A checked call: the source document, and how many similar ones.
+#[derive(Debug, PartialEq)]
+struct Request {
+    source_path: String,
+    n: u64,
+}
+
+fn check(a: Args) -> Result<Request, String> {
     if a.source_path.trim().is_empty() {
         return Err("source_path must not be empty".into());
     }
-    args::count_in("n_results", a.n_results, DEFAULT_RESULTS, 1..=MAX_RESULTS)
+    let n = args::count_in("n_results", a.n_results, DEFAULT_RESULTS, 1..=MAX_RESULTS)?;
+    Ok(Request { source_path: a.source_path, n })
 }
 
 fn run(source: &str, workspace_root: &str, n: u64) -> Result<SimilarDocuments, String> {
@@ -70,42 +81,25 @@ fn run(source: &str, workspace_root: &str, n: u64) -> Result<SimilarDocuments, S
     Ok(SimilarDocuments { success: true, source: path, num_results: similar.len(), similar })
 }
 
-fn parse(arguments: &str) -> Result<(Args, u64), CallError> {
-    cortext::checked_arguments(arguments, validate)
-}
-
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = (Args, u64);
+    const NAME: &'static str = "get_similar";
+    const TITLE: &'static str = "Similar documents";
+    const DESCRIPTION: &'static str = "Find documents similar to a given source document (by meaning, over whole \
+        documents), ranked by similarity, highest first; the source itself is left out. The source must be embedded.";
+    const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::Cortext;
+    type Args = Args;
+    type Request = Request;
+    type Output = SimilarDocuments;
 
-    fn describe() -> Description {
-        Description {
-            name: "get_similar",
-            title: "Similar documents",
-            description: "Find documents similar to a given source document (by meaning, over whole documents), \
-                ranked by similarity, highest first; the source itself is left out. The source must be embedded.",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "source_path": { "type": "string", "description": "Path of the source document (workspace-relative or absolute)" },
-                    "n_results": { "type": "number", "default": DEFAULT_RESULTS, "minimum": 1, "maximum": MAX_RESULTS, "description": "Number of similar documents to return" }
-                },
-                "required": ["source_path"]
-            }),
-            output: Some(ragbox_sdk::protocol::output_schema::<SimilarDocuments>()),
-            annotations: tool::READS,
-        }
+    fn check(args: Args) -> Result<Request, CallError> {
+        check(args).map_err(cortext::invalid)
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        parse(arguments)
-    }
-
-    fn run(request: Self::Request, workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let (a, n) = request;
-        Ok(ragbox_sdk::to_json(&run(&a.source_path, &workspace.path, n).map_err(cortext::failed)?))
+    fn run(request: Request, workspace: &WorkspaceInfo) -> Result<SimilarDocuments, CallError> {
+        run(&request.source_path, &workspace.path, request.n).map_err(cortext::failed)
     }
 }
 
@@ -117,7 +111,7 @@ mod tests {
 
     #[test]
     fn validates_arguments() {
-        let v = |json: &str| args::parse::<Args>(json).and_then(|a| validate(&a));
+        let v = |json: &str| args::parse::<Args>(json).and_then(check).map(|r| r.n);
         assert!(v(r#"{"source_path":""}"#).unwrap_err().contains("must not be empty"));
         assert!(v(r#"{"source_path":"a.md","n_results":0}"#).unwrap_err().contains("between 1 and 50"));
         assert!(v(r#"{}"#).unwrap_err().contains("source_path"));

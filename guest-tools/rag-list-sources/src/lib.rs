@@ -8,10 +8,10 @@ use ragbox_sdk::indexer::stored_documents;
 use ragbox_sdk::protocol::{IndexedSource, SourceGroup, SourceList, SourceStatistics};
 use ragbox_sdk::rag_server::{self, document_id, mime_of};
 use ragbox_sdk::text::rfc3339;
-use ragbox_sdk::tool::{self, Description, ToolSet};
-use ragbox_sdk::{CallError, args};
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError, args};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use std::collections::BTreeMap;
 
 const DEFAULT_LIMIT: u64 = 100;
@@ -23,15 +23,18 @@ const SOURCE_METHOD: &str = "indexer";
 /// The metadata key the host sets on documents written by the file watcher.
 const SOURCE_METHOD_KEY: &str = "ragbox.source_method";
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
-    #[serde(default)]
+    /// Include collection statistics
+    #[schemars(extend("default" = false))]
     include_stats: Option<bool>,
-    #[serde(default)]
+    /// Filter by source types (every ragbox source is "local_file")
     source_type_filter: Option<Vec<String>>,
-    #[serde(default)]
+    #[schemars(extend("enum" = ["source_type", "file_type"]))]
     group_by: Option<String>,
+    /// Max sources to return
     #[serde(default, deserialize_with = "optional_count")]
+    #[schemars(range(min = 1, max = MAX_LIMIT), extend("default" = DEFAULT_LIMIT))]
     limit: Option<u64>,
 }
 
@@ -49,9 +52,8 @@ struct Request {
     limit: usize,
 }
 
-fn request(arguments: &str) -> Result<Request, CallError> {
+fn check(a: Args) -> Result<Request, CallError> {
     let bad = rag_server::bad_parameter;
-    let a: Args = args::parse(arguments).map_err(bad)?;
     let group_by = match a.group_by.as_deref() {
         None => None,
         Some("source_type") => Some(GroupBy::SourceType),
@@ -142,36 +144,23 @@ fn run(r: &Request) -> Result<SourceList, String> {
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = Request;
+    const NAME: &'static str = "list_sources";
+    const TITLE: &'static str = "List indexed sources";
+    const DESCRIPTION: &'static str = "List all indexed documents with metadata (id, name, path, file type, size, \
+        source type and method, created and indexed times), optionally grouped by file or source type and with \
+        collection statistics.";
+    const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::RagServer;
+    type Args = Args;
+    type Request = Request;
+    type Output = SourceList;
 
-    fn describe() -> Description {
-        Description {
-            name: "list_sources",
-            title: "List indexed sources",
-            description: "List all indexed documents with metadata (id, name, path, file type, size, source type \
-                and method, created and indexed times), optionally grouped by file or source type and with \
-                collection statistics.",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "include_stats": { "type": "boolean", "default": false, "description": "Include collection statistics" },
-                    "source_type_filter": { "type": "array", "items": { "type": "string" }, "description": "Filter by source types (every ragbox source is \"local_file\")" },
-                    "group_by": { "type": "string", "enum": ["source_type", "file_type"] },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Max sources to return" },
-                }
-            }),
-            output: Some(ragbox_sdk::protocol::output_schema::<SourceList>()),
-            annotations: tool::READS,
-        }
+    fn check(args: Args) -> Result<Request, CallError> {
+        check(args)
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        request(arguments)
-    }
-
-    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        rag_server::answer(run(&request), "ListSourcesFailed", "Check the index with `ragbox doctor`")
+    fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<SourceList, CallError> {
+        run(&request).map_err(|e| rag_server::failed("ListSourcesFailed", e, "Check the index with `ragbox doctor`"))
     }
 }
 
@@ -183,6 +172,7 @@ mod tests {
 
     #[test]
     fn validates_arguments() {
+        let request = tool::decode::<Tool>;
         let err = |a: &str| match request(a) {
             Err(CallError::InvalidArguments(b)) => serde_json::from_str::<serde_json::Value>(&b).unwrap(),
             _ => panic!("{a} should be invalid"),

@@ -5,12 +5,14 @@
 
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::rag_server::{self, Mode, Scored, round, source};
+use ragbox_sdk::protocol::{ContextChunk, ExtractedInformation, QuestionContext, QuestionSearchInfo};
+use ragbox_sdk::rag_server::{self, Mode, Scored, round, source_ref};
 use ragbox_sdk::text::keywords;
-use ragbox_sdk::tool::{self, Description, ToolSet};
-use ragbox_sdk::{CallError, args};
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError, args};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const DEFAULT_CONTEXT: u64 = 5;
 const MAX_CONTEXT: u64 = 20;
@@ -18,15 +20,19 @@ const MAX_CONTEXT: u64 = 20;
 const EXCERPTS: usize = 6;
 const DEFINITIONS: usize = 3;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
-    #[serde(default)]
+    /// Question or information request
+    // Optional here so that its absence gets its own error type.
+    #[schemars(required)]
     question: Option<String>,
+    /// Max context chunks to analyze
     #[serde(default, deserialize_with = "optional_count")]
+    #[schemars(range(min = 1, max = MAX_CONTEXT), extend("default" = DEFAULT_CONTEXT))]
     context_limit: Option<u64>,
-    #[serde(default)]
+    /// Filter by file types: extensions or MIME types
     sources: Option<Vec<String>>,
-    #[serde(default)]
+    #[schemars(extend("enum" = ["semantic", "hybrid"], "default" = "semantic"))]
     search_method: Option<String>,
 }
 
@@ -38,9 +44,8 @@ struct Request {
     filter: ragbox_sdk::corpus::Filter,
 }
 
-fn request(arguments: &str) -> Result<Request, CallError> {
+fn check(a: Args) -> Result<Request, CallError> {
     let bad = rag_server::bad_parameter;
-    let a: Args = args::parse(arguments).map_err(bad)?;
     let question = a.question.unwrap_or_default().trim().to_string();
     if question.is_empty() {
         return Err(rag_server::invalid(
@@ -258,7 +263,7 @@ fn confidence(found: &[Scored], excerpts: &[Excerpt], words: &[String]) -> u64 {
     (value.clamp(0.0, 1.0) * 100.0).round() as u64
 }
 
-fn run(r: &Request) -> Result<Value, String> {
+fn run(r: &Request) -> Result<QuestionContext, String> {
     let found = rag_server::search(&r.question, r.mode, r.limit as u32, &r.filter)?;
     let kind = classify(&r.question);
     let words = keywords(&r.question);
@@ -267,95 +272,59 @@ fn run(r: &Request) -> Result<Value, String> {
         ("definition_or_fact", Some(term)) => definitions(&found, &term),
         _ => Vec::new(),
     };
-    let chunks: Vec<Value> = found
+    let chunks: Vec<ContextChunk> = found
         .iter()
         .enumerate()
-        .map(|(i, s)| {
-            json!({
-                "rank": i + 1,
-                "content": s.hit.chunk.text,
-                "relevance_score": round(s.relevance),
-                "source": source(&s.hit.document, Some(s.hit.ordinal)),
-            })
+        .map(|(i, s)| ContextChunk {
+            rank: i + 1,
+            content: s.hit.chunk.text.clone(),
+            relevance_score: round(s.relevance),
+            source: source_ref(&s.hit.document, Some(s.hit.ordinal)),
         })
         .collect();
     let raw_context = found.iter().map(|s| s.hit.chunk.text.trim()).collect::<Vec<_>>().join("\n\n---\n\n");
     let sources_searched = if r.sources.is_empty() { json!("all") } else { json!(r.sources) };
-    Ok(json!({
-        "question": r.question,
-        "extracted_information": {
-            "type": kind,
-            "relevant_excerpts": excerpts.iter().map(|e| e.text.as_str()).collect::<Vec<_>>(),
-            "definition_candidates": candidates,
+    Ok(QuestionContext {
+        question: r.question.clone(),
+        confidence: confidence(&found, &excerpts, &words),
+        extracted_information: ExtractedInformation {
+            kind: kind.to_string(),
+            relevant_excerpts: excerpts.into_iter().map(|e| e.text).collect(),
+            definition_candidates: candidates,
         },
-        "confidence": confidence(&found, &excerpts, &words),
-        "context_chunks": chunks,
-        "search_info": {
-            "total_context_chunks": found.len(),
-            "search_method": r.mode.name(),
-            "sources_searched": sources_searched,
-            "context_limit": r.limit,
+        context_chunks: chunks,
+        search_info: QuestionSearchInfo {
+            total_context_chunks: found.len(),
+            search_method: r.mode.name().to_string(),
+            sources_searched,
+            context_limit: r.limit,
         },
-        "context_found": !found.is_empty(),
-        "raw_context": raw_context,
-    }))
+        context_found: !found.is_empty(),
+        raw_context,
+    })
 }
 
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = Request;
+    const NAME: &'static str = "search_by_question";
+    const TITLE: &'static str = "Answer context for a question";
+    const DESCRIPTION: &'static str = "Search for information using a natural language question: retrieves the most \
+        relevant passages, classifies the question (definition, process, time, place, person, reason, general), \
+        extracts the sentences that bear on it, offers definition candidates for what/define questions, and gives a \
+        confidence (0-100) from the retrieval scores. Compose the answer from the excerpts.";
+    const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::RagServer;
+    type Args = Args;
+    type Request = Request;
+    type Output = QuestionContext;
 
-    fn describe() -> Description {
-        Description {
-            name: "search_by_question",
-            title: "Answer context for a question",
-            description: "Search for information using a natural language question: retrieves the most relevant \
-                passages, classifies the question (definition, process, time, place, person, reason, general), \
-                extracts the sentences that bear on it, offers definition candidates for what/define questions, \
-                and gives a confidence (0-100) from the retrieval scores. Compose the answer from the excerpts.",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "question": { "type": "string", "description": "Question or information request" },
-                    "context_limit": { "type": "integer", "minimum": 1, "maximum": MAX_CONTEXT, "default": DEFAULT_CONTEXT, "description": "Max context chunks to analyze" },
-                    "sources": { "type": "array", "items": { "type": "string" }, "description": "Filter by file types: extensions or MIME types" },
-                    "search_method": { "type": "string", "enum": ["semantic", "hybrid"], "default": "semantic" },
-                },
-                "required": ["question"]
-            }),
-            output: Some(json!({
-                "type": "object",
-                "properties": {
-                    "question": { "type": "string" },
-                    "extracted_information": {
-                        "type": "object",
-                        "properties": {
-                            "type": { "type": "string", "enum": ["definition_or_fact", "process_or_method", "temporal", "location", "person_or_entity", "explanation_or_reason", "general_inquiry"] },
-                            "relevant_excerpts": { "type": "array", "items": { "type": "string" } },
-                            "definition_candidates": { "type": "array", "items": { "type": "string" } }
-                        },
-                        "required": ["type", "relevant_excerpts", "definition_candidates"]
-                    },
-                    "confidence": { "type": "integer", "minimum": 0, "maximum": 100 },
-                    "context_chunks": { "type": "array", "items": { "type": "object" } },
-                    "search_info": { "type": "object" },
-                    "context_found": { "type": "boolean" },
-                    "raw_context": { "type": "string" }
-                },
-                "required": ["question", "extracted_information", "confidence", "context_chunks", "search_info", "context_found", "raw_context"]
-            })),
-            annotations: tool::READS,
-        }
+    fn check(args: Args) -> Result<Request, CallError> {
+        check(args)
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        request(arguments)
-    }
-
-    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        rag_server::answer(run(&request), "QuestionSearchFailed", rag_server::CHECK_INDEXED)
+    fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<QuestionContext, CallError> {
+        run(&request).map_err(|e| rag_server::failed("QuestionSearchFailed", e, rag_server::CHECK_INDEXED))
     }
 }
 
@@ -410,8 +379,9 @@ mod tests {
 
     #[test]
     fn validates_arguments() {
+        let request = tool::decode::<Tool>;
         let err = |a: &str| match request(a) {
-            Err(CallError::InvalidArguments(b)) => serde_json::from_str::<Value>(&b).unwrap(),
+            Err(CallError::InvalidArguments(b)) => serde_json::from_str::<serde_json::Value>(&b).unwrap(),
             _ => panic!("{a} should be invalid"),
         };
         assert_eq!(err("{}")["error"], "InvalidQuestion");

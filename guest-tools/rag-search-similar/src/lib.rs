@@ -5,27 +5,33 @@
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::embedder::EmbedKind;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::rag_server::{self, document_id, metadata, round, source};
+use ragbox_sdk::protocol::{SimilarDocument, SimilarSearchInfo, SimilarToText};
+use ragbox_sdk::rag_server::{self, document_id, metadata_map, round, source_ref};
 use ragbox_sdk::text::truncate;
-use ragbox_sdk::tool::{self, Description, ToolSet};
-use ragbox_sdk::{CallError, ErrorCode, args, vectors};
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError, ErrorCode, args, vectors};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 const DEFAULT_LIMIT: u64 = 3;
 const MAX_LIMIT: u64 = 10;
 const DEFAULT_THRESHOLD: f64 = 0.1;
 const PREVIEW_BYTES: usize = 200;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
-    #[serde(default)]
+    /// Text to find similar content for
+    // Optional here so that its absence gets its own error type.
+    #[schemars(required)]
     reference_text: Option<String>,
+    /// Max similar documents
     #[serde(default, deserialize_with = "optional_count")]
+    #[schemars(range(min = 1, max = MAX_LIMIT), extend("default" = DEFAULT_LIMIT))]
     limit: Option<u64>,
-    #[serde(default)]
+    /// Exclude a file by name, path or id
     exclude_source: Option<String>,
-    #[serde(default)]
+    /// Min similarity score
+    #[schemars(range(min = 0, max = 1), extend("default" = DEFAULT_THRESHOLD))]
     similarity_threshold: Option<f64>,
 }
 
@@ -36,9 +42,8 @@ struct Request {
     threshold: f64,
 }
 
-fn request(arguments: &str) -> Result<Request, CallError> {
+fn check(a: Args) -> Result<Request, CallError> {
     let bad = rag_server::bad_parameter;
-    let a: Args = args::parse(arguments).map_err(bad)?;
     let text = a.reference_text.unwrap_or_default();
     if text.trim().is_empty() {
         return Err(rag_server::invalid(
@@ -61,7 +66,7 @@ fn excluded(path: &str, exclude: Option<&str>) -> bool {
     exclude.is_some_and(|x| path == x || path.rsplit('/').next() == Some(x) || document_id(path) == x)
 }
 
-fn run(r: &Request) -> Result<Value, String> {
+fn run(r: &Request) -> Result<SimilarToText, String> {
     let mut similar = Vec::new();
     let mut total_found = 0;
     // Enough chunks to find `limit` distinct documents in most corpora.
@@ -86,85 +91,48 @@ fn run(r: &Request) -> Result<Value, String> {
             if similar.len() as u64 == r.limit {
                 continue;
             }
-            similar.push(json!({
-                "rank": similar.len() + 1,
-                "similarity_score": round(score),
-                "content_preview": truncate(hit.chunk.text.trim(), PREVIEW_BYTES),
-                "full_content": hit.chunk.text,
-                "source": source(&hit.document, Some(hit.ordinal)),
-                "metadata": metadata(&hit.document),
-            }));
+            similar.push(SimilarDocument {
+                rank: similar.len() + 1,
+                similarity_score: round(score),
+                content_preview: truncate(hit.chunk.text.trim(), PREVIEW_BYTES),
+                source: source_ref(&hit.document, Some(hit.ordinal)),
+                metadata: metadata_map(&hit.document),
+                full_content: hit.chunk.text,
+            });
         }
     }
-    Ok(json!({
-        "reference_text": r.text,
-        "similar_documents": similar,
-        "total_found": total_found,
-        "search_info": {
-            "similarity_threshold": r.threshold,
-            "excluded_source": r.exclude,
-            "search_method": "semantic_similarity",
+    Ok(SimilarToText {
+        reference_text: r.text.clone(),
+        similar_documents: similar,
+        total_found,
+        search_info: SimilarSearchInfo {
+            similarity_threshold: r.threshold,
+            excluded_source: r.exclude.clone(),
+            search_method: "semantic_similarity".to_string(),
         },
-    }))
+    })
 }
 
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = Request;
+    const NAME: &'static str = "search_similar";
+    const TITLE: &'static str = "Find similar documents";
+    const DESCRIPTION: &'static str = "Find documents similar to provided reference text using semantic similarity: \
+        one entry per document (its closest passage), above similarity_threshold, best first. exclude_source leaves \
+        out a file by name, path or id.";
+    const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::RagServer;
+    type Args = Args;
+    type Request = Request;
+    type Output = SimilarToText;
 
-    fn describe() -> Description {
-        Description {
-            name: "search_similar",
-            title: "Find similar documents",
-            description: "Find documents similar to provided reference text using semantic similarity: one entry \
-                per document (its closest passage), above similarity_threshold, best first. exclude_source leaves \
-                out a file by name, path or id.",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "reference_text": { "type": "string", "description": "Text to find similar content for" },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Max similar documents" },
-                    "exclude_source": { "type": "string", "description": "Exclude a file by name, path or id" },
-                    "similarity_threshold": { "type": "number", "minimum": 0, "maximum": 1, "default": DEFAULT_THRESHOLD, "description": "Min similarity score" },
-                },
-                "required": ["reference_text"]
-            }),
-            output: Some(json!({
-                "type": "object",
-                "properties": {
-                    "reference_text": { "type": "string" },
-                    "similar_documents": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "rank": { "type": "integer" },
-                                "similarity_score": { "type": "number" },
-                                "content_preview": { "type": "string" },
-                                "full_content": { "type": "string" },
-                                "source": { "type": "object" },
-                                "metadata": { "type": "object" }
-                            },
-                            "required": ["rank", "similarity_score", "content_preview", "full_content", "source"]
-                        }
-                    },
-                    "total_found": { "type": "integer", "description": "Documents above the threshold (before limit)" },
-                    "search_info": { "type": "object" }
-                },
-                "required": ["reference_text", "similar_documents", "total_found", "search_info"]
-            })),
-            annotations: tool::READS,
-        }
+    fn check(args: Args) -> Result<Request, CallError> {
+        check(args)
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        request(arguments)
-    }
-
-    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        rag_server::answer(run(&request), "SimilaritySearchFailed", rag_server::CHECK_INDEXED)
+    fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<SimilarToText, CallError> {
+        run(&request).map_err(|e| rag_server::failed("SimilaritySearchFailed", e, rag_server::CHECK_INDEXED))
     }
 }
 
@@ -174,7 +142,11 @@ ragbox_sdk::export_tool!(Tool);
 mod tests {
     use super::*;
 
-    fn err(args: &str) -> Value {
+    fn request(json: &str) -> Result<Request, CallError> {
+        tool::decode::<Tool>(json)
+    }
+
+    fn err(args: &str) -> serde_json::Value {
         match request(args) {
             Err(CallError::InvalidArguments(body)) => serde_json::from_str(&body).unwrap(),
             _ => panic!("{args} should be invalid"),

@@ -6,25 +6,31 @@ use ragbox_sdk::args::optional_count;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{SearchResult, SearchResults};
 use ragbox_sdk::rag_server::{self, Mode, metadata_map, round, source_ref};
-use ragbox_sdk::tool::{self, Description, ToolSet};
-use ragbox_sdk::{CallError, args};
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError, args};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 const DEFAULT_LIMIT: u64 = 5;
 const MAX_LIMIT: u64 = 50;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
-    #[serde(default)]
+    /// Search query text
+    // Optional here so that its absence gets its own error type.
+    #[schemars(required)]
     query: Option<String>,
-    #[serde(default)]
+    #[schemars(extend("enum" = ["semantic", "hybrid", "fulltext"], "default" = "semantic"))]
     search_type: Option<String>,
+    /// Max results
     #[serde(default, deserialize_with = "optional_count")]
+    #[schemars(range(min = 1, max = MAX_LIMIT), extend("default" = DEFAULT_LIMIT))]
     limit: Option<u64>,
-    #[serde(default)]
+    /// Filter by file types: extensions ("md", "txt") or MIME types ("text/markdown")
     sources: Option<Vec<String>>,
-    #[serde(default)]
+    /// Key-value metadata filters: frontmatter fields must match exactly; type, date (YYYY-MM or YYYY-MM-DD) and path (folder prefix) are understood too
+    #[schemars(extend("additionalProperties" = { "type": ["string", "number", "boolean"] }))]
     metadata_filters: Option<Map<String, Value>>,
 }
 
@@ -36,9 +42,8 @@ struct Request {
     filter: ragbox_sdk::corpus::Filter,
 }
 
-fn request(arguments: &str) -> Result<Request, CallError> {
+fn check(a: Args) -> Result<Request, CallError> {
     let bad = rag_server::bad_parameter;
-    let a: Args = args::parse(arguments).map_err(bad)?;
     let query = a.query.unwrap_or_default();
     if query.trim().is_empty() {
         return Err(rag_server::invalid(
@@ -87,39 +92,24 @@ fn run(r: &Request) -> Result<SearchResults, String> {
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = Request;
+    const NAME: &'static str = "search";
+    const TITLE: &'static str = "Search documents";
+    const DESCRIPTION: &'static str = "Search documents using semantic, hybrid, or fulltext search methods. Semantic \
+        finds passages by meaning; fulltext ranks by keywords (BM25, English stemming); hybrid fuses both (reciprocal \
+        rank fusion) and is usually best. Filter by file type (sources) and metadata (frontmatter fields, type, date, \
+        path). Relevance scores are in 0..1.";
+    const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::RagServer;
+    type Args = Args;
+    type Request = Request;
+    type Output = SearchResults;
 
-    fn describe() -> Description {
-        Description {
-            name: "search",
-            title: "Search documents",
-            description: "Search documents using semantic, hybrid, or fulltext search methods. Semantic finds \
-                passages by meaning; fulltext ranks by keywords (BM25, English stemming); hybrid fuses both \
-                (reciprocal rank fusion) and is usually best. Filter by file type (sources) and metadata \
-                (frontmatter fields, type, date, path). Relevance scores are in 0..1.",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "query": { "type": "string", "description": "Search query text" },
-                    "search_type": { "type": "string", "enum": ["semantic", "hybrid", "fulltext"], "default": "semantic" },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Max results" },
-                    "sources": { "type": "array", "items": { "type": "string" }, "description": "Filter by file types: extensions (\"md\", \"txt\") or MIME types (\"text/markdown\")" },
-                    "metadata_filters": { "type": "object", "additionalProperties": { "type": ["string", "number", "boolean"] }, "description": "Key-value metadata filters: frontmatter fields must match exactly; type, date (YYYY-MM or YYYY-MM-DD) and path (folder prefix) are understood too" },
-                },
-                "required": ["query"]
-            }),
-            output: Some(ragbox_sdk::protocol::output_schema::<SearchResults>()),
-            annotations: tool::READS,
-        }
+    fn check(args: Args) -> Result<Request, CallError> {
+        check(args)
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        request(arguments)
-    }
-
-    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        rag_server::answer(run(&request), "SearchFailed", rag_server::CHECK_INDEXED)
+    fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<SearchResults, CallError> {
+        run(&request).map_err(|e| rag_server::failed("SearchFailed", e, rag_server::CHECK_INDEXED))
     }
 }
 
@@ -128,6 +118,10 @@ ragbox_sdk::export_tool!(Tool);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn request(json: &str) -> Result<Request, CallError> {
+        tool::decode::<Tool>(json)
+    }
 
     fn err(args: &str) -> Value {
         match request(args) {

@@ -4,7 +4,6 @@
 //! `YYYY-MM-DD` or `YYYY-MM` and the types come from `.workspace/registry.json`.
 
 use crate::CallError;
-use crate::bindings::ragbox::tools::host::{self, WorkspaceInfo};
 
 /// A Cortext tool's error result: `{"success": false, "error": message}`.
 pub fn error_body(message: &str) -> String {
@@ -19,27 +18,6 @@ pub fn failed(message: impl AsRef<str>) -> CallError {
 /// Arguments that do not fit, in Cortext's error shape.
 pub fn invalid(message: impl AsRef<str>) -> CallError {
     CallError::InvalidArguments(error_body(message.as_ref()))
-}
-
-/// The call's workspace, or the host's reason it is not allowed (`Workspace not allowed: …`).
-pub fn workspace() -> Result<WorkspaceInfo, CallError> {
-    host::workspace().map_err(|e| failed(e.message))
-}
-
-/// The call's arguments decoded into `T` and checked by `validate`, which
-/// gives back what the call needs from them (a count, say).
-pub fn checked_arguments<T: serde::de::DeserializeOwned, N>(
-    json: &str,
-    validate: impl FnOnce(&T) -> Result<N, String>,
-) -> Result<(T, N), CallError> {
-    let arguments: T = arguments(json)?;
-    let checked = validate(&arguments).map_err(invalid)?;
-    Ok((arguments, checked))
-}
-
-/// The call's arguments decoded into `T`, or an error naming the bad field.
-pub fn arguments<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, CallError> {
-    crate::args::parse(json).map_err(invalid)
 }
 
 /// The conversation types Cortext uses when a workspace has no registry.

@@ -45,12 +45,12 @@ impl Report {
     /// The Cortext result: `success`, `embedded`, `skipped`, `total_files`,
     /// `errors` (null when none) as seeds 000-001 give them, plus `removed`,
     /// `chunks` and, when the run stopped early, `complete: false` and why.
-    pub fn to_json(&self) -> String {
+    pub fn result(&self) -> IndexReport {
         let errors = (!self.errors.is_empty()).then(|| {
             let errors = self.errors.iter();
             errors.map(|(path, error)| FileError { path: path.clone(), error: error.clone() }).collect()
         });
-        let report = IndexReport {
+        IndexReport {
             success: true,
             embedded: self.embedded,
             skipped: self.skipped,
@@ -64,8 +64,7 @@ impl Report {
                  what was embedded is kept: run again to continue"
                     .to_string()
             }),
-        };
-        crate::to_json(&report)
+        }
     }
 }
 

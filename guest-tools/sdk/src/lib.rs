@@ -1,6 +1,6 @@
 //! Shared guest library for ragbox tool components.
 //!
-//! A tool crate implements [`bindings::Guest`] and calls [`export!`]; this crate
+//! A tool crate implements [`tool::Tool`] and calls [`export_tool!`]; this crate
 //! gives it the generated bindings, argument decoding with clear messages,
 //! Cortext path parsing and a workspace walker that honours `.gitignore`.
 

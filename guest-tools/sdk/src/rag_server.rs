@@ -9,7 +9,7 @@ use crate::bindings::ragbox::tools::vectors::Hit;
 use crate::cortext::DateRange;
 use crate::{CallError, Error};
 use ragbox_protocol::SourceRef;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
@@ -28,16 +28,6 @@ pub fn invalid(kind: &str, message: impl AsRef<str>, suggestion: &str) -> CallEr
 
 /// What a failed search suggests: the usual cause is an empty index.
 pub const CHECK_INDEXED: &str = "Check that the workspace is indexed (embed_workspace or `ragbox index`)";
-
-/// A tool's result as the JSON text it returns, or its failure as a seed-003
-/// error of type `kind` with `suggestion`.
-pub fn answer<T: serde::Serialize>(
-    result: Result<T, String>,
-    kind: &str,
-    suggestion: &str,
-) -> Result<String, CallError> {
-    result.map(|out| crate::to_json(&out)).map_err(|e| failed(kind, e, suggestion))
-}
 
 /// An argument that does not fit the input schema, in the seed-003 shape.
 pub fn bad_parameter(message: String) -> CallError {
@@ -132,11 +122,6 @@ pub fn source_ref(doc: &Document, chunk_index: Option<u32>) -> SourceRef {
     }
 }
 
-/// [`source_ref`] as a JSON object.
-pub fn source(doc: &Document, chunk_index: Option<u32>) -> Value {
-    json!(source_ref(doc, chunk_index))
-}
-
 /// A document's metadata: frontmatter fields, plus title, conversation type
 /// and date when known.
 pub fn metadata_map(doc: &Document) -> BTreeMap<String, String> {
@@ -147,11 +132,6 @@ pub fn metadata_map(doc: &Document) -> BTreeMap<String, String> {
         }
     }
     m
-}
-
-/// [`metadata_map`] as a JSON object.
-pub fn metadata(doc: &Document) -> Value {
-    json!(metadata_map(doc))
 }
 
 /// Builds the index filter from `sources` and `metadata_filters`. Keys `type`

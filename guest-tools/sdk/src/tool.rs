@@ -5,6 +5,9 @@
 
 use crate::bindings::ragbox::tools::host::{self, WorkspaceInfo};
 use crate::{Annotations, CallError, ToolInfo};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// The argument every tool takes: which workspace (the host resolves it).
@@ -26,66 +29,97 @@ pub const READS: Annotations = Annotations { read_only: true, destructive: false
 pub const INDEXES: Annotations =
     Annotations { read_only: false, destructive: false, idempotent: true, open_world: false };
 
-/// What a tool tells `tools/list`.
-pub struct Description {
+/// One tool: what it is, its arguments, how a call is checked and run. Its
+/// input and output schemas are derived from `Args` and `Output`.
+pub trait Tool {
     /// MCP tool name.
-    pub name: &'static str,
+    const NAME: &'static str;
     /// Short title.
-    pub title: &'static str,
+    const TITLE: &'static str;
     /// What it does, for an agent choosing among tools.
-    pub description: &'static str,
-    /// JSON Schema of the arguments; `workspace_path` is added when it does not name it.
-    pub input: Value,
-    /// JSON Schema of a successful result.
-    pub output: Option<Value>,
+    const DESCRIPTION: &'static str;
     /// MCP hints.
-    pub annotations: Annotations,
+    const ANNOTATIONS: Annotations;
+    /// Its tool set (the shape of its errors).
+    const SET: ToolSet;
+    /// The arguments as sent; their doc comments describe them to agents.
+    /// `workspace_path` is added by the toolkit.
+    type Args: DeserializeOwned + JsonSchema;
+    /// A checked call.
+    type Request;
+    /// A successful result.
+    type Output: Answer;
+    /// Checks decoded arguments, touching neither the host nor the workspace
+    /// (what the argument fuzz target drives natively).
+    fn check(args: Self::Args) -> Result<Self::Request, CallError>;
+    /// Runs a checked call in the granted `workspace`.
+    fn run(request: Self::Request, workspace: &WorkspaceInfo) -> Result<Self::Output, CallError>;
 }
 
-/// One tool.
-pub trait Tool {
-    /// A decoded, checked call.
-    type Request;
-    /// Its tool set.
-    const SET: ToolSet;
-    /// Its `tools/list` entry.
-    fn describe() -> Description;
-    /// Decodes and checks the arguments, touching neither the host nor the
-    /// workspace (what the argument fuzz target drives natively).
-    fn decode(arguments: &str) -> Result<Self::Request, CallError>;
-    /// Runs a checked call in the granted `workspace`; the result as JSON text.
-    fn run(request: Self::Request, workspace: &WorkspaceInfo) -> Result<String, CallError>;
+/// What a tool answers: JSON of a protocol type, or [`Text`].
+pub trait Answer {
+    /// The result's JSON Schema, when it is JSON.
+    fn schema() -> Option<Value>;
+    /// The result as the text the client receives.
+    fn into_text(self) -> String;
+}
+
+impl<T: Serialize + JsonSchema> Answer for T {
+    fn schema() -> Option<Value> {
+        Some(crate::protocol::output_schema::<T>())
+    }
+
+    fn into_text(self) -> String {
+        crate::to_json(&self)
+    }
+}
+
+/// A result in plain text (a layout a tool set documents), with no output schema.
+pub struct Text(pub String);
+
+impl Answer for Text {
+    fn schema() -> Option<Value> {
+        None
+    }
+
+    fn into_text(self) -> String {
+        self.0
+    }
 }
 
 /// The component's `describe`: the tool's entry with `workspace_path` added.
 pub fn describe<T: Tool>() -> ToolInfo {
-    let d = T::describe();
-    let mut input = d.input;
-    if let Some(properties) = input.get_mut("properties").and_then(Value::as_object_mut) {
-        let schema = json!({ "type": "string", "description": "Optional workspace root path" });
+    let mut input = crate::protocol::input_schema::<T::Args>();
+    // A struct without fields has no `properties` to add to yet.
+    if let Some(Value::Object(properties)) = input.as_object_mut().map(|o| o.entry("properties").or_insert(json!({}))) {
+        let schema = json!({
+            "type": "string",
+            "description": "Optional workspace root path (the served workspace or one allowed in config)"
+        });
         properties.entry(WORKSPACE_PATH).or_insert(schema);
     }
     ToolInfo {
-        name: d.name.into(),
-        title: Some(d.title.into()),
-        description: d.description.into(),
+        name: T::NAME.into(),
+        title: Some(T::TITLE.into()),
+        description: T::DESCRIPTION.into(),
         input_schema: input.to_string(),
-        output_schema: d.output.map(|o| o.to_string()),
-        annotations: d.annotations,
+        output_schema: T::Output::schema().map(|o| o.to_string()),
+        annotations: T::ANNOTATIONS,
+    }
+}
+
+/// An argument error in `T`'s tool set's shape.
+fn invalid<T: Tool>(message: String) -> CallError {
+    match T::SET {
+        ToolSet::Cortext => crate::cortext::invalid(message),
+        ToolSet::RagServer => crate::rag_server::bad_parameter(message),
     }
 }
 
 /// Decodes `arguments` for `T`: the argument every tool shares, then its own.
 pub fn decode<T: Tool>(arguments: &str) -> Result<T::Request, CallError> {
-    check_workspace_path(arguments).map_err(|message| match T::SET {
-        ToolSet::Cortext => crate::cortext::invalid(message),
-        ToolSet::RagServer => crate::rag_server::invalid(
-            "InvalidParameter",
-            message,
-            "Check the parameter against the tool's input schema",
-        ),
-    })?;
-    T::decode(arguments)
+    check_workspace_path(arguments).map_err(invalid::<T>)?;
+    T::check(crate::args::parse(arguments).map_err(invalid::<T>)?)
 }
 
 /// `workspace_path`, when given, must be a string. (The host reads only a
@@ -112,7 +146,7 @@ pub fn call<T: Tool>(arguments: &str) -> Result<String, CallError> {
             "Omit workspace_path to use the served workspace",
         ),
     })?;
-    T::run(decode::<T>(arguments)?, &workspace)
+    T::run(decode::<T>(arguments)?, &workspace).map(Answer::into_text)
 }
 
 /// Exports `$tool` (a [`Tool`]) as the component, and `decode` for the fuzz
@@ -146,7 +180,68 @@ macro_rules! export_tool {
 
 #[cfg(test)]
 mod tests {
-    use super::check_workspace_path;
+    use super::*;
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    struct NoArgs {}
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    struct Args {
+        /// What to find
+        query: String,
+    }
+
+    /// A tool of either shape: `A` its arguments, `O` its answer.
+    struct Probe<A, O>(std::marker::PhantomData<(A, O)>);
+
+    impl<A: DeserializeOwned + JsonSchema, O: Answer> Tool for Probe<A, O> {
+        const NAME: &'static str = "probe";
+        const TITLE: &'static str = "Probe";
+        const DESCRIPTION: &'static str = "A test tool";
+        const ANNOTATIONS: Annotations = READS;
+        const SET: ToolSet = ToolSet::RagServer;
+        type Args = A;
+        type Request = A;
+        type Output = O;
+
+        fn check(args: A) -> Result<A, CallError> {
+            Ok(args)
+        }
+
+        fn run(_: A, _: &WorkspaceInfo) -> Result<O, CallError> {
+            unreachable!("only described and decoded here")
+        }
+    }
+
+    #[test]
+    fn schemas_come_from_the_types_with_workspace_path_added() {
+        let info = describe::<Probe<Args, crate::protocol::IndexReport>>();
+        let input: Value = serde_json::from_str(&info.input_schema).unwrap();
+        assert_eq!(input["required"], json!(["query"]));
+        assert_eq!(input["properties"]["query"], json!({"type": "string", "description": "What to find"}));
+        assert_eq!(input["properties"][WORKSPACE_PATH]["type"], "string");
+        let output: Value = serde_json::from_str(info.output_schema.as_deref().unwrap()).unwrap();
+        assert!(output["required"].as_array().unwrap().contains(&json!("total_files")), "{output}");
+
+        let info = describe::<Probe<NoArgs, Text>>();
+        let input: Value = serde_json::from_str(&info.input_schema).unwrap();
+        assert_eq!(input["type"], "object");
+        assert_eq!(input["properties"][WORKSPACE_PATH]["type"], "string", "{input}");
+        assert!(info.output_schema.is_none(), "text has no output schema");
+    }
+
+    #[test]
+    fn decoding_errors_take_the_tool_sets_shape() {
+        type P = Probe<Args, Text>;
+        let Err(CallError::InvalidArguments(body)) = decode::<P>(r#"{"query":3}"#) else { panic!("accepted") };
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["error"], "InvalidParameter");
+        assert!(body["message"].as_str().unwrap().starts_with("argument 'query'"), "{body}");
+        let Err(CallError::InvalidArguments(_)) = decode::<P>(r#"{"query":"x","workspace_path":1}"#) else {
+            panic!("accepted a numeric workspace_path")
+        };
+        assert_eq!(decode::<P>(r#"{"query":"x"}"#).ok().map(|a| a.query), Some("x".to_string()));
+    }
 
     #[test]
     fn workspace_path_must_be_a_string_when_given() {

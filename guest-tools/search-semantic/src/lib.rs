@@ -1,27 +1,30 @@
 //! Cortext's `search_semantic`: the chunks closest in meaning to a query,
 //! filtered by conversation type and date (seeds 000-002).
 
-use ragbox_sdk::CallError;
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, DateRange};
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{Passage, SemanticResults};
 use ragbox_sdk::semantic;
-use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 const DEFAULT_RESULTS: u64 = 10;
 const MAX_RESULTS: u64 = 100;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
+    /// Search query
     query: String,
+    /// Maximum number of results
     #[serde(default, deserialize_with = "optional_count")]
+    #[schemars(range(min = 1, max = MAX_RESULTS), extend("type" = "number", "default" = DEFAULT_RESULTS))]
     n_results: Option<u64>,
-    #[serde(default)]
+    /// Filter by type (brainstorm, debug, learn, meeting, plan, review, or a type from .workspace/registry.json)
     conversation_type: Option<String>,
-    #[serde(default)]
+    /// YYYY-MM or YYYY-MM-DD
     date_range: Option<String>,
 }
 
@@ -82,44 +85,26 @@ fn run(r: &Request) -> Result<SemanticResults, String> {
     })
 }
 
-fn parse(arguments: &str) -> Result<Request, CallError> {
-    Request::from_args(cortext::arguments(arguments)?).map_err(cortext::invalid)
-}
-
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = Request;
+    const NAME: &'static str = "search_semantic";
+    const TITLE: &'static str = "Semantic search";
+    const DESCRIPTION: &'static str = "Semantic search across workspace using embeddings: finds the passages \
+        closest in meaning to the query, even without shared words. Results are sorted by score, highest first. \
+        Filter by conversation type and by date (YYYY-MM or YYYY-MM-DD). Needs embed_workspace to have run.";
+    const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::Cortext;
+    type Args = Args;
+    type Request = Request;
+    type Output = SemanticResults;
 
-    fn describe() -> Description {
-        Description {
-            name: "search_semantic",
-            title: "Semantic search",
-            description: "Semantic search across workspace using embeddings: finds the passages closest in meaning \
-                to the query, even without shared words. Results are sorted by score, highest first. Filter by \
-                conversation type and by date (YYYY-MM or YYYY-MM-DD). Needs embed_workspace to have run.",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "query": { "type": "string", "description": "Search query" },
-                    "n_results": { "type": "number", "default": DEFAULT_RESULTS, "minimum": 1, "maximum": MAX_RESULTS, "description": "Maximum number of results" },
-                    "conversation_type": { "type": "string", "description": "Filter by type (brainstorm, debug, learn, meeting, plan, review, or a type from .workspace/registry.json)" },
-                    "date_range": { "type": "string", "description": "YYYY-MM or YYYY-MM-DD" }
-                },
-                "required": ["query"]
-            }),
-            output: Some(ragbox_sdk::protocol::output_schema::<SemanticResults>()),
-            annotations: tool::READS,
-        }
+    fn check(args: Args) -> Result<Request, CallError> {
+        Request::from_args(args).map_err(cortext::invalid)
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        parse(arguments)
-    }
-
-    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        Ok(ragbox_sdk::to_json(&run(&request).map_err(cortext::failed)?))
+    fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<SemanticResults, CallError> {
+        run(&request).map_err(cortext::failed)
     }
 }
 

@@ -8,11 +8,11 @@ use ragbox_sdk::corpus::Filter;
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::skill::MARKER;
-use ragbox_sdk::tool::{self, Description, ToolSet};
+use ragbox_sdk::tool::{self, Text, ToolSet};
 use ragbox_sdk::vectors::Hit;
-use ragbox_sdk::{CallError, semantic};
+use ragbox_sdk::{Annotations, CallError, semantic};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 const DEFAULT_RESULTS: u64 = 3;
 /// Seed 004 caps results at five.
@@ -21,22 +21,33 @@ const MAX_RESULTS: u64 = 5;
 const MIN_RELEVANCE: f32 = 0.1;
 const NO_MATCH: &str = "No matching skills found.";
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
+    /// Natural language description of the capability needed (e.g., 'fix redis timeout issues')
     query: String,
+    /// Number of results to return (default: 3, max: 5)
     #[serde(default, deserialize_with = "optional_count")]
+    #[schemars(extend("default" = DEFAULT_RESULTS))]
     n_results: Option<u64>,
 }
 
-fn validate(a: &Args) -> Result<u64, String> {
+/// A checked call: the query, and how many skills.
+#[derive(Debug, PartialEq)]
+struct Request {
+    query: String,
+    n: u64,
+}
+
+fn check(a: Args) -> Result<Request, String> {
     if a.query.trim().is_empty() {
         return Err("query must not be empty: describe the capability needed, e.g. 'fix redis timeout issues'".into());
     }
-    match a.n_results {
-        Some(0) => Err("n_results must be at least 1".into()),
+    let n = match a.n_results {
+        Some(0) => return Err("n_results must be at least 1".into()),
         // As seed 004 does: more than five is read as five.
-        n => Ok(n.unwrap_or(DEFAULT_RESULTS).min(MAX_RESULTS)),
-    }
+        n => n.unwrap_or(DEFAULT_RESULTS).min(MAX_RESULTS),
+    };
+    Ok(Request { query: a.query.trim().to_string(), n })
 }
 
 fn metadata<'a>(hit: &'a Hit, key: &str) -> &'a str {
@@ -81,43 +92,26 @@ fn run(query: &str, n: u64) -> Result<String, String> {
     Ok(hits.iter().enumerate().map(|(i, h)| format_match(i, h)).collect::<Vec<_>>().join("\n"))
 }
 
-fn parse(arguments: &str) -> Result<(Args, u64), CallError> {
-    cortext::checked_arguments(arguments, validate)
-}
-
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = (Args, u64);
+    const NAME: &'static str = "search_skills";
+    const TITLE: &'static str = "Search skills";
+    const DESCRIPTION: &'static str = "Search the skills library using natural language. Returns full skill \
+        definitions for the most relevant matches: each skill's name, path, tags, relevance and its complete SKILL.md \
+        (never a fragment), found by what the skill is for.";
+    const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::Cortext;
+    type Args = Args;
+    type Request = Request;
+    type Output = Text;
 
-    fn describe() -> Description {
-        Description {
-            name: "search_skills",
-            title: "Search skills",
-            description: "Search the skills library using natural language. Returns full skill definitions for the \
-                most relevant matches: each skill's name, path, tags, relevance and its complete SKILL.md (never a \
-                fragment), found by what the skill is for.",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "query": { "type": "string", "description": "Natural language description of the capability needed (e.g., 'fix redis timeout issues')" },
-                    "n_results": { "type": "integer", "description": "Number of results to return (default: 3, max: 5)", "default": DEFAULT_RESULTS },
-                },
-                "required": ["query"]
-            }),
-            output: None,
-            annotations: tool::READS,
-        }
+    fn check(args: Args) -> Result<Request, CallError> {
+        check(args).map_err(cortext::invalid)
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        parse(arguments)
-    }
-
-    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        let (a, n) = request;
-        run(a.query.trim(), n).map_err(cortext::failed)
+    fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<Text, CallError> {
+        run(&request.query, request.n).map(Text).map_err(cortext::failed)
     }
 }
 
@@ -129,7 +123,7 @@ mod tests {
 
     #[test]
     fn n_results_defaults_to_three_and_caps_at_five() {
-        let v = |json: &str| ragbox_sdk::args::parse::<Args>(json).and_then(|a| validate(&a));
+        let v = |json: &str| ragbox_sdk::args::parse::<Args>(json).and_then(check).map(|r| r.n);
         assert_eq!(v(r#"{"query":"x"}"#), Ok(3));
         assert_eq!(v(r#"{"query":"x","n_results":9}"#), Ok(5));
         assert!(v(r#"{"query":"x","n_results":0}"#).is_err());

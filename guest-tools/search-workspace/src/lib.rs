@@ -6,26 +6,33 @@ use ragbox_sdk::cortext::{self, ConversationPath, DateRange, Layout};
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{KeywordResults, LineMatch};
 use ragbox_sdk::text::{looks_binary, truncate};
-use ragbox_sdk::tool::{self, Description, ToolSet};
-use ragbox_sdk::{CallError, host, walk};
+use ragbox_sdk::tool::{self, ToolSet};
+use ragbox_sdk::{Annotations, CallError, host, walk};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 const DEFAULT_LIMIT: u64 = 10;
 const MAX_LIMIT: u64 = 1000;
 /// Longest line text returned per match; agents get the path and line to read more.
 const MAX_TEXT_BYTES: usize = 400;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
+    /// Text to find (case-insensitive), or a regular expression when regex is true
     query: String,
+    /// Treat query as a regular expression (Rust regex syntax)
     #[serde(default)]
+    #[schemars(extend("default" = false))]
     regex: bool,
-    #[serde(default, rename = "type")]
+    /// Conversation type to search (brainstorm, debug, learn, meeting, plan, review, …) or "all"
+    #[serde(rename = "type")]
+    #[schemars(extend("default" = "all"))]
     kind: Option<String>,
-    #[serde(default)]
+    /// Only conversations from this month or day: YYYY-MM or YYYY-MM-DD
     date_range: Option<String>,
+    /// Maximum number of matching lines
     #[serde(default, deserialize_with = "optional_count")]
+    #[schemars(range(min = 1, max = MAX_LIMIT), extend("type" = "number", "default" = DEFAULT_LIMIT))]
     limit: Option<u64>,
 }
 
@@ -125,55 +132,27 @@ fn search(s: &Search) -> KeywordResults {
     }
 }
 
-fn parse(arguments: &str) -> Result<Search, CallError> {
-    Search::from_args(cortext::arguments(arguments)?).map_err(cortext::invalid)
-}
-
 struct Tool;
 
 impl ragbox_sdk::tool::Tool for Tool {
-    type Request = Search;
+    const NAME: &'static str = "search_workspace";
+    const TITLE: &'static str = "Search workspace (keyword)";
+    const DESCRIPTION: &'static str = "Keyword search across the workspace's text files (notes, conversations, docs, \
+        code). Finds lines containing the query (case-insensitive), or matching it as a regular expression when regex \
+        is true. Filter by Cortext conversation type and date. Respects .gitignore.";
+    const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::Cortext;
+    type Args = Args;
+    type Request = Search;
+    type Output = KeywordResults;
 
-    fn describe() -> Description {
-        Description {
-            name: "search_workspace",
-            title: "Search workspace (keyword)",
-            description: "Keyword search across the workspace's text files (notes, conversations, docs, code). \
-                Finds lines containing the query (case-insensitive), or matching it as a regular expression \
-                when regex is true. Filter by Cortext conversation type and date. Respects .gitignore.",
-            input: input_schema(),
-            output: Some(output_schema()),
-            annotations: tool::READS,
-        }
+    fn check(args: Args) -> Result<Search, CallError> {
+        Search::from_args(args).map_err(cortext::invalid)
     }
 
-    fn decode(arguments: &str) -> Result<Self::Request, CallError> {
-        parse(arguments)
+    fn run(request: Search, _workspace: &WorkspaceInfo) -> Result<KeywordResults, CallError> {
+        Ok(search(&request))
     }
-
-    fn run(request: Self::Request, _workspace: &WorkspaceInfo) -> Result<String, CallError> {
-        Ok(ragbox_sdk::to_json(&search(&request)))
-    }
-}
-
-fn input_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "query": { "type": "string", "description": "Text to find (case-insensitive), or a regular expression when regex is true" },
-            "regex": { "type": "boolean", "default": false, "description": "Treat query as a regular expression (Rust regex syntax)" },
-            "type": { "type": "string", "default": "all", "description": "Conversation type to search (brainstorm, debug, learn, meeting, plan, review, …) or \"all\"" },
-            "date_range": { "type": "string", "description": "Only conversations from this month or day: YYYY-MM or YYYY-MM-DD" },
-            "limit": { "type": "number", "default": DEFAULT_LIMIT, "minimum": 1, "maximum": MAX_LIMIT, "description": "Maximum number of matching lines" },
-            "workspace_path": { "type": "string", "description": "Optional workspace root path (the served workspace or one allowed in config)" }
-        },
-        "required": ["query"]
-    })
-}
-
-fn output_schema() -> Value {
-    ragbox_sdk::protocol::output_schema::<KeywordResults>()
 }
 
 ragbox_sdk::export_tool!(Tool);
