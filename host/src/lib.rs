@@ -17,6 +17,7 @@ mod mcp;
 pub mod runtime;
 pub mod store;
 mod text;
+mod walk;
 mod watch;
 pub mod workspace;
 

@@ -143,6 +143,40 @@ async fn seed_000_scenarios_and_incremental_runs() {
     client.cancel().await.unwrap();
 }
 
+/// Sets `rel`'s modification time in `f`'s workspace.
+fn set_mtime(f: &Fixture, rel: &str, to: std::time::SystemTime) {
+    let file = std::fs::File::options().write(true).open(f.workspace.join(rel)).unwrap();
+    file.set_modified(to).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_whose_size_and_mtime_are_as_indexed_is_not_read_again() {
+    let f = Fixture::empty();
+    let old = std::time::SystemTime::now() - Duration::from_secs(120);
+    for name in ["a", "b", "c"] {
+        f.write(&format!("notes/{name}.md"), &format!("# {name}\n\nThe first version of note {name}."));
+        set_mtime(&f, &format!("notes/{name}.md"), old);
+    }
+    assert_eq!(index(&f)["embedded"], 3);
+    // Same size, same mtime: taken as unchanged without reading it, as git does.
+    f.write("notes/a.md", "# a\n\nThe other version of note a.");
+    set_mtime(&f, "notes/a.md", old);
+    // Same size, a new mtime: read, and the hash tells it changed.
+    f.write("notes/b.md", "# b\n\nThe other version of note b.");
+    let s = status(&f);
+    assert_eq!(s["pending"]["changed"], json!({"count": 1, "paths": ["notes/b.md"]}), "{s}");
+    assert_eq!(s["pending"]["total"], 1, "{s}");
+    // Touched but the same content: read, found unchanged.
+    set_mtime(&f, "notes/c.md", std::time::SystemTime::now());
+    let r = index(&f);
+    assert_eq!((&r["embedded"], &r["skipped"]), (&json!(1), &json!(2)), "{r}");
+    // The paths a watcher names are always read: the hidden edit to a.md is found.
+    let client = f.connect().await;
+    let r = ok(&client, "embed_workspace", json!({"paths": ["notes/a.md"]})).await;
+    assert_eq!((&r["embedded"], &r["skipped"]), (&json!(1), &json!(0)), "{r}");
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn status_before_anything_is_embedded_creates_nothing() {
     let f = conversations();

@@ -74,6 +74,8 @@ struct Content {
     hash: String,
     size: u64,
     mtime: i64,
+    /// When it was read (seconds since the Unix epoch), for [`unchanged_by_stat`].
+    read_at: i64,
 }
 
 /// How the files in scope compare with the index.
@@ -183,6 +185,17 @@ pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Doc
         if !only.wants(&entry.path) {
             continue;
         }
+        // A full walk trusts size and mtime where they can be trusted; a watcher's paths are read.
+        if matches!(scope, Scope::Under(_))
+            && let Some(d) = stored.get(&entry.path)
+            && unchanged_by_stat(&entry, d)
+            && indexed_as_now(&entry.path, d)
+        {
+            survey.total_files += 1;
+            survey.unchanged += 1;
+            on_disk.insert(entry.path);
+            continue;
+        }
         let outcome =
             if entry.size > walk::DEFAULT_MAX_FILE_BYTES { Err(too_large(entry.size)) } else { read(&entry.path) };
         let content = match outcome {
@@ -217,6 +230,21 @@ pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Doc
             stored.keys().filter(|p| scope.covers(p) && only.wants(p) && !on_disk.contains(*p)).cloned().collect();
     }
     survey
+}
+
+/// The metadata key of when a document's file was read, seconds since the Unix epoch.
+const READ_AT: &str = "ragbox.read_at";
+
+/// Whether a file's size and mtime say it is unchanged since `stored` was
+/// read, without reading it. Only when its mtime is of a second before the
+/// one it was read in: a write in the same second as the read would have left
+/// the mtime as it was (git's "racily clean" files).
+fn unchanged_by_stat(entry: &walk::Entry, stored: &Document) -> bool {
+    let read_at = stored.metadata.iter().find(|(k, _)| k == READ_AT).and_then(|(_, v)| v.parse::<i64>().ok());
+    entry.mtime > 0
+        && entry.size == stored.size
+        && entry.mtime == stored.mtime
+        && read_at.is_some_and(|read_at| entry.mtime < read_at)
 }
 
 /// Whether a stored document was cut the way its file is cut now: skills and
@@ -400,6 +428,8 @@ fn flush(batch: &mut Vec<Pending>, report: &mut Report) -> Result<u64, String> {
     for Pending { path, content, chunks, embed, prepared } in batch.drain(..) {
         let doc_vectors: Vec<Vec<f32>> = vectors.by_ref().take(embed.len()).collect();
         let conversation = prepared.conversation;
+        let mut metadata = prepared.metadata;
+        metadata.push((READ_AT.to_string(), content.read_at.to_string()));
         chunk_count += chunks.len() as u64;
         documents.push(NewDocument {
             path,
@@ -410,7 +440,7 @@ fn flush(batch: &mut Vec<Pending>, report: &mut Report) -> Result<u64, String> {
             title: prepared.title,
             conversation_type: conversation.as_ref().map(|c| c.kind.clone()),
             date: conversation.map(|c| c.date),
-            metadata: prepared.metadata,
+            metadata,
             chunks,
             vectors: doc_vectors,
         });
@@ -440,18 +470,15 @@ fn read(path: &str) -> Result<Option<Content>, String> {
         };
     }
     let hash = hex(&Sha256::digest(&bytes));
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_secs() as i64);
+    let (_, mtime) = walk::stat(&meta);
     let size = bytes.len() as u64;
+    let read_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     // Invalid UTF-8 is read with replacement characters rather than refused.
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    Ok(Some(Content { text, hash, size, mtime }))
+    Ok(Some(Content { text, hash, size, mtime, read_at }))
 }
 
 /// The content hash the index records: sha256, hex.
@@ -469,4 +496,40 @@ fn too_large(size: u64) -> String {
         size as f64 / (1 << 20) as f64,
         walk::DEFAULT_MAX_FILE_BYTES >> 20
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(size: u64, mtime: i64, read_at: Option<i64>) -> Document {
+        Document {
+            path: "notes/a.md".into(),
+            content_hash: "h".into(),
+            size,
+            mtime,
+            kind: "markdown".into(),
+            title: None,
+            conversation_type: None,
+            date: None,
+            metadata: read_at.map(|r| (READ_AT.to_string(), r.to_string())).into_iter().collect(),
+            embedded_at: 0,
+            model_id: "m".into(),
+            chunks: 1,
+        }
+    }
+
+    #[test]
+    fn size_and_mtime_are_trusted_only_for_files_written_before_the_second_they_were_read() {
+        let entry = walk::Entry { path: "notes/a.md".into(), size: 10, mtime: 1_000 };
+        assert!(unchanged_by_stat(&entry, &stored(10, 1_000, Some(1_001))));
+        // Written in the second it was read: a second write then would keep the mtime.
+        assert!(!unchanged_by_stat(&entry, &stored(10, 1_000, Some(1_000))));
+        // Indexed by a ragbox that did not record when it read.
+        assert!(!unchanged_by_stat(&entry, &stored(10, 1_000, None)));
+        assert!(!unchanged_by_stat(&entry, &stored(11, 1_000, Some(2_000))), "size changed");
+        assert!(!unchanged_by_stat(&entry, &stored(10, 999, Some(2_000))), "mtime changed");
+        let unknown = walk::Entry { mtime: 0, ..entry };
+        assert!(!unchanged_by_stat(&unknown, &stored(10, 0, Some(2_000))), "no mtime to compare");
+    }
 }

@@ -125,7 +125,9 @@ pub fn source_ref(doc: &Document, chunk_index: Option<u32>) -> SourceRef {
 /// A document's metadata: frontmatter fields, plus title, conversation type
 /// and date when known.
 pub fn metadata_map(doc: &Document) -> BTreeMap<String, String> {
-    let mut m: BTreeMap<String, String> = doc.metadata.iter().cloned().collect();
+    // `ragbox.*` keys are the indexer's bookkeeping, not the document's.
+    let own = doc.metadata.iter().filter(|(k, _)| !k.starts_with("ragbox."));
+    let mut m: BTreeMap<String, String> = own.cloned().collect();
     for (key, value) in [("title", &doc.title), ("type", &doc.conversation_type), ("date", &doc.date)] {
         if let Some(v) = value {
             m.entry(key.to_string()).or_insert_with(|| v.clone());

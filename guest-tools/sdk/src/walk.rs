@@ -1,5 +1,7 @@
-//! Walking the workspace the guest sees (read-only, as its current directory).
+//! Walking the workspace the guest sees (read-only, as its current directory):
+//! whole trees through the host, single folders through WASI.
 
+use crate::host;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -16,43 +18,54 @@ pub struct Entry {
     pub path: String,
     /// Size in bytes, from the directory entry.
     pub size: u64,
+    /// Modification time, seconds since the Unix epoch (0 when unknown).
+    pub mtime: i64,
 }
 
-/// Walks `root` (a path inside the workspace, `.` for all of it) in path order,
-/// honouring `.gitignore`, `.ignore` and `.git/info/exclude` even outside a git
-/// repository, and skipping ragbox's data dir and VCS folders. Hidden files are
-/// included: Cortext keeps its memory under `.workspace/`. Errors on single
-/// entries (unreadable folder, broken symlink, a name that is not UTF-8) are
-/// passed to `on_error` as (path when known, what happened) and the walk goes on.
+/// Size and modification time (seconds, 0 when unknown) of a file's metadata.
+pub fn stat(meta: &std::fs::Metadata) -> (u64, i64) {
+    let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    (meta.len(), mtime.map_or(0, |d| d.as_secs() as i64))
+}
+
+/// The files at or under `root` (a path inside the workspace, `.` for all of
+/// it) in path order, honouring `.gitignore` and `.ignore` even outside a git
+/// repository, and skipping ragbox's data dir and VCS folders (so
+/// `.git/info/exclude` is not read). Hidden files are included: Cortext keeps its
+/// memory under `.workspace/`. Listed by the host (`host.files`), natively:
+/// walking through WASI costs the filesystem guard several syscalls an entry.
+/// What could not be listed (unreadable folder, broken symlink, a name that
+/// is not UTF-8) is passed to `on_error` as (path when known, what happened).
 pub fn files(root: &str, mut on_error: impl FnMut(Option<String>, String)) -> Vec<Entry> {
-    let mut out = Vec::new();
-    let walker = builder(root).build();
-    for item in walker {
-        match item {
-            Ok(entry) => {
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    continue;
-                }
-                let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-                out.push(Entry { path: relative(entry.path()), size });
+    match host::files(root) {
+        Ok((found, errors)) => {
+            for e in errors {
+                on_error(e.path, e.message);
             }
-            Err(err) => {
-                let (path, message) = describe(&err);
-                on_error(path, message);
-            }
+            found.into_iter().map(|f| Entry { path: f.path, size: f.size, mtime: f.mtime }).collect()
+        }
+        Err(e) => {
+            on_error(Some(root.to_string()), e.message);
+            Vec::new()
         }
     }
-    out
 }
 
-/// The walk every listing shares: ignore files honoured, ragbox's and VCS folders skipped.
+/// The walk a folder's listing takes (for a watcher's paths): the host's
+/// rules for `host.files` (`host/src/walk.rs`), through WASI.
 fn builder(root: &str) -> ignore::WalkBuilder {
     let mut b = ignore::WalkBuilder::new(root);
-    b.hidden(false).require_git(false).follow_links(false).sort_by_file_name(|a, b| a.cmp(b)).filter_entry(|e| {
-        !(e.depth() > 0
-            && e.file_type().is_some_and(|t| t.is_dir())
-            && e.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n)))
-    });
+    b.hidden(false)
+        .require_git(false)
+        .git_exclude(false)
+        .git_global(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|e| {
+            !(e.depth() > 0
+                && e.file_type().is_some_and(|t| t.is_dir())
+                && e.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n)))
+        });
     b
 }
 
@@ -77,8 +90,8 @@ pub fn files_at(paths: &[String], mut on_error: impl FnMut(Option<String>, Strin
             continue;
         }
         match listings.get(parent, &mut on_error).get(name) {
-            Some(Listed::File(size)) => {
-                out.insert(path.to_string(), Entry { path: path.to_string(), size: *size });
+            Some(&Listed::File(size, mtime)) => {
+                out.insert(path.to_string(), Entry { path: path.to_string(), size, mtime });
             }
             Some(Listed::Dir) => out.extend(files(path, &mut on_error).into_iter().map(|e| (e.path.clone(), e))),
             None => {}
@@ -89,7 +102,8 @@ pub fn files_at(paths: &[String], mut on_error: impl FnMut(Option<String>, Strin
 
 /// A child of a folder as a full walk sees it.
 enum Listed {
-    File(u64),
+    /// A file, its size and mtime.
+    File(u64, i64),
     Dir,
 }
 
@@ -113,8 +127,8 @@ impl Listings {
                         if kind.is_dir() {
                             children.insert(name.to_string(), Listed::Dir);
                         } else if kind.is_file() {
-                            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-                            children.insert(name.to_string(), Listed::File(size));
+                            let (size, mtime) = entry.metadata().map(|m| stat(&m)).unwrap_or_default();
+                            children.insert(name.to_string(), Listed::File(size, mtime));
                         }
                     }
                     Ok(_) => {}

@@ -1,7 +1,7 @@
 //! `ragbox:tools/host`: logging, progress, cancellation and the call's workspace.
 
 use crate::runtime::bindings::ragbox::tools::{host, types};
-use crate::runtime::{HostState, Level, Progress};
+use crate::runtime::{HostState, Level, Progress, Stage};
 
 /// Longest log line or progress message kept from a guest.
 const MAX_MESSAGE_BYTES: usize = 4096;
@@ -37,6 +37,20 @@ impl host::Host for HostState {
             Ok(path) => Ok(host::WorkspaceInfo { path: path.display().to_string() }),
             Err(reason) => Err(super::denied(reason.clone())),
         }
+    }
+
+    fn files(&mut self, root: String) -> Result<(Vec<host::FileEntry>, Vec<host::WalkError>), types::Error> {
+        let workspace = match &self.env.workspace {
+            Ok(path) => path.clone(),
+            Err(reason) => return Err(super::denied(reason.clone())),
+        };
+        self.timed(Stage::Walk, |_| {
+            let (found, errors) =
+                crate::walk::files(&workspace, &root).map_err(|e| super::error::invalid(e.to_string()))?;
+            let found = found.into_iter().map(|f| host::FileEntry { path: f.path, size: f.size, mtime: f.mtime });
+            let errors = errors.into_iter().map(|e| host::WalkError { path: e.path, message: e.message });
+            Ok((found.collect(), errors.collect()))
+        })
     }
 }
 

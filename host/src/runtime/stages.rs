@@ -1,5 +1,5 @@
 //! Where one call's time went: each capability the guest called, and the
-//! rest (the guest's own work: walking, reading and hashing files, chunking,
+//! rest (the guest's own work: reading and hashing files, chunking,
 //! building its answer). `ragbox index --timings` prints it; every call logs
 //! it at debug level.
 
@@ -23,9 +23,11 @@ pub enum Stage {
     VectorSearch,
     /// `fulltext` searches (with the keyword index's catch-up).
     KeywordSearch,
+    /// `host.files`: listing the workspace.
+    Walk,
 }
 
-const STAGES: [(Stage, &str); 7] = [
+const STAGES: [(Stage, &str); 8] = [
     (Stage::Instantiate, "instantiate"),
     (Stage::Embed, "embed"),
     (Stage::Tokenize, "tokenize"),
@@ -33,6 +35,7 @@ const STAGES: [(Stage, &str); 7] = [
     (Stage::StoreRead, "store read"),
     (Stage::VectorSearch, "vector search"),
     (Stage::KeywordSearch, "keyword search"),
+    (Stage::Walk, "walk"),
 ];
 
 /// Time and calls per stage, and the call's whole time.
