@@ -3,10 +3,12 @@ JSON-RPC on stdio, first call of a session and p50, with the host's own
 account of each call (time by stage, capability calls, store opens), for one
 binary or two side by side (`--before OLD_BINARY`).
 
-    python bench/calls.py [--docs N] [--calls N] [--before BIN]   # RAGBOX_BIN: the binary
+    python bench/calls.py [--docs N] [--calls N] [--settle S] [--before BIN]   # RAGBOX_BIN: the binary
 
 The workspace is the first N SciFact abstracts (one Markdown file each),
-indexed once by RAGBOX_BIN; results go to bench/results/calls.md.
+indexed once by RAGBOX_BIN. The first call comes S seconds after
+`initialized` (default 2), as an agent's first question comes after its own
+start-up. Results go to bench/results/calls.md (calls-N.md for other N).
 """
 
 import argparse
@@ -47,7 +49,7 @@ def workspace(docs: int) -> Path:
     return ws
 
 
-def measure(binary: str, ws: Path, calls: int) -> list[tuple[str, float, float, str]]:
+def measure(binary: str, ws: Path, calls: int, settle: float) -> list[tuple[str, float, float, str]]:
     """(case, first call ms, p50 ms, the host's stages of the last call) per case."""
     # The server's log, outside the workspace (a file there would be pending for status).
     err = Path(tempfile.mkstemp(prefix="ragbox-calls-", suffix=".log")[1])
@@ -64,6 +66,7 @@ def measure(binary: str, ws: Path, calls: int) -> list[tuple[str, float, float, 
                           "clientInfo": {"name": "bench-calls", "version": "1"}})
     server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
     server.stdin.flush()
+    time.sleep(settle)
     timings, i = [], 0
     for label, tool, arguments in CASES:
         ms = []
@@ -95,27 +98,29 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=500)
     parser.add_argument("--calls", type=int, default=21)
+    parser.add_argument("--settle", type=float, default=2.0, help="seconds between initialized and the first call")
     parser.add_argument("--before", help="an older ragbox binary to measure side by side")
     args = parser.parse_args()
     binary = os.environ.get("RAGBOX_BIN", str(ROOT / "target" / "release" / "ragbox"))
     ws = workspace(args.docs)
     subprocess.run([binary, "index"], cwd=ws, check=True, stdout=subprocess.DEVNULL)
     systems = ([("before", args.before)] if args.before else []) + [("this build", binary)]
-    results = {name: measure(path, ws, args.calls) for name, path in systems}
+    results = {name: measure(path, ws, args.calls, args.settle) for name, path in systems}
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")),
                platform.processor())
     flags = sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags") for f in l.split(":", 1)[1].split()
                     if f.startswith(("avx", "fma", "f16c", "amx"))})
     command = "python bench/calls.py" + (f" --docs {args.docs}" if args.docs != 500 else "") + \
-        (" --before BIN" if args.before else "")
+        (f" --settle {args.settle:g}" if args.settle != 2.0 else "") + (" --before BIN" if args.before else "")
     lines = [
         "# What one tool call costs: latency per call over raw JSON-RPC (stdio)\n",
         f"- command: `RAGBOX_BIN=target/release/ragbox {command}`",
         f"- machine: {cpu}, {os.cpu_count()} threads; CPU flags: {' '.join(flags)}",
         f"- workspace: the first {args.docs} SciFact abstracts, one Markdown file each, indexed once; "
         f"{args.calls} calls per case (p50 over all but the first), queries cycled from {len(QUERIES)}; "
-        "one server per system, cases in the order below, so the first call of a case is the first of a session "
-        "only for the first case that loads a thing (keyword index, vectors, model)\n",
+        f"one server per system, its first call {args.settle:g} s after `initialized`; cases in the order below, "
+        "so the first call of a case is the first of a session only for the first case that loads a thing "
+        "(keyword index, vectors, model) that the server did not load while it waited\n",
         "| call | " + " | ".join(f"{n}: first ms | {n}: p50 ms" for n, _ in systems) + " |",
         "|---|" + "---:|---:|" * len(systems),
     ]
@@ -131,7 +136,7 @@ def main():
         for label, _, _, stages in results[name]:
             lines.append(f"- {label}: {stages or '(not logged by this build)'}")
         lines.append("")
-    out = ROOT / "bench" / "results" / "calls.md"
+    out = ROOT / "bench" / "results" / ("calls.md" if args.docs == 500 else f"calls-{args.docs}.md")
     out.write_text("\n".join(lines))
     print("\n".join(lines))
     print(f"written to {out}")

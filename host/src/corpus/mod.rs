@@ -225,19 +225,39 @@ impl Corpus {
         Ok(self.current_vectors()?.as_ref().and_then(|index| index.similar_documents(path, k, filter)))
     }
 
+    /// The keyword index, opened on first use, brought up to `store`'s generation.
+    fn current_keyword(&self, store: &Store) -> Result<MutexGuard<'_, Option<Keyword>>, CorpusError> {
+        let mut slot = lock(&self.keyword);
+        if slot.is_none() {
+            *slot = Some(Keyword::open(&self.data_dir.join(FULLTEXT_DIR))?);
+        }
+        slot.as_mut().expect("just set").catch_up(store)?;
+        Ok(slot)
+    }
+
     /// The `k` best BM25 chunks for `query` among documents passing `filter`, with their text.
     pub fn search_fulltext(&self, query: &str, k: usize, filter: &Filter) -> Result<Vec<ChunkHit>, CorpusError> {
         let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
-        let hits = {
-            let mut slot = lock(&self.keyword);
-            if slot.is_none() {
-                *slot = Some(Keyword::open(&self.data_dir.join(FULLTEXT_DIR))?);
-            }
-            let keyword = slot.as_mut().expect("just set");
-            keyword.catch_up(&store)?;
-            keyword.search(query, k, filter)?
+        let hits = match self.current_keyword(&store)?.as_ref() {
+            Some(keyword) => keyword.search(query, k, filter)?,
+            None => Vec::new(),
         };
         self.with_text(hits)
+    }
+
+    /// Loads now what a first search would wait for: the model, the keyword
+    /// index and the vector index, when anything is embedded. Run in the
+    /// background at start-up; a call meanwhile waits only for the piece it
+    /// needs, which it would have loaded itself.
+    pub fn warm(&self) -> Result<(), CorpusError> {
+        let Some(store) = self.existing_store()? else { return Ok(()) };
+        if store.stats()?.documents == 0 {
+            return Ok(());
+        }
+        self.embedder.get()?;
+        drop(self.current_keyword(&store)?);
+        drop(self.current_vectors()?);
+        Ok(())
     }
 
     /// Adds each hit's chunk text; hits whose chunk vanished meanwhile are dropped.

@@ -81,9 +81,20 @@ impl RagboxServer {
         changed
     }
 
-    /// Starts what runs beside the clients: following the tools folders and,
-    /// with `watch`, the workspace. Both stop when `stop` fires.
+    /// Starts what runs beside the clients: warming up the served workspace's
+    /// model and indexes, following the tools folders and, with `watch`, the
+    /// workspace. The followers stop when `stop` fires.
     pub fn start_background(&self, watch: bool, stop: &CancellationToken) {
+        // The served workspace's model and indexes, loaded before the first question needs them.
+        let corpus = self.inner.runner.corpus(self.workspaces().served());
+        tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            match corpus.warm() {
+                Ok(()) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "warmed up"),
+                // The first call that needs it says what is wrong, with the fix.
+                Err(e) => tracing::debug!("not warmed up: {e}"),
+            }
+        });
         if let Some(loader) = self.inner.runner.loader() {
             let (server, stop) = (self.clone(), stop.clone());
             tokio::spawn(async move { stop.run_until_cancelled(watch_tools(server, loader)).await });
