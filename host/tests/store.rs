@@ -76,6 +76,25 @@ fn put_replace_remove_and_generations() {
 }
 
 #[test]
+fn documents_come_in_pages_in_path_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert!(store.documents_after(None, 10).unwrap().is_empty(), "nothing stored yet");
+    for path in ["c.md", "a.md", "b/x.md", "b.md"] {
+        store.put_document(&doc(path, 1, 1.0)).unwrap();
+    }
+    let page = |after: Option<&str>, limit| -> Vec<String> {
+        store.documents_after(after, limit).unwrap().into_iter().map(|d| d.path).collect()
+    };
+    assert_eq!(page(None, 2), ["a.md", "b.md"]);
+    assert_eq!(page(Some("b.md"), 2), ["b/x.md", "c.md"]);
+    assert_eq!(page(Some("b"), 10), ["b.md", "b/x.md", "c.md"], "after a path that is not stored");
+    assert!(page(Some("c.md"), 10).is_empty());
+    let all: Vec<String> = store.documents().unwrap().into_iter().map(|d| d.path).collect();
+    assert_eq!(page(None, 100), all);
+}
+
+#[test]
 fn deltas_name_only_what_changed() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();

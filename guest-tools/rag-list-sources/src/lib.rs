@@ -2,7 +2,7 @@
 //! their metadata, optionally grouped and with collection statistics.
 
 use ragbox_sdk::args::optional_count;
-use ragbox_sdk::corpus::Document;
+use ragbox_sdk::corpus::{self, Document};
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer::stored_documents;
 use ragbox_sdk::protocol::{IndexedSource, SourceGroup, SourceList, SourceStatistics};
@@ -101,10 +101,17 @@ fn counts<'a>(keys: impl Iterator<Item = &'a str>) -> BTreeMap<String, u64> {
 }
 
 fn run(r: &Request) -> Result<SourceList, String> {
-    let docs: Vec<Document> = stored_documents()?
-        .into_values()
-        .filter(|_| r.source_types.as_ref().is_none_or(|types| types.iter().any(|t| t == SOURCE_TYPE)))
-        .collect();
+    // Every source has the one source type: a filter keeps all of them or none.
+    let wanted = r.source_types.as_ref().is_none_or(|types| types.iter().any(|t| t == SOURCE_TYPE));
+    // Statistics need every document; a listing only its first page.
+    let (total, docs): (usize, Vec<Document>) = match (wanted, r.stats) {
+        (false, _) => (0, Vec::new()),
+        (true, true) => {
+            let all: Vec<Document> = stored_documents()?.into_values().collect();
+            (all.len(), all)
+        }
+        (true, false) => (corpus::stats()?.documents as usize, corpus::page(None, r.limit as u32)?),
+    };
     let returned: Vec<&Document> = docs.iter().take(r.limit).collect();
     let grouped_sources = r.group_by.map(|group_by| {
         let key = |d: &Document| match group_by {
@@ -133,7 +140,7 @@ fn run(r: &Request) -> Result<SourceList, String> {
         }
     });
     Ok(SourceList {
-        total_sources: docs.len(),
+        total_sources: total,
         returned_sources: returned.len(),
         sources: returned.iter().map(|d| indexed_source(d)).collect(),
         grouped_sources,

@@ -18,6 +18,16 @@ impl Host for HostState {
         })
     }
 
+    fn page(&mut self, after: Option<String>, limit: u32) -> Result<Vec<Document>, Error> {
+        if limit > MAX_PAGE {
+            return Err(super::error::invalid(format!("a page of {limit} documents; ask for at most {MAX_PAGE}")));
+        }
+        self.timed(Stage::StoreRead, |this| {
+            let docs = this.corpus()?.documents_after(after.as_deref(), limit as usize)?;
+            Ok(docs.iter().map(convert::document).collect())
+        })
+    }
+
     fn chunks(&mut self, path: String) -> Result<Vec<Chunk>, Error> {
         self.timed(Stage::StoreRead, |this| Ok(this.corpus()?.chunks(&path)?.into_iter().map(convert::chunk).collect()))
     }
@@ -60,6 +70,9 @@ impl Host for HostState {
         })
     }
 }
+
+/// Most documents one `corpus.page` call returns.
+const MAX_PAGE: u32 = 10_000;
 
 /// The metadata key that says how a document came in (`list_sources`' `source_method`).
 const SOURCE_METHOD_KEY: &str = "ragbox.source_method";

@@ -119,6 +119,12 @@ impl Corpus {
         Ok(store.documents()?.into_iter().filter(|d| filter.matches(d)).collect())
     }
 
+    /// Up to `limit` stored documents in path order, after the path `after`.
+    pub fn documents_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<DocumentRecord>, CorpusError> {
+        let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
+        Ok(store.documents_after(after, limit)?)
+    }
+
     /// The chunks of the document at `path`, in order.
     pub fn chunks(&self, path: &str) -> Result<Vec<ChunkRecord>, CorpusError> {
         let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };

@@ -328,6 +328,27 @@ impl Store {
         })
     }
 
+    /// Up to `limit` document records in path order, after the path `after`
+    /// (from the first when `None`).
+    pub fn documents_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<DocumentRecord>, StoreError> {
+        self.read(|txn| {
+            let (Some(ids), Some(docs)) = (open_read(txn, DOC_IDS, self)?, open_read(txn, DOCS, self)?) else {
+                return Ok(Vec::new());
+            };
+            let range = match after {
+                Some(after) => ids.range::<&str>((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded)),
+                None => ids.range::<&str>(..),
+            };
+            let mut out = Vec::new();
+            for item in range.map_err(|e| self.err(e))?.take(limit) {
+                let (_, id) = item.map_err(|e| self.err(e))?;
+                let Some(bytes) = docs.get(id.value()).map_err(|e| self.err(e))? else { continue };
+                out.push(DocumentRecord::decode(bytes.value()).map_err(|m| self.corrupt(m))?);
+            }
+            Ok(out)
+        })
+    }
+
     /// Every document record, in path order.
     pub fn documents(&self) -> Result<Vec<DocumentRecord>, StoreError> {
         self.read(|txn| {
