@@ -8,6 +8,7 @@
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -59,17 +60,34 @@ pub struct Watcher {
     pub polling: bool,
 }
 
+/// Called on the watch's own thread as each change that matters arrives,
+/// before any batching (what a cached answer needs to know at once).
+pub type OnChange = Arc<dyn Fn() + Send + Sync>;
+
 impl Watcher {
-    /// Starts watching `root` recursively. Falls back to polling when the
-    /// kernel's watch limit is too low for the tree (with a warning saying how to raise it).
-    pub fn start(root: &Path) -> Result<Self, WatchError> {
+    /// Starts watching `root` recursively, calling `on_change` as changes
+    /// arrive. When the kernel's watch limit is too low for the tree, polls
+    /// it instead if `poll` (with a warning saying how to raise the limit),
+    /// else fails.
+    pub fn start(root: &Path, poll: bool, on_change: Option<OnChange>) -> Result<Self, WatchError> {
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         let (tx, events) = mpsc::unbounded_channel();
-        let send = move |tx: mpsc::UnboundedSender<_>| move |event| drop(tx.send(event));
+        let send = |tx: mpsc::UnboundedSender<_>| {
+            let (root, on_change) = (root.clone(), on_change.clone());
+            move |event: notify::Result<notify::Event>| {
+                if let Some(on_change) = &on_change
+                    && matters(&root, &event)
+                {
+                    on_change();
+                }
+                drop(tx.send(event));
+            }
+        };
         let start_err = |source| WatchError::Start { path: root.clone(), source };
         let mut native = notify::recommended_watcher(send(tx.clone())).map_err(start_err)?;
         match native.watch(&root, RecursiveMode::Recursive) {
             Ok(()) => Ok(Self { root, _watcher: Box::new(native), events, polling: false }),
+            Err(e) if !poll => Err(start_err(e)),
             Err(e) => {
                 drop(native);
                 tracing::warn!(
@@ -146,6 +164,17 @@ impl Watcher {
     }
 }
 
+/// Whether `event` may have changed what is indexed: anything but a read, or
+/// a change only under ragbox's data dir or a VCS folder.
+fn matters(root: &Path, event: &notify::Result<notify::Event>) -> bool {
+    match event {
+        Err(_) => true,
+        Ok(event) if event.need_rescan() => true,
+        Ok(event) if matches!(event.kind, EventKind::Access(_)) => false,
+        Ok(event) => event.paths.iter().any(|p| relative(root, p).is_some()),
+    }
+}
+
 /// Where an event's path lies.
 #[derive(Debug, PartialEq, Eq)]
 enum Relative {
@@ -190,7 +219,12 @@ mod tests {
     #[tokio::test]
     async fn a_burst_of_writes_settles_into_one_batch() {
         let dir = tempfile::tempdir().unwrap();
-        let mut watcher = Watcher::start(dir.path()).unwrap();
+        let seen = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let count = seen.clone();
+        let on_change: OnChange = Arc::new(move || {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
+        let mut watcher = Watcher::start(dir.path(), false, Some(on_change)).unwrap();
         for i in 0..50 {
             std::fs::write(dir.path().join(format!("f{i}.md")), "x").unwrap();
         }
@@ -200,6 +234,16 @@ mod tests {
         assert!(!changes.rescan);
         assert_eq!(changes.paths.len(), 50, "{changes:?}");
         assert!(changes.paths.contains("f49.md"));
+        let before = seen.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(before >= 50, "each write told at once, before batching: {before}");
+        let _ = std::fs::read(dir.path().join("f1.md")).unwrap();
+        std::fs::write(dir.path().join(".ragbox/index.redb"), "y").unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            seen.load(std::sync::atomic::Ordering::SeqCst),
+            before,
+            "reads and ragbox's own writes are not changes"
+        );
 
         // New ignore rules ask for a full run.
         std::fs::create_dir(dir.path().join("sub")).unwrap();

@@ -178,6 +178,33 @@ async fn a_file_whose_size_and_mtime_are_as_indexed_is_not_read_again() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_served_status_follows_every_file_and_index_change() {
+    let f = conversations();
+    let client = f.connect().await;
+    ok(&client, "embed_workspace", json!({})).await;
+    let first = ok(&client, "get_embedding_status", json!({})).await;
+    assert_eq!(first["up_to_date"], true, "{first}");
+    assert_eq!(ok(&client, "get_embedding_status", json!({})).await, first, "nothing changed");
+    // The server keeps the status while its watch sees no change: each change is seen at once.
+    for round in 0..5 {
+        let path = format!("notes/new-{round}.md");
+        f.write(&path, "A note written while the server ran.");
+        let s = ok(&client, "get_embedding_status", json!({})).await;
+        assert_eq!(s["pending"]["new"]["count"], round + 1, "{s}");
+        assert!(s["pending"]["new"]["paths"].as_array().unwrap().contains(&json!(path)), "{s}");
+    }
+    let edited = format!("{}/conversation.md", CONVERSATIONS[2].0);
+    f.write(&edited, "# WebSocket drops\n\nFixed by sending pings every 30 s.");
+    let s = ok(&client, "get_embedding_status", json!({})).await;
+    assert_eq!(s["pending"]["changed"]["paths"], json!([edited]), "{s}");
+    // Another process indexes: the index's generation moved, so the status follows.
+    assert_eq!(index(&f)["embedded"], 6);
+    let s = ok(&client, "get_embedding_status", json!({})).await;
+    assert_eq!((&s["up_to_date"], &s["num_documents"]), (&json!(true), &json!(15)), "{s}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn status_before_anything_is_embedded_creates_nothing() {
     let f = conversations();
     let client = f.connect().await;

@@ -7,7 +7,7 @@ use ragbox_sdk::indexer::{stored_documents, survey};
 use ragbox_sdk::protocol::{EmbeddingStatus, FileError, NotIndexed, PathList, Pending, RecentEmbedding};
 use ragbox_sdk::text::rfc3339;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, corpus};
+use ragbox_sdk::{Annotations, CallError, corpus, host};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -15,6 +15,8 @@ use serde::Deserialize;
 const RECENT: usize = 10;
 /// Paths listed per pending group (counts are always complete).
 const MAX_LISTED: usize = 100;
+/// The status as last worked out, kept by the host while nothing changed.
+const MEMO_KEY: &str = "status";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 struct Args {}
@@ -81,7 +83,13 @@ impl ragbox_sdk::tool::Tool for Tool {
     }
 
     fn run(_request: (), _workspace: &WorkspaceInfo) -> Result<EmbeddingStatus, CallError> {
-        status().map_err(cortext::failed)
+        // Kept while the host's watch sees no file change and the index no write.
+        if let Some(kept) = host::memo_get(MEMO_KEY).and_then(|text| serde_json::from_str(&text).ok()) {
+            return Ok(kept);
+        }
+        let status = status().map_err(cortext::failed)?;
+        host::memo_put(MEMO_KEY, &ragbox_sdk::to_json(&status));
+        Ok(status)
     }
 }
 

@@ -39,6 +39,17 @@ impl host::Host for HostState {
         }
     }
 
+    fn memo_get(&mut self, key: String) -> Option<String> {
+        let stamp = self.memo_stamp()?;
+        self.corpus_of_call().ok()?.memo().get(&self.tool, &key, stamp)
+    }
+
+    fn memo_put(&mut self, key: String, value: String) {
+        if let (Some(stamp), Ok(corpus)) = (self.memo_stamp(), self.corpus_of_call()) {
+            corpus.memo().put(&self.tool, &key, value, stamp);
+        }
+    }
+
     fn files(&mut self, root: String) -> Result<(Vec<host::FileEntry>, Vec<host::WalkError>), types::Error> {
         let workspace = match &self.env.workspace {
             Ok(path) => path.clone(),
@@ -51,6 +62,23 @@ impl host::Host for HostState {
             let errors = errors.into_iter().map(|e| host::WalkError { path: e.path, message: e.message });
             Ok((found.collect(), errors.collect()))
         })
+    }
+}
+
+impl HostState {
+    /// The state the call's first memo call saw: the store's generation and
+    /// the watch's count of changes. `None` when nothing watches the workspace.
+    fn memo_stamp(&mut self) -> Option<crate::corpus::memo::Stamp> {
+        if let Some(stamp) = self.memo_stamp {
+            return stamp;
+        }
+        let stamp = self.timed(Stage::StoreRead, |this| {
+            let corpus = this.corpus_of_call().ok()?.clone();
+            let generation = corpus.stats().ok()?.generation;
+            corpus.memo().stamp(generation)
+        });
+        self.memo_stamp = Some(stamp);
+        stamp
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod embedder;
 mod keyword;
+pub mod memo;
 
 pub use embedder::SharedEmbedder;
 use keyword::Keyword;
@@ -57,12 +58,25 @@ pub struct Corpus {
     vectors: Mutex<Option<VectorIndex>>,
     keyword: Mutex<Option<Keyword>>,
     embedder: Arc<SharedEmbedder>,
+    memo: memo::Memo,
 }
 
 impl Corpus {
     /// The index kept in `data_dir`, embedding with `embedder`.
     pub fn new(data_dir: PathBuf, embedder: Arc<SharedEmbedder>) -> Self {
-        Self { data_dir, store: Mutex::new(None), vectors: Mutex::new(None), keyword: Mutex::new(None), embedder }
+        Self {
+            data_dir,
+            store: Mutex::new(None),
+            vectors: Mutex::new(None),
+            keyword: Mutex::new(None),
+            embedder,
+            memo: memo::Memo::default(),
+        }
+    }
+
+    /// What tools keep between calls on this workspace.
+    pub fn memo(&self) -> &memo::Memo {
+        &self.memo
     }
 
     /// The embedding model.

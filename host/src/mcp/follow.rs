@@ -1,12 +1,16 @@
-//! `serve --watch`: keeps the index in line with the workspace while serving.
-//! Changed paths go to the `embed_workspace` component, with the grants and
-//! limits config gives it, so watching decides nothing a full run would not.
+//! The served workspace's file watch: it tells the tools' kept values
+//! (`host.memo-get`) that the files changed and, under `serve --watch`, keeps
+//! the index in line with the workspace. Changed paths go to the
+//! `embed_workspace` component, with the grants and limits config gives it,
+//! so watching decides nothing a full run would not.
 
 use super::server::RagboxServer;
+use crate::corpus::Corpus;
 use crate::runtime::{Caller, Outcome, Request};
-use crate::watch::{Changes, Watcher};
+use crate::watch::{Changes, OnChange, Watcher};
 use ragbox_protocol::{IndexReport, describe_error};
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -15,21 +19,42 @@ const INDEXER: &str = "embed_workspace";
 /// Runs of one batch that stopped early (out of time) before giving up on it.
 const MAX_RUNS: usize = 20;
 
-/// Indexes what changed while no server watched, then every settled batch
-/// of changes, until `stop` fires.
-pub async fn follow(server: RagboxServer, stop: CancellationToken) {
+/// Watches the served workspace until `stop` fires. Every change makes what
+/// tools kept (`host.memo-get`) stale the moment it arrives; with `index`,
+/// what changed while no server watched is indexed, then every settled batch.
+/// Without `index`, a tree too big for the kernel's watch is not polled: the
+/// tools then keep nothing.
+pub async fn watch_workspace(server: RagboxServer, corpus: Arc<Corpus>, index: bool, stop: CancellationToken) {
     let root = server.workspaces().served().to_path_buf();
-    let watcher = tokio::task::spawn_blocking(move || Watcher::start(&root)).await;
+    let memo = corpus.clone();
+    let on_change: OnChange = Arc::new(move || memo.memo().changed());
+    let watcher = tokio::task::spawn_blocking(move || Watcher::start(&root, index, Some(on_change))).await;
     let mut watcher = match watcher {
         Ok(Ok(w)) => w,
-        Ok(Err(e)) => return tracing::error!("--watch: {e}; the index follows the workspace only when indexed"),
-        Err(e) => return tracing::error!("--watch: the watcher failed to start: {e}"),
+        Ok(Err(e)) if index => {
+            return tracing::error!("--watch: {e}; the index follows the workspace only when indexed");
+        }
+        Ok(Err(e)) => return tracing::info!("no watch of the workspace ({e}): status calls walk it each time"),
+        Err(e) => return tracing::error!("the file watch failed to start: {e}"),
     };
-    tracing::info!(polling = watcher.polling, "watching the workspace for changes");
+    // A polled tree is seen a second late: too late to vouch for a kept value.
+    corpus.memo().set_watched(!watcher.polling);
+    if index {
+        tracing::info!(polling = watcher.polling, "watching the workspace for changes");
+        follow(&server, &mut watcher, &stop).await;
+    } else {
+        // The batches are not needed; the changes were told as they came.
+        while let Some(Some(_)) = stop.run_until_cancelled(watcher.next()).await {}
+    }
+    corpus.memo().set_watched(false);
+}
+
+/// Indexes what changed while no server watched, then every settled batch.
+async fn follow(server: &RagboxServer, watcher: &mut Watcher, stop: &CancellationToken) {
     // Started before the catch-up run, so nothing written meanwhile is missed.
     let mut changes = Changes::rescan();
     loop {
-        index(&server, &changes, &stop).await;
+        index(server, &changes, stop).await;
         changes = tokio::select! {
             next = watcher.next() => match next {
                 Some(c) => c,

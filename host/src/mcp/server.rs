@@ -82,8 +82,8 @@ impl RagboxServer {
     }
 
     /// Starts what runs beside the clients: warming up the served workspace's
-    /// model and indexes, following the tools folders and, with `watch`, the
-    /// workspace. The followers stop when `stop` fires.
+    /// model and indexes, following the tools folders, and the workspace's
+    /// watch (which, with `watch`, also indexes). The followers stop when `stop` fires.
     pub fn start_background(&self, watch: bool, stop: &CancellationToken) {
         // The served workspace's model and indexes, loaded before the first question needs them.
         let corpus = self.inner.runner.corpus(self.workspaces().served());
@@ -99,9 +99,8 @@ impl RagboxServer {
             let (server, stop) = (self.clone(), stop.clone());
             tokio::spawn(async move { stop.run_until_cancelled(watch_tools(server, loader)).await });
         }
-        if watch {
-            tokio::spawn(super::follow::follow(self.clone(), stop.clone()));
-        }
+        let corpus = self.inner.runner.corpus(self.workspaces().served());
+        tokio::spawn(super::follow::watch_workspace(self.clone(), corpus, watch, stop.clone()));
     }
 
     /// Tells every connected client that the tool list changed.

@@ -95,6 +95,9 @@ pub struct HostState {
     pub(crate) held: Option<crate::store::Store>,
     /// When the held store was last used.
     pub(crate) store_used: Instant,
+    /// The state the call's first memo call saw (`None` before it, or
+    /// `Some(None)` when nothing watches the workspace).
+    pub(crate) memo_stamp: Option<Option<crate::corpus::memo::Stamp>>,
 }
 
 /// How long the guest may compute with the store held before it is closed
@@ -171,6 +174,7 @@ pub fn new_store(engine: &Engine, tool: Arc<str>, env: CallEnv, limits: &Limits)
         stages: Stages::default(),
         held: None,
         store_used: Instant::now(),
+        memo_stamp: None,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.guard);

@@ -1,0 +1,121 @@
+//! What tools keep between calls (`host.memo-get` / `memo-put`) while the
+//! host can vouch that nothing it was made from changed: the store's
+//! generation is the same and the server's watch of the workspace saw no
+//! change. Without a watch (the command line, a workspace a call names, a
+//! tree too big for the kernel's watch limit) nothing is kept.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Largest value kept.
+pub const MAX_VALUE_BYTES: usize = 1 << 20;
+/// Values kept per workspace, all tools together; past it the oldest go.
+const MAX_ENTRIES: usize = 64;
+
+/// One workspace's kept values.
+#[derive(Default)]
+pub struct Memo {
+    watched: AtomicBool,
+    /// Bumped by every change the watch sees.
+    epoch: AtomicU64,
+    entries: Mutex<HashMap<(String, String), Entry>>,
+}
+
+/// The state of things a value was made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    epoch: u64,
+    generation: u64,
+}
+
+struct Entry {
+    at: Stamp,
+    value: String,
+    /// For eviction: the order values were kept in.
+    seq: u64,
+}
+
+impl Memo {
+    /// Whether a watch of the workspace reports its changes.
+    pub fn set_watched(&self, watched: bool) {
+        self.changed();
+        self.watched.store(watched, Ordering::SeqCst);
+    }
+
+    /// A change in the workspace: every kept value is stale.
+    pub fn changed(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Now, for a store at `generation`; `None` while nothing watches the workspace.
+    pub fn stamp(&self, generation: u64) -> Option<Stamp> {
+        self.watched.load(Ordering::SeqCst).then(|| Stamp { epoch: self.epoch.load(Ordering::SeqCst), generation })
+    }
+
+    /// `tool`'s value for `key`, when it was made at `now` and the watch has seen nothing since.
+    pub fn get(&self, tool: &str, key: &str, now: Stamp) -> Option<String> {
+        if now.epoch != self.epoch.load(Ordering::SeqCst) {
+            return None;
+        }
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.get(&(tool.to_string(), key.to_string())).filter(|e| e.at == now).map(|e| e.value.clone())
+    }
+
+    /// Keeps `tool`'s `value` for `key`, made from the state at `at`.
+    pub fn put(&self, tool: &str, key: &str, value: String, at: Stamp) {
+        if value.len() > MAX_VALUE_BYTES {
+            return;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let seq = entries.values().map(|e| e.seq + 1).max().unwrap_or(0);
+        entries.insert((tool.to_string(), key.to_string()), Entry { at, value, seq });
+        if entries.len() > MAX_ENTRIES
+            && let Some(oldest) = entries.iter().min_by_key(|(_, e)| e.seq).map(|(k, _)| k.clone())
+        {
+            entries.remove(&oldest);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_only_while_nothing_changed() {
+        let memo = Memo::default();
+        assert_eq!(memo.stamp(1), None, "nothing kept without a watch");
+        memo.set_watched(true);
+        let at = memo.stamp(1).unwrap();
+        memo.put("status", "all", "v1".into(), at);
+        assert_eq!(memo.get("status", "all", memo.stamp(1).unwrap()).as_deref(), Some("v1"));
+        assert_eq!(memo.get("other-tool", "all", memo.stamp(1).unwrap()), None, "each tool its own");
+        assert_eq!(memo.get("status", "all", memo.stamp(2).unwrap()), None, "the index changed");
+        memo.changed();
+        assert_eq!(memo.get("status", "all", memo.stamp(1).unwrap()), None, "a file changed");
+
+        // Made from a state that changed while it was being made: never given out.
+        let at = memo.stamp(1).unwrap();
+        memo.changed();
+        memo.put("status", "all", "stale".into(), at);
+        assert_eq!(memo.get("status", "all", memo.stamp(1).unwrap()), None);
+
+        memo.put("status", "big", "x".repeat(MAX_VALUE_BYTES + 1), memo.stamp(1).unwrap());
+        assert_eq!(memo.get("status", "big", memo.stamp(1).unwrap()), None, "too big to keep");
+        memo.set_watched(false);
+        assert_eq!(memo.stamp(1), None);
+    }
+
+    #[test]
+    fn the_oldest_values_go_first() {
+        let memo = Memo::default();
+        memo.set_watched(true);
+        let at = memo.stamp(1).unwrap();
+        for i in 0..=MAX_ENTRIES {
+            memo.put("t", &i.to_string(), i.to_string(), at);
+        }
+        assert_eq!(memo.get("t", "0", at), None);
+        assert_eq!(memo.get("t", &MAX_ENTRIES.to_string(), at), Some(MAX_ENTRIES.to_string()));
+    }
+}
