@@ -3,10 +3,12 @@ JSON-RPC on stdio, first call of a session and p50, with the host's own
 account of each call (time by stage, capability calls, store opens), for one
 binary or two side by side (`--before OLD_BINARY`).
 
-    python bench/calls.py [--docs N] [--calls N] [--settle S] [--before BIN]   # RAGBOX_BIN: the binary
+    python bench/calls.py [--docs N] [--pad N] [--calls N] [--settle S] [--before BIN]   # RAGBOX_BIN: the binary
 
 The workspace is the first N SciFact abstracts (one Markdown file each),
-indexed once by RAGBOX_BIN. The first call comes S seconds after
+plus --pad empty files (indexed, no chunks: a workspace of that many files
+for the calls that walk or list, without hours of embedding), indexed once
+by RAGBOX_BIN. The first call comes S seconds after
 `initialized` (default 2), as an agent's first question comes after its own
 start-up. Results go to bench/results/calls.md (calls-N.md for other N).
 """
@@ -37,9 +39,13 @@ CASES = [
 ]
 
 
-def workspace(docs: int) -> Path:
+def workspace(docs: int, pad: int) -> Path:
     ws = Path(tempfile.mkdtemp(prefix="ragbox-calls-"))
     (ws / "docs").mkdir()
+    for i in range(pad):
+        folder = ws / "pad" / f"{i // 1000:03}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{i % 1000:04}.md").touch()
     with open(SCIFACT / "corpus.jsonl") as f:
         for i, line in enumerate(f):
             if i >= docs:
@@ -97,12 +103,13 @@ def measure(binary: str, ws: Path, calls: int, settle: float) -> list[tuple[str,
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=500)
+    parser.add_argument("--pad", type=int, default=0, help="empty files added to the workspace")
     parser.add_argument("--calls", type=int, default=21)
     parser.add_argument("--settle", type=float, default=2.0, help="seconds between initialized and the first call")
     parser.add_argument("--before", help="an older ragbox binary to measure side by side")
     args = parser.parse_args()
     binary = os.environ.get("RAGBOX_BIN", str(ROOT / "target" / "release" / "ragbox"))
-    ws = workspace(args.docs)
+    ws = workspace(args.docs, args.pad)
     subprocess.run([binary, "index"], cwd=ws, check=True, stdout=subprocess.DEVNULL)
     systems = ([("before", args.before)] if args.before else []) + [("this build", binary)]
     results = {name: measure(path, ws, args.calls, args.settle) for name, path in systems}
@@ -111,12 +118,14 @@ def main():
     flags = sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags") for f in l.split(":", 1)[1].split()
                     if f.startswith(("avx", "fma", "f16c", "amx"))})
     command = "python bench/calls.py" + (f" --docs {args.docs}" if args.docs != 500 else "") + \
+        (f" --pad {args.pad}" if args.pad else "") + \
         (f" --settle {args.settle:g}" if args.settle != 2.0 else "") + (" --before BIN" if args.before else "")
     lines = [
         "# What one tool call costs: latency per call over raw JSON-RPC (stdio)\n",
         f"- command: `RAGBOX_BIN=target/release/ragbox {command}`",
         f"- machine: {cpu}, {os.cpu_count()} threads; CPU flags: {' '.join(flags)}",
-        f"- workspace: the first {args.docs} SciFact abstracts, one Markdown file each, indexed once; "
+        f"- workspace: the first {args.docs} SciFact abstracts, one Markdown file each"
+        + (f", and {args.pad:,} empty files" if args.pad else "") + "; indexed once; "
         f"{args.calls} calls per case (p50 over all but the first), queries cycled from {len(QUERIES)}; "
         f"one server per system, its first call {args.settle:g} s after `initialized`; cases in the order below, "
         "so the first call of a case is the first of a session only for the first case that loads a thing "
@@ -136,7 +145,8 @@ def main():
         for label, _, _, stages in results[name]:
             lines.append(f"- {label}: {stages or '(not logged by this build)'}")
         lines.append("")
-    out = ROOT / "bench" / "results" / ("calls.md" if args.docs == 500 else f"calls-{args.docs}.md")
+    name = "calls" + (f"-{args.docs}" if args.docs != 500 else "") + (f"-pad{args.pad}" if args.pad else "")
+    out = ROOT / "bench" / "results" / f"{name}.md"
     out.write_text("\n".join(lines))
     print("\n".join(lines))
     print(f"written to {out}")
