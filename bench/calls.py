@@ -14,6 +14,7 @@ start-up. Results go to bench/results/calls.md (calls-N.md for other N).
 """
 
 import argparse
+import asyncio
 import json
 import os
 import platform
@@ -100,6 +101,30 @@ def measure(binary: str, ws: Path, calls: int, settle: float) -> list[tuple[str,
     return out
 
 
+async def measure_sdk(binary: str, ws: Path, calls: int, settle: float) -> list[tuple[float, float]]:
+    """(first call ms, p50 ms) per case through the official Python SDK's client."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    server = StdioServerParameters(command=binary, args=["serve"], cwd=str(ws))
+    out = []
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(server, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                await asyncio.sleep(settle)
+                for label, tool, arguments in CASES:
+                    ms = []
+                    for k in range(calls):
+                        started = time.perf_counter()
+                        r = await session.call_tool(tool, arguments(QUERIES[k % len(QUERIES)]))
+                        ms.append((time.perf_counter() - started) * 1e3)
+                        if r.is_error:
+                            sys.exit(f"{label} failed through the SDK: {r.content}")
+                    out.append((ms[0], statistics.median(ms[1:])))
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=500)
@@ -113,6 +138,7 @@ def main():
     subprocess.run([binary, "index"], cwd=ws, check=True, stdout=subprocess.DEVNULL)
     systems = ([("before", args.before)] if args.before else []) + [("this build", binary)]
     results = {name: measure(path, ws, args.calls, args.settle) for name, path in systems}
+    sdk = asyncio.run(measure_sdk(binary, ws, args.calls, args.settle))
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")),
                platform.processor())
     flags = sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags") for f in l.split(":", 1)[1].split()
@@ -130,14 +156,16 @@ def main():
         f"one server per system, its first call {args.settle:g} s after `initialized`; cases in the order below, "
         "so the first call of a case is the first of a session only for the first case that loads a thing "
         "(keyword index, vectors, model) that the server did not load while it waited\n",
-        "| call | " + " | ".join(f"{n}: first ms | {n}: p50 ms" for n, _ in systems) + " |",
-        "|---|" + "---:|---:|" * len(systems),
+        "| call | " + " | ".join(f"{n}: first ms | {n}: p50 ms" for n, _ in systems)
+        + " | this build, Python SDK: first ms | p50 ms |",
+        "|---|" + "---:|---:|" * (len(systems) + 1),
     ]
     for row in range(len(CASES)):
         cells = []
         for name, _ in systems:
             _, first, p50, _ = results[name][row]
             cells += [f"{first:.1f}", f"{p50:.1f}"]
+        cells += [f"{sdk[row][0]:.1f}", f"{sdk[row][1]:.1f}"]
         lines.append(f"| {CASES[row][0]} | " + " | ".join(cells) + " |")
     lines.append("\nThe host's account of the last call of each case (`RAGBOX_LOG=ragbox=debug`, `time by stage`):\n")
     for name, _ in systems:
