@@ -16,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 /// The tool that indexes.
 const INDEXER: &str = "embed_workspace";
+/// The tool whose answer is worked out ahead (it keeps it while nothing changes).
+const STATUS: &str = "get_embedding_status";
 /// Runs of one batch that stopped early (out of time) before giving up on it.
 const MAX_RUNS: usize = 20;
 
@@ -43,6 +45,11 @@ pub async fn watch_workspace(server: RagboxServer, corpus: Arc<Corpus>, index: b
         tracing::info!(polling = watcher.polling, "watching the workspace for changes");
         follow(&server, &mut watcher, &stop).await;
     } else {
+        // Worked out once now, in the background, the status is kept for the first call that asks.
+        let request = Request { cancel: stop.child_token(), ..Request::default() };
+        if let Err(e) = server.call(STATUS, serde_json::Map::new(), request).await {
+            tracing::debug!("status not worked out ahead: {e}");
+        }
         // The batches are not needed; the changes were told as they came.
         while let Some(Some(_)) = stop.run_until_cancelled(watcher.next()).await {}
     }
