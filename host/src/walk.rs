@@ -107,6 +107,12 @@ impl Walk<'_> {
         children.sort_by(|a, b| a.0.cmp(&b.0));
         let depth = rel.split('/').filter(|p| !p.is_empty()).count();
         for (name, kind) in children {
+            // Only the folders on the way to the root asked for, then everything under it.
+            if let Some(want) = self.target.get(depth)
+                && name.as_os_str() != std::ffi::OsStr::new(want)
+            {
+                continue;
+            }
             let Some(name) = name.to_str() else {
                 self.error(
                     &rel,
@@ -117,12 +123,6 @@ impl Walk<'_> {
                 );
                 continue;
             };
-            // Only the folders on the way to the root asked for, then everything under it.
-            if let Some(want) = self.target.get(depth)
-                && want != name
-            {
-                continue;
-            }
             let child_rel = if rel.is_empty() { name.to_string() } else { format!("{rel}/{name}") };
             let child_abs = abs.join(name);
             // The root asked for is listed even when ignored (as a walk starting there would).
@@ -293,6 +293,9 @@ mod tests {
         std::fs::write(ws.join("c/.ignore"), "#".repeat(MAX_IGNORE_FILE_BYTES as usize + 1)).unwrap();
         std::fs::write(ws.join(std::ffi::OsStr::from_bytes(b"m-\xff.md")), "x").unwrap();
 
+        let (found, errors) = files(ws, "c").unwrap();
+        assert_eq!(paths(&found), ["c/.ignore", "c/z.md"]);
+        assert_eq!(errors.len(), 1, "only what lies on the way or under it: {errors:?}");
         let (found, errors) = files(ws, ".").unwrap();
         assert_eq!(paths(&found), ["a/x.md", "b/y.md", "c/.ignore", "c/z.md"]);
         let said: Vec<String> =
