@@ -85,11 +85,12 @@ impl RagboxServer {
     /// model and indexes, following the tools folders, and the workspace's
     /// watch (which, with `watch`, also indexes). The followers stop when `stop` fires.
     pub fn start_background(&self, watch: bool, stop: &CancellationToken) {
-        // The served workspace's model and indexes, loaded before the first question needs them.
         let corpus = self.inner.runner.corpus(self.workspaces().served());
+        // The served workspace's model and indexes, loaded before the first question needs them.
+        let warming = corpus.clone();
         tokio::task::spawn_blocking(move || {
             let started = std::time::Instant::now();
-            match corpus.warm() {
+            match warming.warm() {
                 Ok(()) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "warmed up"),
                 // The first call that needs it says what is wrong, with the fix.
                 Err(e) => tracing::debug!("not warmed up: {e}"),
@@ -99,7 +100,6 @@ impl RagboxServer {
             let (server, stop) = (self.clone(), stop.clone());
             tokio::spawn(async move { stop.run_until_cancelled(watch_tools(server, loader)).await });
         }
-        let corpus = self.inner.runner.corpus(self.workspaces().served());
         tokio::spawn(super::follow::watch_workspace(self.clone(), corpus, watch, stop.clone()));
     }
 
