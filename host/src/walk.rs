@@ -8,19 +8,16 @@
 //! never follows a symlink, reads an ignore file only when it is a regular
 //! file of at most [`MAX_IGNORE_FILE_BYTES`], and never reads `.git` (so
 //! `.git/info/exclude`, which git lets point anywhere, is not honoured).
-//! Its rules are the guest SDK's single-folder listing's
-//! (`guest-tools/sdk/src/walk.rs`): keep them alike.
+//! What it skips is shared with the guest SDK's single-folder listing
+//! (`ragbox_protocol::walk`).
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ragbox_protocol::walk::{IGNORE_FILES, SKIPPED_DIRS};
 use std::io::Read as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Component, Path, PathBuf};
 
-/// Folders never walked: ragbox's data dir and version control's.
-pub const SKIPPED_DIRS: &[&str] = &[".ragbox", ".git", ".hg", ".svn"];
-/// Ignore files read in each folder, weakest first (`.ignore` overrides `.gitignore`, as in ripgrep).
-const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 /// Larger ignore files are not read (and say so).
 const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
 
@@ -57,10 +54,7 @@ pub fn files(workspace: &Path, root: &str) -> Result<(Vec<FileEntry>, Vec<WalkEr
     for part in Path::new(root).components() {
         match part {
             Component::CurDir => {}
-            Component::Normal(name) => match name.to_str() {
-                Some(name) => target.push(name.to_string()),
-                None => return Err(OutsideWorkspace(root.to_string())),
-            },
+            Component::Normal(name) => target.push(name.to_string_lossy().into_owned()),
             _ => return Err(OutsideWorkspace(root.to_string())),
         }
     }

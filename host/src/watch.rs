@@ -6,6 +6,7 @@
 //! and VCS folders are dropped, so the index's writes never feed back.
 
 use notify::{EventKind, RecursiveMode, Watcher as _};
+use ragbox_protocol::walk::{IGNORE_FILES, SKIPPED_DIRS};
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -19,10 +20,6 @@ const QUIET: Duration = Duration::from_millis(300);
 const MAX_WAIT: Duration = Duration::from_secs(3);
 /// Polling interval when the kernel cannot watch the whole tree.
 const POLL: Duration = Duration::from_secs(1);
-/// Files whose rules decide what the walk skips (as in the guest's walk).
-const IGNORE_FILES: &[&str] = &[".gitignore", ".ignore"];
-/// Folders whose changes never reach the index (as in the guest's walk).
-const SKIPPED_DIRS: &[&str] = &[".ragbox", ".git", ".hg", ".svn"];
 
 /// Why the workspace cannot be watched.
 #[derive(Debug, thiserror::Error)]

@@ -1,9 +1,11 @@
 //! The JSON that passes between ragbox's tools and its host besides MCP's
-//! own: what an indexing run reports, the error bodies of the documented
-//! tool sets, and the results the command line shows. Tools produce these types and the host reads them, so both
-//! sides share one definition and no code reads them by string keys.
+//! own: what an indexing run reports, the error bodies of the documented tool
+//! sets, and every JSON tool's result. Tools produce these types and the host
+//! reads them, so both sides share one definition and no code reads them by
+//! string keys. Also what both sides skip when they list a workspace (`walk`).
 
 mod results;
+pub mod walk;
 
 pub use results::{
     Context, ContextChunk, Decision, DecisionHistory, EmbeddingStatus, ExtractedInformation, IndexedSource,

@@ -52,23 +52,6 @@ struct Request {
     limit: usize,
 }
 
-fn check(a: Args) -> Result<Request, CallError> {
-    let bad = rag_server::bad_parameter;
-    let group_by = match a.group_by.as_deref() {
-        None => None,
-        Some("source_type") => Some(GroupBy::SourceType),
-        Some("file_type") => Some(GroupBy::FileType),
-        Some(other) => return Err(bad(format!("unknown group_by {other:?}: use \"source_type\" or \"file_type\""))),
-    };
-    let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT).map_err(bad)?;
-    Ok(Request {
-        stats: a.include_stats.unwrap_or(false),
-        source_types: a.source_type_filter,
-        group_by,
-        limit: limit as usize,
-    })
-}
-
 /// How the document came in: `file_watcher` when `serve --watch` indexed it
 /// last (the host records that), `indexer` otherwise.
 fn source_method(d: &Document) -> &str {
@@ -162,8 +145,23 @@ impl ragbox_sdk::tool::Tool for Tool {
     type Request = Request;
     type Output = SourceList;
 
-    fn check(args: Args) -> Result<Request, CallError> {
-        check(args)
+    fn check(a: Args) -> Result<Request, CallError> {
+        let bad = rag_server::bad_parameter;
+        let group_by = match a.group_by.as_deref() {
+            None => None,
+            Some("source_type") => Some(GroupBy::SourceType),
+            Some("file_type") => Some(GroupBy::FileType),
+            Some(other) => {
+                return Err(bad(format!("unknown group_by {other:?}: use \"source_type\" or \"file_type\"")));
+            }
+        };
+        let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT).map_err(bad)?;
+        Ok(Request {
+            stats: a.include_stats.unwrap_or(false),
+            source_types: a.source_type_filter,
+            group_by,
+            limit: limit as usize,
+        })
     }
 
     fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<SourceList, CallError> {

@@ -44,27 +44,6 @@ struct Request {
     filter: ragbox_sdk::corpus::Filter,
 }
 
-fn check(a: Args) -> Result<Request, CallError> {
-    let bad = rag_server::bad_parameter;
-    let question = a.question.unwrap_or_default().trim().to_string();
-    if question.is_empty() {
-        return Err(rag_server::invalid(
-            "InvalidQuestion",
-            "question is required and must not be empty",
-            "Ask a question in plain words, e.g. \"How do I extract a tar archive?\"",
-        ));
-    }
-    let limit = args::count_in("context_limit", a.context_limit, DEFAULT_CONTEXT, 1..=MAX_CONTEXT).map_err(bad)?;
-    let mode = match a.search_method.as_deref().unwrap_or("semantic") {
-        "semantic" => Mode::Semantic,
-        "hybrid" => Mode::Hybrid,
-        other => return Err(bad(format!("unknown search_method {other:?}: use \"semantic\" or \"hybrid\""))),
-    };
-    let sources = a.sources.unwrap_or_default();
-    let filter = rag_server::filter(&sources, &Default::default()).map_err(bad)?;
-    Ok(Request { question, limit, sources, mode, filter })
-}
-
 /// What a question asks for, from its opening words.
 fn classify(question: &str) -> &'static str {
     let q = question.trim().to_lowercase();
@@ -319,8 +298,25 @@ impl ragbox_sdk::tool::Tool for Tool {
     type Request = Request;
     type Output = QuestionContext;
 
-    fn check(args: Args) -> Result<Request, CallError> {
-        check(args)
+    fn check(a: Args) -> Result<Request, CallError> {
+        let bad = rag_server::bad_parameter;
+        let question = a.question.unwrap_or_default().trim().to_string();
+        if question.is_empty() {
+            return Err(rag_server::invalid(
+                "InvalidQuestion",
+                "question is required and must not be empty",
+                "Ask a question in plain words, e.g. \"How do I extract a tar archive?\"",
+            ));
+        }
+        let limit = args::count_in("context_limit", a.context_limit, DEFAULT_CONTEXT, 1..=MAX_CONTEXT).map_err(bad)?;
+        let mode = match a.search_method.as_deref().unwrap_or("semantic") {
+            "semantic" => Mode::Semantic,
+            "hybrid" => Mode::Hybrid,
+            other => return Err(bad(format!("unknown search_method {other:?}: use \"semantic\" or \"hybrid\""))),
+        };
+        let sources = a.sources.unwrap_or_default();
+        let filter = rag_server::filter(&sources, &Default::default()).map_err(bad)?;
+        Ok(Request { question, limit, sources, mode, filter })
     }
 
     fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<QuestionContext, CallError> {

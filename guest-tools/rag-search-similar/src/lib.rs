@@ -42,25 +42,6 @@ struct Request {
     threshold: f64,
 }
 
-fn check(a: Args) -> Result<Request, CallError> {
-    let bad = rag_server::bad_parameter;
-    let text = a.reference_text.unwrap_or_default();
-    if text.trim().is_empty() {
-        return Err(rag_server::invalid(
-            "InvalidReferenceText",
-            "reference_text is required and must not be empty",
-            "Give the text to find similar documents for",
-        ));
-    }
-    let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT).map_err(bad)?;
-    let threshold = a.similarity_threshold.unwrap_or(DEFAULT_THRESHOLD);
-    if !(0.0..=1.0).contains(&threshold) {
-        return Err(bad(format!("similarity_threshold must be between 0.0 and 1.0, got {threshold}")));
-    }
-    let exclude = a.exclude_source.map(|s| s.trim().trim_start_matches("./").to_string()).filter(|s| !s.is_empty());
-    Ok(Request { text, limit, exclude, threshold })
-}
-
 /// True when `path` is the excluded source, named by file name, path or id.
 fn excluded(path: &str, exclude: Option<&str>) -> bool {
     exclude.is_some_and(|x| path == x || path.rsplit('/').next() == Some(x) || document_id(path) == x)
@@ -127,8 +108,23 @@ impl ragbox_sdk::tool::Tool for Tool {
     type Request = Request;
     type Output = SimilarToText;
 
-    fn check(args: Args) -> Result<Request, CallError> {
-        check(args)
+    fn check(a: Args) -> Result<Request, CallError> {
+        let bad = rag_server::bad_parameter;
+        let text = a.reference_text.unwrap_or_default();
+        if text.trim().is_empty() {
+            return Err(rag_server::invalid(
+                "InvalidReferenceText",
+                "reference_text is required and must not be empty",
+                "Give the text to find similar documents for",
+            ));
+        }
+        let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT).map_err(bad)?;
+        let threshold = a.similarity_threshold.unwrap_or(DEFAULT_THRESHOLD);
+        if !(0.0..=1.0).contains(&threshold) {
+            return Err(bad(format!("similarity_threshold must be between 0.0 and 1.0, got {threshold}")));
+        }
+        let exclude = a.exclude_source.map(|s| s.trim().trim_start_matches("./").to_string()).filter(|s| !s.is_empty());
+        Ok(Request { text, limit, exclude, threshold })
     }
 
     fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<SimilarToText, CallError> {

@@ -42,23 +42,6 @@ struct Request {
     filter: ragbox_sdk::corpus::Filter,
 }
 
-fn check(a: Args) -> Result<Request, CallError> {
-    let bad = rag_server::bad_parameter;
-    let query = a.query.unwrap_or_default();
-    if query.trim().is_empty() {
-        return Err(rag_server::invalid(
-            "InvalidQuery",
-            "query is required and must not be empty",
-            "Give the words or question to search for",
-        ));
-    }
-    let mode = Mode::parse(a.search_type.as_deref().unwrap_or("semantic")).map_err(bad)?;
-    let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT).map_err(bad)?;
-    let filter =
-        rag_server::filter(&a.sources.unwrap_or_default(), &a.metadata_filters.unwrap_or_default()).map_err(bad)?;
-    Ok(Request { query: query.trim().to_string(), mode, limit, filter })
-}
-
 fn run(r: &Request) -> Result<SearchResults, String> {
     let found = rag_server::search(&r.query, r.mode, r.limit as u32, &r.filter)?;
     let results: Vec<SearchResult> = found
@@ -104,8 +87,21 @@ impl ragbox_sdk::tool::Tool for Tool {
     type Request = Request;
     type Output = SearchResults;
 
-    fn check(args: Args) -> Result<Request, CallError> {
-        check(args)
+    fn check(a: Args) -> Result<Request, CallError> {
+        let bad = rag_server::bad_parameter;
+        let query = a.query.unwrap_or_default();
+        if query.trim().is_empty() {
+            return Err(rag_server::invalid(
+                "InvalidQuery",
+                "query is required and must not be empty",
+                "Give the words or question to search for",
+            ));
+        }
+        let mode = Mode::parse(a.search_type.as_deref().unwrap_or("semantic")).map_err(bad)?;
+        let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT).map_err(bad)?;
+        let filter =
+            rag_server::filter(&a.sources.unwrap_or_default(), &a.metadata_filters.unwrap_or_default()).map_err(bad)?;
+        Ok(Request { query: query.trim().to_string(), mode, limit, filter })
     }
 
     fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<SearchResults, CallError> {

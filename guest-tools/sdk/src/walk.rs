@@ -2,11 +2,9 @@
 //! whole trees through the host, single folders through WASI.
 
 use crate::host;
+use ragbox_protocol::walk::SKIPPED_DIRS;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-
-/// Folders never searched or indexed: ragbox's own data and VCS internals.
-const SKIPPED_DIRS: &[&str] = &[".ragbox", ".git", ".hg", ".svn"];
 
 /// Default cap on the size of a file a tool reads (larger files are skipped).
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 8 << 20;
