@@ -4,7 +4,7 @@
 
 use super::open::open;
 use crate::config::DATA_DIR;
-use crate::corpus::{FULLTEXT_DIR, VECTORS_FILE};
+use crate::corpus::{FULLTEXT_DIR, OLD_FULLTEXT_DIR, VECTORS_FILE};
 use crate::index::Filter;
 use crate::store::{STORE_FILE, Store};
 use anyhow::bail;
@@ -117,7 +117,7 @@ pub fn reset(workspace: &Path, yes: bool) -> anyhow::Result<()> {
     let workspace = &std::fs::canonicalize(workspace)
         .map_err(|e| anyhow::anyhow!("workspace {} cannot be opened: {e}", workspace.display()))?;
     let data_dir = workspace.join(DATA_DIR);
-    let targets: Vec<_> = [STORE_FILE, VECTORS_FILE, FULLTEXT_DIR]
+    let targets: Vec<_> = [STORE_FILE, VECTORS_FILE, FULLTEXT_DIR, OLD_FULLTEXT_DIR]
         .iter()
         .map(|name| data_dir.join(name))
         .filter(|p| p.exists())

@@ -23,7 +23,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Folder of the keyword index inside the data dir.
-pub const FULLTEXT_DIR: &str = "fulltext";
+pub const FULLTEXT_DIR: &str = "keyword";
+/// Where an earlier ragbox kept its chunks-only keyword index. Left alone
+/// (a server of that version may still be using it); `ragbox doctor --reset`
+/// and a new store remove it.
+pub const OLD_FULLTEXT_DIR: &str = "fulltext";
 
 /// The saved vector index (written only once it has an HNSW graph) in the data dir.
 pub const VECTORS_FILE: &str = "vectors.idx";
@@ -107,6 +111,7 @@ impl Corpus {
                 // claim the new store's generation by coincidence: drop them.
                 let _ = std::fs::remove_file(self.data_dir.join(VECTORS_FILE));
                 let _ = std::fs::remove_dir_all(self.data_dir.join(FULLTEXT_DIR));
+                let _ = std::fs::remove_dir_all(self.data_dir.join(OLD_FULLTEXT_DIR));
             }
             *slot = Some(Store::open(&self.data_dir)?);
         }

@@ -1,21 +1,26 @@
-//! BM25 keyword search over chunk text (tantivy, English stemming).
+//! BM25 keyword search (tantivy) at two grains. Whole documents rank the
+//! documents, as BM25 baselines score them (one length and one set of term
+//! frequencies per file, with its title and path words as fields of their
+//! own); their chunks' own BM25 then picks and orders the passages within
+//! them. Scoring chunks alone (as before) cut SciFact's abstracts in two and
+//! left nDCG@10 0.03 below BM25 over whole abstracts.
 //!
 //! Derived from the store and rebuildable: each commit records the store
-//! generation it reflects, and [`Fulltext::is_current`] tells when a rebuild
-//! is due. tantivy allows one writer per index across processes, so a busy
-//! writer lock is retried, as the store does.
+//! generation it reflects, and [`Fulltext::generation`] tells what to apply.
+//! tantivy allows one writer per index across processes, so a busy writer
+//! lock is retried, as the store does.
 
-use crate::store::TextDelta;
-use std::collections::BTreeSet;
+mod analyzer;
+
+use crate::store::{ChunkRecord, DocumentRecord, TextDelta};
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tantivy::collector::TopDocs;
 use tantivy::directory::error::LockError;
 use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermSetQuery};
 use tantivy::schema::{Field, INDEXED, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value};
-use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
-};
+use tantivy::tokenizer::TokenizerManager;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
 
 /// Memory the writer may buffer before flushing a segment.
@@ -58,45 +63,205 @@ pub struct FulltextHit {
     pub score: f32,
 }
 
-/// The keyword index in one folder.
-pub struct Fulltext {
-    dir: PathBuf,
-    index: Index,
-    reader: IndexReader,
+// The weights below were chosen with bench/quality.py on SciFact, tldr task
+// → command and paraphrased skill questions. A match in the title or the path
+// is scored as a field of its own and added to the body's score: at full
+// weight it wins too easily (tldr's many pages named for everyday words,
+// `file` or `watch`, then outrank the page a task describes; SciFact's titles,
+// already in the text, count twice), so both count a fifth.
+
+/// The weight of a document's title (its first heading or frontmatter title) beside its body.
+const TITLE_BOOST: f32 = 0.2;
+/// The weight of a document's path words (folders, file name) beside its body.
+const NAME_BOOST: f32 = 0.2;
+/// How much a chunk's own BM25 adds to its document's: enough to order the
+/// passages of one document, too little to lift a weak document.
+const CHUNK_WEIGHT: f32 = 0.3;
+/// Documents ranked for a search, at least (more when more hits are asked).
+const MIN_DOCUMENTS: usize = 50;
+/// Chunks scored per ranked document, at most on average.
+const CHUNKS_PER_DOCUMENT: usize = 4;
+
+/// The fields of both grains' records.
+#[derive(Clone, Copy)]
+struct Fields {
     path: Field,
     ordinal: Field,
     text: Field,
-    wait: Duration,
+    title: Field,
+    name: Field,
 }
 
-/// The text analyzer's name in the schema; a new name means a new format.
-const ANALYZER: &str = "en_stem_stop";
+/// One tantivy index: the documents' (one record each, ordinal 0) or the chunks'.
+struct Part {
+    dir: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    /// The analyzers queries are read with ([`analyzer::query_analyzer`]).
+    query_analyzers: TokenizerManager,
+}
 
-/// English as Lucene's EnglishAnalyzer reads it (what BM25 baselines such as
-/// BEIR's use): words, lowercased, stop words dropped, Porter-stemmed.
-fn analyzer() -> TextAnalyzer {
-    let builder =
-        TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(40)).filter(LowerCaser);
-    match StopWordFilter::new(Language::English) {
-        Some(stop) => builder.filter(stop).filter(Stemmer::new(Language::English)).build(),
-        None => builder.filter(Stemmer::new(Language::English)).build(),
-    }
+/// A record found: its path, ordinal and BM25 score.
+struct Found {
+    path: String,
+    ordinal: u32,
+    score: f32,
+}
+
+/// The keyword index in one folder: `documents/` and `chunks/`.
+pub struct Fulltext {
+    documents: Part,
+    chunks: Part,
+    wait: Duration,
 }
 
 impl Fulltext {
     /// Opens (creating if needed) the index in `dir`.
     pub fn open(dir: &Path) -> Result<Self, FulltextError> {
+        Ok(Self {
+            documents: Part::open(&dir.join("documents"))?,
+            chunks: Part::open(&dir.join("chunks"))?,
+            wait: Duration::from_secs(30),
+        })
+    }
+
+    /// The store generation both grains reflect (0 for a new index).
+    pub fn generation(&self) -> Result<u64, FulltextError> {
+        Ok(self.documents.generation()?.min(self.chunks.generation()?))
+    }
+
+    /// Applies what changed in the store (from
+    /// [`crate::store::Store::text_delta`] at [`Self::generation`]), one commit
+    /// per grain. Re-applying a delta is harmless: each changed path is
+    /// replaced whole, so a crash between the two commits heals on the next.
+    pub fn apply(&self, delta: &TextDelta) -> Result<(), FulltextError> {
+        let documents = self.documents.writer(self.wait)?;
+        let chunks = self.chunks.writer(self.wait)?;
+        for (part, writer) in [(&self.documents, &documents), (&self.chunks, &chunks)] {
+            if delta.full {
+                writer.delete_all_documents().map_err(|e| part.err(e))?;
+            }
+            for path in delta.removed.iter().chain(delta.documents.iter().map(|(doc, _)| &doc.path)) {
+                writer.delete_term(Term::from_field_text(part.fields.path, path));
+            }
+        }
+        for (doc, records) in &delta.documents {
+            self.documents.add_document(&documents, doc, records)?;
+            self.chunks.add_chunks(&chunks, &doc.path, records)?;
+        }
+        self.documents.commit(documents, delta.generation)?;
+        self.chunks.commit(chunks, delta.generation)
+    }
+
+    /// The `k` best chunks for `query`; with `allowed`, only chunks of those
+    /// paths. Documents are ranked whole, then each hit's score is its
+    /// document's plus a share of its chunk's own. Query syntax errors are
+    /// forgiven: what parses is searched.
+    pub fn search(
+        &self,
+        query: &str,
+        k: usize,
+        allowed: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<FulltextHit>, FulltextError> {
+        if k == 0 || allowed.is_some_and(|a| a.is_empty()) {
+            return Ok(Vec::new());
+        }
+        let f = self.documents.fields;
+        let depth = k.max(MIN_DOCUMENTS);
+        let weighted = [(f.text, 1.0), (f.title, TITLE_BOOST), (f.name, NAME_BOOST)];
+        let documents = self.documents.search(query, &weighted, depth, allowed)?;
+        if documents.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ranked: BTreeSet<String> = documents.iter().map(|d| d.path.clone()).collect();
+        let limit = depth.saturating_mul(CHUNKS_PER_DOCUMENT).max(k);
+        let chunks = self.chunks.search(query, &[(f.text, 1.0)], limit, Some(&ranked))?;
+        Ok(combine(documents, chunks, k))
+    }
+}
+
+/// Each chunk's score from its document's and its own; a document matched
+/// only by its title or path words is represented by its first chunk.
+fn combine(documents: Vec<Found>, chunks: Vec<Found>, k: usize) -> Vec<FulltextHit> {
+    let mut by_path: HashMap<String, (f32, bool)> = documents.into_iter().map(|d| (d.path, (d.score, false))).collect();
+    let mut hits: Vec<FulltextHit> = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        let Some((document, seen)) = by_path.get_mut(&chunk.path) else { continue };
+        *seen = true;
+        hits.push(FulltextHit {
+            score: *document + CHUNK_WEIGHT * chunk.score,
+            path: chunk.path,
+            ordinal: chunk.ordinal,
+        });
+    }
+    for (path, (score, seen)) in by_path {
+        if !seen {
+            hits.push(FulltextHit { path, ordinal: 0, score });
+        }
+    }
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)).then(a.ordinal.cmp(&b.ordinal)));
+    hits.truncate(k);
+    hits
+}
+
+/// A document's text for its whole-document record: its chunks joined in
+/// order, each overlap with the one before taken once (the chunker overlaps
+/// neighbours; counting those words twice would skew term frequencies). An
+/// overlap is cut only where the texts agree with their byte ranges: a tool
+/// that stores chunks otherwise loses no words.
+fn document_text(chunks: &[ChunkRecord]) -> String {
+    let mut text = String::new();
+    let mut previous: Option<&ChunkRecord> = None;
+    for chunk in chunks {
+        let overlap = previous.map_or(0, |p| p.end.saturating_sub(chunk.start)) as usize;
+        let repeated = |p: &ChunkRecord| chunk.text.get(..overlap).is_some_and(|head| p.text.ends_with(head));
+        match chunk.text.get(overlap..) {
+            Some(rest) if overlap > 0 && previous.is_some_and(repeated) => text.push_str(rest),
+            _ => text.push_str(&chunk.text),
+        }
+        text.push('\n');
+        previous = Some(chunk);
+    }
+    text
+}
+
+/// The query as BM25 baselines read it: words, with only double-quoted
+/// phrases kept as phrases. Any other punctuation becomes a space, so
+/// `IL-6` or `0-dimensional` are two words to find rather than a phrase
+/// that must appear exactly so (tantivy's reading; +0.01 hit@5 on tldr
+/// task → command), and no query syntax (`-word`, `field:`) reaches the parser.
+fn plain_words(query: &str) -> String {
+    query.chars().map(|c| if c.is_alphanumeric() || c.is_whitespace() || c == '"' { c } else { ' ' }).collect()
+}
+
+/// The words of a path that a user searches by: its folders and file name,
+/// without the extension (`pages/git-commit.md` → `pages/git-commit`).
+fn path_words(path: &str) -> &str {
+    let name_start = path.rfind('/').map_or(0, |i| i + 1);
+    match path[name_start..].rfind('.') {
+        Some(dot) if dot > 0 => &path[..name_start + dot],
+        _ => path,
+    }
+}
+
+impl Part {
+    fn open(dir: &Path) -> Result<Self, FulltextError> {
         let fail = |e: &dyn std::fmt::Display| FulltextError::Index { path: dir.to_path_buf(), message: e.to_string() };
         std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
         let mut schema = Schema::builder();
-        let path = schema.add_text_field("path", STRING | STORED);
-        let ordinal = schema.add_u64_field("ordinal", STORED | INDEXED);
-        let text_options = TextOptions::default().set_indexing_options(
+        let analyzed = TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
-                .set_tokenizer(ANALYZER)
+                .set_tokenizer(analyzer::NAME)
                 .set_index_option(tantivy::schema::IndexRecordOption::WithFreqsAndPositions),
         );
-        let text = schema.add_text_field("text", text_options);
+        let fields = Fields {
+            path: schema.add_text_field("path", STRING | STORED),
+            ordinal: schema.add_u64_field("ordinal", STORED | INDEXED),
+            text: schema.add_text_field("text", analyzed.clone()),
+            title: schema.add_text_field("title", analyzed.clone()),
+            name: schema.add_text_field("name", analyzed),
+        };
         let schema = schema.build();
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| fail(&e))?;
         let index = match Index::open_or_create(directory, schema.clone()) {
@@ -112,53 +277,62 @@ impl Fulltext {
             }
             Err(e) => return Err(fail(&e)),
         };
-        index.tokenizers().register(ANALYZER, analyzer());
+        index.tokenizers().register(analyzer::NAME, analyzer::analyzer());
+        let query_analyzers = TokenizerManager::default();
+        query_analyzers.register(analyzer::NAME, analyzer::query_analyzer());
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(|e| fail(&e))?;
-        Ok(Self { dir: dir.to_path_buf(), index, reader, path, ordinal, text, wait: Duration::from_secs(30) })
+        Ok(Self { dir: dir.to_path_buf(), index, reader, fields, query_analyzers })
     }
 
-    /// The store generation the last commit reflects (0 for a new index).
-    pub fn generation(&self) -> Result<u64, FulltextError> {
+    fn generation(&self) -> Result<u64, FulltextError> {
         let metas = self.index.load_metas().map_err(|e| self.err(e))?;
         Ok(metas.payload.and_then(|p| p.parse().ok()).unwrap_or(0))
     }
 
-    /// Applies what changed in the store (from
-    /// [`crate::store::Store::text_delta`] at [`Self::generation`]) in one commit.
-    /// Re-applying a delta is harmless: each changed path is replaced whole.
-    pub fn apply(&self, delta: &TextDelta) -> Result<(), FulltextError> {
-        let writer = self.writer()?;
-        if delta.full {
-            writer.delete_all_documents().map_err(|e| self.err(e))?;
-        }
-        for path in &delta.removed {
-            writer.delete_term(Term::from_field_text(self.path, path));
-        }
-        for (doc, chunks) in &delta.documents {
-            writer.delete_term(Term::from_field_text(self.path, &doc.path));
-            let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
-            self.add(&writer, &doc.path, &texts)?;
-        }
-        self.commit(writer, delta.generation)
+    fn add_document(
+        &self,
+        writer: &IndexWriter,
+        doc: &DocumentRecord,
+        chunks: &[ChunkRecord],
+    ) -> Result<(), FulltextError> {
+        let f = self.fields;
+        let record = doc!(
+            f.path => doc.path.as_str(),
+            f.ordinal => 0u64,
+            f.text => document_text(chunks),
+            f.title => doc.title.as_deref().unwrap_or_default(),
+            f.name => path_words(&doc.path),
+        );
+        writer.add_document(record).map(drop).map_err(|e| self.err(e))
     }
 
-    /// The `k` best chunks for `query`; with `allowed`, only chunks of those paths.
-    /// Query syntax errors are forgiven: what parses is searched.
-    pub fn search(
+    fn add_chunks(&self, writer: &IndexWriter, path: &str, chunks: &[ChunkRecord]) -> Result<(), FulltextError> {
+        let f = self.fields;
+        for (ordinal, chunk) in chunks.iter().enumerate() {
+            let record = doc!(f.path => path, f.ordinal => ordinal as u64, f.text => chunk.text.as_str());
+            writer.add_document(record).map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// The `limit` best records for `query` over the weighted `fields`.
+    fn search(
         &self,
         query: &str,
-        k: usize,
+        fields: &[(Field, f32)],
+        limit: usize,
         allowed: Option<&BTreeSet<String>>,
-    ) -> Result<Vec<FulltextHit>, FulltextError> {
-        if k == 0 || allowed.is_some_and(|a| a.is_empty()) {
-            return Ok(Vec::new());
-        }
+    ) -> Result<Vec<Found>, FulltextError> {
         self.reader.reload().map_err(|e| self.err(e))?;
-        let parser = QueryParser::for_index(&self.index, vec![self.text]);
-        let (parsed, _errors) = parser.parse_query_lenient(query);
+        let defaults = fields.iter().map(|(f, _)| *f).collect();
+        let mut parser = QueryParser::new(self.index.schema(), defaults, self.query_analyzers.clone());
+        for &(field, boost) in fields {
+            parser.set_field_boost(field, boost);
+        }
+        let (parsed, _errors) = parser.parse_query_lenient(&plain_words(query));
         let scoped: Box<dyn Query> = match allowed {
             Some(paths) => {
-                let terms = paths.iter().map(|p| Term::from_field_text(self.path, p));
+                let terms = paths.iter().map(|p| Term::from_field_text(self.fields.path, p));
                 Box::new(BooleanQuery::new(vec![
                     (Occur::Must, parsed),
                     (Occur::Must, Box::new(TermSetQuery::new(terms)) as Box<dyn Query>),
@@ -167,7 +341,7 @@ impl Fulltext {
             None => parsed,
         };
         let searcher = self.reader.searcher();
-        let top = searcher.search(&scoped, &TopDocs::with_limit(k).order_by_score()).map_err(|e| match e {
+        let top = searcher.search(&scoped, &TopDocs::with_limit(limit).order_by_score()).map_err(|e| match e {
             // The query asked for something the index cannot do (`text:*`, a range): a bad query, not a bad index.
             tantivy::TantivyError::InvalidArgument(_)
             | tantivy::TantivyError::SchemaError(_)
@@ -176,23 +350,14 @@ impl Fulltext {
             }
             e => self.err(e),
         })?;
-        let mut hits = Vec::with_capacity(top.len());
+        let mut found = Vec::with_capacity(top.len());
         for (score, address) in top {
             let stored: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
-            let path = stored.get_first(self.path).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-            let ordinal = stored.get_first(self.ordinal).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-            hits.push(FulltextHit { path, ordinal, score });
+            let path = stored.get_first(self.fields.path).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+            let ordinal = stored.get_first(self.fields.ordinal).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+            found.push(Found { path, ordinal, score });
         }
-        Ok(hits)
-    }
-
-    fn add(&self, writer: &IndexWriter, path: &str, chunks: &[&str]) -> Result<(), FulltextError> {
-        for (ordinal, text) in chunks.iter().enumerate() {
-            writer
-                .add_document(doc!(self.path => path, self.ordinal => ordinal as u64, self.text => *text))
-                .map_err(|e| self.err(e))?;
-        }
-        Ok(())
+        Ok(found)
     }
 
     fn commit(&self, mut writer: IndexWriter, generation: u64) -> Result<(), FulltextError> {
@@ -203,13 +368,13 @@ impl Fulltext {
     }
 
     /// Takes the writer lock, waiting while another process holds it.
-    fn writer(&self) -> Result<IndexWriter, FulltextError> {
+    fn writer(&self, wait: Duration) -> Result<IndexWriter, FulltextError> {
         let started = Instant::now();
         let mut pause = Duration::from_millis(2);
         loop {
             match self.index.writer_with_num_threads(1, WRITER_BUDGET) {
                 Ok(writer) => return Ok(writer),
-                Err(tantivy::TantivyError::LockFailure(LockError::LockBusy, _)) if started.elapsed() < self.wait => {
+                Err(tantivy::TantivyError::LockFailure(LockError::LockBusy, _)) if started.elapsed() < wait => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
                 }
@@ -223,5 +388,140 @@ impl Fulltext {
 
     fn err(&self, e: impl std::fmt::Display) -> FulltextError {
         FulltextError::Index { path: self.dir.clone(), message: e.to_string() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Delta;
+
+    fn chunk(text: &str, start: u64) -> ChunkRecord {
+        ChunkRecord { text: text.to_string(), start, end: start + text.len() as u64 }
+    }
+
+    fn document(path: &str, title: Option<&str>, chunks: &[&str]) -> (DocumentRecord, Vec<ChunkRecord>) {
+        let record = DocumentRecord { path: path.into(), title: title.map(str::to_string), ..Default::default() };
+        let mut at = 0;
+        let chunks = chunks
+            .iter()
+            .map(|t| {
+                let c = chunk(t, at);
+                at = c.end;
+                c
+            })
+            .collect();
+        (record, chunks)
+    }
+
+    fn index(documents: Vec<(DocumentRecord, Vec<ChunkRecord>)>) -> (tempfile::TempDir, Fulltext) {
+        let dir = tempfile::tempdir().unwrap();
+        let fulltext = Fulltext::open(dir.path()).unwrap();
+        fulltext.apply(&Delta { generation: 7, full: true, documents, removed: Vec::new() }).unwrap();
+        (dir, fulltext)
+    }
+
+    fn paths(hits: &[FulltextHit]) -> Vec<String> {
+        hits.iter().map(|h| format!("{}#{}", h.path, h.ordinal)).collect()
+    }
+
+    #[test]
+    fn overlapping_chunks_make_one_document_text() {
+        // "quick brown fox" then a chunk starting again at "brown".
+        let chunks = [chunk("the quick brown", 0), chunk("brown fox jumps", 10)];
+        assert_eq!(document_text(&chunks), "the quick brown\n fox jumps\n");
+        // Chunk texts that are not the ranges they claim are taken whole.
+        let odd = [chunk("héllo", 0), ChunkRecord { text: "é".into(), start: 2, end: 9 }];
+        assert_eq!(document_text(&odd), "héllo\né\n");
+        let all_at_zero = [chunk("Buy milk.", 0), chunk("Connecting fails.", 0)];
+        assert_eq!(document_text(&all_at_zero), "Buy milk.\nConnecting fails.\n");
+        assert_eq!(document_text(&[]), "");
+    }
+
+    #[test]
+    fn path_words_drop_the_extension_only() {
+        assert_eq!(path_words("pages/git-commit.md"), "pages/git-commit");
+        assert_eq!(path_words("src/lib.rs"), "src/lib");
+        assert_eq!(path_words(".bashrc"), ".bashrc");
+        assert_eq!(path_words("a.b/README"), "a.b/README");
+    }
+
+    #[test]
+    fn documents_rank_whole_and_their_chunks_follow_their_own_scores() {
+        // a holds all three words, one per chunk; b two of them in one chunk. By chunk
+        // alone b's would lead (two words against one); scored whole, a does.
+        let (_dir, fulltext) = index(vec![
+            document("a.md", None, &["alpha one", "beta two", "gamma three"]),
+            document("b.md", None, &["alpha beta four"]),
+            document("c.md", None, &["unrelated text"]),
+        ]);
+        let hits = fulltext.search("alpha beta gamma", 10, None).unwrap();
+        assert_eq!(hits[0].path, "a.md", "{hits:?}");
+        // Within a, the chunk with the rarest word comes first.
+        assert_eq!(hits[0].ordinal, 2, "{hits:?}");
+        let mut found = paths(&hits);
+        found.sort();
+        assert_eq!(found, ["a.md#0", "a.md#1", "a.md#2", "b.md#0"]);
+        assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+        assert_eq!(fulltext.generation().unwrap(), 7);
+    }
+
+    #[test]
+    fn file_names_titles_and_identifiers_are_searchable() {
+        let (_dir, fulltext) = index(vec![
+            document("pages/tar.md", Some("Archiving utility"), &["create and extract archives"]),
+            document("src/user.rs", None, &["fn getUserName() -> String"]),
+            document("notes/other.md", None, &["nothing to see"]),
+        ]);
+        // Matched only by its file name: found, represented by its first chunk.
+        assert_eq!(paths(&fulltext.search("tar", 5, None).unwrap()), ["pages/tar.md#0"]);
+        assert_eq!(paths(&fulltext.search("archiving", 5, None).unwrap()), ["pages/tar.md#0"]);
+        assert_eq!(paths(&fulltext.search("user name", 5, None).unwrap()), ["src/user.rs#0"]);
+        assert_eq!(paths(&fulltext.search("getUserName", 5, None).unwrap()), ["src/user.rs#0"]);
+    }
+
+    #[test]
+    fn hyphenated_words_are_words_and_quotes_make_phrases() {
+        let (_dir, fulltext) = index(vec![
+            document("a.md", None, &["dimensional analysis of 0 defects in materials"]),
+            document("b.md", None, &["unrelated text"]),
+        ]);
+        assert_eq!(plain_words("IL-6 \"x-ray\" text:y -z"), "IL 6 \"x ray\" text y  z");
+        assert_eq!(paths(&fulltext.search("0-dimensional", 5, None).unwrap()), ["a.md#0"]);
+        assert_eq!(paths(&fulltext.search("\"dimensional analysis\"", 5, None).unwrap()), ["a.md#0"]);
+        assert!(fulltext.search("\"analysis dimensional\"", 5, None).unwrap().is_empty());
+        // Syntax is not syntax: no error, just words.
+        assert_eq!(paths(&fulltext.search("path:defects (", 5, None).unwrap()), ["a.md#0"]);
+    }
+
+    #[test]
+    fn a_word_matches_whatever_its_casing() {
+        let (_dir, fulltext) = index(vec![
+            document("a.md", None, &["FoxP3 expression in T cells"]),
+            document("b.md", None, &["FOXP3 is a transcription factor"]),
+        ]);
+        for query in ["FoxP3", "FOXP3", "foxp3"] {
+            let mut found = paths(&fulltext.search(query, 5, None).unwrap());
+            found.sort();
+            assert_eq!(found, ["a.md#0", "b.md#0"], "{query}");
+        }
+    }
+
+    #[test]
+    fn allowed_paths_k_and_changes_are_honoured() {
+        let (_dir, fulltext) =
+            index(vec![document("a.md", None, &["apple pie", "apple tart"]), document("b.md", None, &["apple juice"])]);
+        let only_b: BTreeSet<String> = ["b.md".to_string()].into();
+        assert_eq!(paths(&fulltext.search("apple", 10, Some(&only_b)).unwrap()), ["b.md#0"]);
+        assert!(fulltext.search("apple", 10, Some(&BTreeSet::new())).unwrap().is_empty());
+        assert_eq!(fulltext.search("apple", 2, None).unwrap().len(), 2);
+        assert!(fulltext.search("apple", 0, None).unwrap().is_empty());
+        // b replaced, a removed: both grains follow.
+        let (b, chunks) = document("b.md", None, &["orange juice"]);
+        let delta = Delta { generation: 8, full: false, documents: vec![(b, chunks)], removed: vec!["a.md".into()] };
+        fulltext.apply(&delta).unwrap();
+        assert!(fulltext.search("apple", 10, None).unwrap().is_empty());
+        assert_eq!(paths(&fulltext.search("orange", 10, None).unwrap()), ["b.md#0"]);
+        assert_eq!(fulltext.generation().unwrap(), 8);
     }
 }
