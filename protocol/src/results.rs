@@ -320,8 +320,8 @@ pub struct Context {
     pub success: bool,
     /// The topic as given.
     pub topic: String,
-    /// How it was found: `semantic`, or `keyword` while nothing is embedded.
-    #[schemars(extend("enum" = ["semantic", "keyword"]))]
+    /// How it was found: `hybrid` (the index, by meaning and keywords), or `keyword` while nothing is embedded.
+    #[schemars(extend("enum" = ["hybrid", "keyword"]))]
     pub method: String,
     /// Conversations returned.
     pub num_results: usize,

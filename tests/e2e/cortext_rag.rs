@@ -187,7 +187,7 @@ async fn similar_context_and_decisions() {
 
     // get_context: by meaning once embedded, grouped by conversation.
     let r = ok(&client, "get_context", json!({ "topic": "how users log in" })).await;
-    assert_eq!((&r["method"], &r["num_results"]), (&json!("semantic"), &json!(5)), "{r}");
+    assert_eq!((&r["method"], &r["num_results"]), (&json!("hybrid"), &json!(5)), "{r}");
     let names = conversations(&r["results"]);
     let auth = names[..3].iter().filter(|n| n.contains("auth") || n.contains("login")).count();
     assert!(auth >= 2, "auth conversations should lead: {names:?}");

@@ -194,7 +194,7 @@ async fn the_seed_003_tools_on_real_data() {
         assert_eq!(results[0]["source"]["file_type"], "text/markdown");
     }
     let r = ok(&client, "search", json!({ "query": "compress files", "search_type": "hybrid" })).await;
-    assert_eq!(r["search_info"]["fusion"]["method"], "reciprocal_rank_fusion");
+    assert_eq!(r["search_info"]["fusion"]["method"], "normalized_score_fusion");
 
     // Filters: file types by extension or MIME type, and metadata.
     let r = ok(&client, "search", json!({ "query": "learning", "sources": ["md"], "limit": 50 })).await;

@@ -1,12 +1,15 @@
 //! Cortext's `get_context`: the conversations most relevant to a topic, with
-//! the passages that make them relevant. Uses the semantic index when there is
-//! one, keyword search over the files when there is not.
+//! the passages that make them relevant. Uses the index (meaning and BM25
+//! fused, as hybrid search does) when there is one, keyword search over the
+//! files when there is not.
 
 use ragbox_sdk::args::{self, optional_count};
 use ragbox_sdk::cortext::{self, Layout};
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::hybrid;
 use ragbox_sdk::protocol::{Context, RelevantConversation};
-use ragbox_sdk::semantic::{self, score};
+use ragbox_sdk::rag_server::round;
+use ragbox_sdk::semantic;
 use ragbox_sdk::text::{keyword_score, keywords, looks_binary, truncate};
 use ragbox_sdk::tool::{self, ToolSet};
 use ragbox_sdk::{Annotations, CallError, host, log, walk};
@@ -97,14 +100,16 @@ fn merge(groups: &mut Vec<Found>, found: Found) {
     }
 }
 
-/// By meaning: the nearest chunks, grouped by conversation, best first;
-/// `None` while nothing is embedded.
-fn semantic_context(topic: &str, n: usize) -> Result<Option<Vec<Found>>, String> {
+/// From the index: the best chunks by meaning and keywords, grouped by
+/// conversation, best first; `None` while nothing is embedded.
+fn indexed_context(topic: &str, n: usize) -> Result<Option<Vec<Found>>, String> {
     let k = (n * 8).clamp(20, 400) as u32;
-    let Some(hits) = semantic::search(topic, k, &semantic::filter(None, None))? else { return Ok(None) };
+    let all = semantic::filter(None, None);
+    let Some(hits) = hybrid::search(topic, k, &all, f32::NEG_INFINITY)? else { return Ok(None) };
     let mut groups = Vec::new();
-    for hit in hits {
-        let mut found = Found::new(&hit.document.path, score(hit.score));
+    for scored in hits {
+        let hit = scored.hit;
+        let mut found = Found::new(&hit.document.path, round(scored.relevance));
         found.excerpts.push(truncate(hit.chunk.text.trim(), EXCERPT_BYTES));
         merge(&mut groups, found);
     }
@@ -156,16 +161,16 @@ fn keyword_context(topic: &str, n: usize) -> Vec<Found> {
 }
 
 fn run(topic: &str, n: usize) -> Context {
-    let (method, found, message) = match semantic_context(topic, n) {
-        Ok(Some(found)) => ("semantic", found, None),
+    let (method, found, message) = match indexed_context(topic, n) {
+        Ok(Some(found)) => ("hybrid", found, None),
         Ok(None) => {
             let note =
                 "No semantic index yet, so these are keyword matches: run embed_workspace to find context by meaning.";
             ("keyword", keyword_context(topic, n), Some(note.to_string()))
         }
         Err(e) => {
-            log::warn(&format!("semantic search failed, falling back to keywords: {e}"));
-            let note = format!("Semantic search failed ({e}), so these are keyword matches.");
+            log::warn(&format!("index search failed, falling back to keywords: {e}"));
+            let note = format!("Searching the index failed ({e}), so these are keyword matches over the files.");
             ("keyword", keyword_context(topic, n), Some(note))
         }
     };
@@ -190,8 +195,8 @@ impl ragbox_sdk::tool::Tool for Tool {
     const NAME: &'static str = "get_context";
     const TITLE: &'static str = "Context for a topic";
     const DESCRIPTION: &'static str = "Get relevant context for a topic from past conversations: the most relevant \
-        conversations (and other documents), each with the passages that make it relevant. Searches by meaning when \
-        the workspace is embedded, by keywords when it is not (the result says which).";
+        conversations (and other documents), each with the passages that make it relevant. Searches by meaning and \
+        keywords together when the workspace is embedded, by keywords alone when it is not (the result says which).";
     const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::Cortext;
     type Args = Args;

@@ -5,8 +5,9 @@
 
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::hybrid::Scored;
 use ragbox_sdk::protocol::{ContextChunk, ExtractedInformation, QuestionContext, QuestionSearchInfo};
-use ragbox_sdk::rag_server::{self, Mode, Scored, round, source_ref};
+use ragbox_sdk::rag_server::{self, Mode, round, source_ref};
 use ragbox_sdk::text::keywords;
 use ragbox_sdk::tool::{self, ToolSet};
 use ragbox_sdk::{Annotations, CallError, args};

@@ -1,9 +1,10 @@
-//! The RAG MCP Server's `search` (seed 003): semantic, hybrid (reciprocal rank
-//! fusion of vectors and BM25) or fulltext search, filtered by file type and
-//! metadata, with relevance scores in 0..1.
+//! The RAG MCP Server's `search` (seed 003): semantic, hybrid (vectors and
+//! BM25 fused by normalised score, see `ragbox_sdk::hybrid`) or fulltext
+//! search, filtered by file type and metadata, with relevance scores in 0..1.
 
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::hybrid;
 use ragbox_sdk::protocol::{SearchResult, SearchResults};
 use ragbox_sdk::rag_server::{self, Mode, metadata_map, round, source_ref};
 use ragbox_sdk::tool::{self, ToolSet};
@@ -61,7 +62,11 @@ fn run(r: &Request) -> Result<SearchResults, String> {
         "max_requested": r.limit,
     });
     if r.mode == Mode::Hybrid {
-        info["fusion"] = json!({ "method": "reciprocal_rank_fusion", "k": rag_server::RRF_K });
+        info["fusion"] = json!({
+            "method": "normalized_score_fusion",
+            "normalization": "min_max",
+            "semantic_weight": hybrid::SEMANTIC_WEIGHT,
+        });
     }
     Ok(SearchResults {
         query: r.query.clone(),
@@ -78,9 +83,9 @@ impl ragbox_sdk::tool::Tool for Tool {
     const NAME: &'static str = "search";
     const TITLE: &'static str = "Search documents";
     const DESCRIPTION: &'static str = "Search documents using semantic, hybrid, or fulltext search methods. Semantic \
-        finds passages by meaning; fulltext ranks by keywords (BM25, English stemming); hybrid fuses both (reciprocal \
-        rank fusion) and is usually best. Filter by file type (sources) and metadata (frontmatter fields, type, date, \
-        path). Relevance scores are in 0..1.";
+        finds passages by meaning; fulltext ranks by keywords (BM25, English stemming); hybrid fuses both (each \
+        list's scores normalised, then weighted equally) and is usually best. Filter by file type (sources) and \
+        metadata (frontmatter fields, type, date, path). Relevance scores are in 0..1.";
     const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::RagServer;
     type Args = Args;

@@ -9,6 +9,7 @@ pub mod chunk;
 pub mod code;
 pub mod cortext;
 pub mod document;
+pub mod hybrid;
 pub mod indexer;
 pub mod log;
 pub mod rag_server;

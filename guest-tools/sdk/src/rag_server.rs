@@ -1,20 +1,17 @@
 //! Conventions of the "RAG MCP Server" tool set (seed 003): its error shape
 //! (`{"error": Type, "message", "suggestion"}`), file types as MIME types,
 //! source objects, the filters `sources` and `metadata_filters`, and the
-//! search modes with reciprocal rank fusion for hybrid.
+//! search modes (hybrid is [`crate::hybrid`]'s fusion).
 
 use crate::bindings::ragbox::tools::corpus::{Document, Filter};
 use crate::bindings::ragbox::tools::fulltext;
-use crate::bindings::ragbox::tools::vectors::Hit;
 use crate::cortext::DateRange;
+use crate::hybrid::{self, Scored};
 use crate::{CallError, Error};
 use ragbox_protocol::SourceRef;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-
-/// Reciprocal rank fusion constant (Cormack et al. use 60).
-pub const RRF_K: f64 = 60.0;
 
 /// A seed-003 error.
 pub fn error(kind: &str, message: impl AsRef<str>, suggestion: &str) -> String {
@@ -185,7 +182,7 @@ pub enum Mode {
     Semantic,
     /// BM25 keywords.
     Fulltext,
-    /// Both, fused by reciprocal rank.
+    /// Both, fused ([`crate::hybrid`]).
     Hybrid,
 }
 
@@ -210,22 +207,13 @@ impl Mode {
     }
 }
 
-/// A hit with a relevance in 0..1 that is comparable within one response.
-pub struct Scored {
-    /// The chunk and its document.
-    pub hit: Hit,
-    /// Semantic: cosine similarity (negative counts as 0). Fulltext: BM25
-    /// relative to the best hit. Hybrid: the RRF sum relative to its maximum
-    /// (first in both lists).
-    pub relevance: f64,
-}
-
 /// The `k` best chunks for `query` in `mode` among documents passing
-/// `filter`; none while nothing is indexed.
+/// `filter`; none while nothing is indexed. Relevance: semantic, the cosine
+/// similarity (negative counts as 0); fulltext, BM25 relative to the best
+/// hit; hybrid, the fused relevance.
 pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Scored>, Error> {
-    let semantic = |k: u32| crate::semantic::search(query, k, filter);
     Ok(match mode {
-        Mode::Semantic => semantic(k)?
+        Mode::Semantic => crate::semantic::search(query, k, filter)?
             .unwrap_or_default()
             .into_iter()
             .map(|hit| {
@@ -243,36 +231,8 @@ pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Sc
                 })
                 .collect()
         }
-        Mode::Hybrid => {
-            // Deeper lists than asked: fusion needs the overlap.
-            let depth = (k * 4).clamp(50, 1000);
-            match semantic(depth)? {
-                Some(semantic) => fuse(semantic, fulltext::search(query, depth, filter)?, k as usize),
-                None => Vec::new(),
-            }
-        }
+        Mode::Hybrid => hybrid::search(query, k, filter, f32::NEG_INFINITY)?.unwrap_or_default(),
     })
-}
-
-/// Reciprocal rank fusion of two ranked lists, best first, cut at `k`.
-pub fn fuse(a: Vec<Hit>, b: Vec<Hit>, k: usize) -> Vec<Scored> {
-    let mut fused: Vec<(f64, Hit)> = Vec::new();
-    let mut at: std::collections::HashMap<(String, u32), usize> = std::collections::HashMap::new();
-    for list in [a, b] {
-        for (rank, hit) in list.into_iter().enumerate() {
-            let score = 1.0 / (RRF_K + rank as f64 + 1.0);
-            match at.entry((hit.document.path.clone(), hit.ordinal)) {
-                std::collections::hash_map::Entry::Occupied(e) => fused[*e.get()].0 += score,
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(fused.len());
-                    fused.push((score, hit));
-                }
-            }
-        }
-    }
-    fused.sort_by(|x, y| y.0.total_cmp(&x.0).then_with(|| x.1.document.path.cmp(&y.1.document.path)));
-    let max = 2.0 / (RRF_K + 1.0);
-    fused.into_iter().take(k).map(|(score, hit)| Scored { relevance: (score / max).min(1.0), hit }).collect()
 }
 
 /// A score rounded for JSON.

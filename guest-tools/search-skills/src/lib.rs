@@ -1,24 +1,25 @@
 //! The skills librarian's `search_skills` (seed 004): finds skills by what
-//! they are for (the vector of each skill's intent) and returns each whole —
-//! name, path, tags, relevance and the complete SKILL.md — in the text layout
-//! of seed 004's Section 3.
+//! they are for (the vector of each skill's intent, fused with BM25 over the
+//! whole SKILL.md: names such as "stripe" or "helm" are keywords) and returns
+//! each whole — name, path, tags, relevance and the complete SKILL.md — in
+//! the text layout of seed 004's Section 3.
 
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::corpus::Filter;
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::hybrid::{self, Scored};
 use ragbox_sdk::skill::MARKER;
 use ragbox_sdk::tool::{self, Text, ToolSet};
-use ragbox_sdk::vectors::Hit;
-use ragbox_sdk::{Annotations, CallError, semantic};
+use ragbox_sdk::{Annotations, CallError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 const DEFAULT_RESULTS: u64 = 3;
 /// Seed 004 caps results at five.
 const MAX_RESULTS: u64 = 5;
-/// Below this cosine a skill does not match at all.
-const MIN_RELEVANCE: f32 = 0.1;
+/// Below this cosine a skill does not match by meaning (it may still by keywords).
+const MIN_COSINE: f32 = 0.1;
 const NO_MATCH: &str = "No matching skills found.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -50,24 +51,25 @@ fn check(a: Args) -> Result<Request, String> {
     Ok(Request { query: a.query.trim().to_string(), n })
 }
 
-fn metadata<'a>(hit: &'a Hit, key: &str) -> &'a str {
-    hit.document.metadata.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str())
+fn metadata<'a>(found: &'a Scored, key: &str) -> &'a str {
+    found.hit.document.metadata.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str())
 }
 
 /// One match, laid out as seed 004 shows it.
-fn format_match(i: usize, hit: &Hit) -> String {
-    let name = metadata(hit, "name");
-    let tags = metadata(hit, "tags");
+fn format_match(i: usize, found: &Scored) -> String {
+    let hit = &found.hit;
+    let name = metadata(found, "name");
+    let tags = metadata(found, "tags");
     let mut out = format!(
         "\n## Match {}: {} (relevance: {:.2})\n**Path**: {}\n**Tags**: {}\n",
         i + 1,
         name,
-        hit.score,
+        found.relevance,
         hit.document.path,
         tags
     );
-    let risk = metadata(hit, "risk_level");
-    let files = metadata(hit, "files");
+    let risk = metadata(found, "risk_level");
+    let files = metadata(found, "files");
     out.push_str(&format!("**Risk level**: {risk}\n"));
     if !files.is_empty() {
         out.push_str(&format!("**Files**: {files}\n"));
@@ -84,8 +86,7 @@ fn run(query: &str, n: u64) -> Result<String, String> {
         extensions: Vec::new(),
         metadata: vec![(MARKER.0.to_string(), MARKER.1.to_string())],
     };
-    let Some(hits) = semantic::search(query, n as u32, &skills)? else { return Ok(NO_MATCH.to_string()) };
-    let hits: Vec<Hit> = hits.into_iter().filter(|h| h.score >= MIN_RELEVANCE).collect();
+    let Some(hits) = hybrid::search(query, n as u32, &skills, MIN_COSINE)? else { return Ok(NO_MATCH.to_string()) };
     if hits.is_empty() {
         return Ok(NO_MATCH.to_string());
     }
@@ -99,7 +100,7 @@ impl ragbox_sdk::tool::Tool for Tool {
     const TITLE: &'static str = "Search skills";
     const DESCRIPTION: &'static str = "Search the skills library using natural language. Returns full skill \
         definitions for the most relevant matches: each skill's name, path, tags, relevance and its complete SKILL.md \
-        (never a fragment), found by what the skill is for.";
+        (never a fragment), found by what the skill is for and by the words it uses.";
     const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::Cortext;
     type Args = Args;

@@ -128,7 +128,7 @@ enum Command {
         /// Search by meaning (needs `ragbox index` first) instead of by keyword.
         #[arg(long, group = "mode")]
         semantic: bool,
-        /// Meaning and keywords fused (reciprocal rank fusion), over the index.
+        /// Meaning and keywords fused (each side's scores normalised, weighted equally), over the index.
         #[arg(long, group = "mode")]
         hybrid: bool,
         /// BM25 keyword ranking with stemming, over the index.

@@ -1,0 +1,160 @@
+//! Hybrid search: the nearest chunks by meaning and the best by BM25, fused
+//! into one ranking that every ranking tool shares (`search`,
+//! `search_by_question`, `get_context`, `search_skills`).
+//!
+//! Fusion is by normalised score, not rank: each list's scores are scaled to
+//! 0..1 over the list (min-max) and a chunk's relevance is the weighted sum.
+//! Measured on SciFact, tldr task → command and paraphrased skill questions
+//! (bench/quality.py), reciprocal rank fusion fell below plain keyword search
+//! on tldr, where the semantic list is weak: it gives the k-th of a weak list
+//! as much as the k-th of a strong one, while scores keep how far apart the
+//! hits are. Equal weights did best on all three sets.
+
+use crate::bindings::ragbox::tools::corpus::Filter;
+use crate::bindings::ragbox::tools::fulltext;
+use crate::bindings::ragbox::tools::vectors::Hit;
+use crate::{Error, semantic};
+use std::collections::HashMap;
+
+/// The semantic list's weight; the keyword list has the rest.
+pub const SEMANTIC_WEIGHT: f64 = 0.5;
+
+/// A hit with a relevance in 0..1 that is comparable within one response.
+pub struct Scored {
+    /// The chunk and its document (its `score` is the list's own: cosine or BM25).
+    pub hit: Hit,
+    /// How well it answers, 0..1, by the list it came from or by fusion.
+    pub relevance: f64,
+}
+
+/// Each list is scaled by its best hit and its hit at this rank, so that a
+/// chunk's relevance does not depend on how many hits were asked for.
+const SCALE_DEPTH: usize = 50;
+
+/// How deep each list is read for `k` fused hits: fusion needs the overlap.
+pub fn depth(k: u32) -> u32 {
+    (k * 2).clamp(SCALE_DEPTH as u32, 1000)
+}
+
+/// The `k` best chunks for `query` by meaning and keywords together, among
+/// documents passing `filter`; `None` while nothing is embedded. Semantic
+/// hits below `min_cosine` are left out before fusion (a tool's own floor
+/// for "no match at all").
+pub fn search(query: &str, k: u32, filter: &Filter, min_cosine: f32) -> Result<Option<Vec<Scored>>, Error> {
+    let Some(mut meaning) = semantic::search(query, depth(k), filter)? else { return Ok(None) };
+    meaning.retain(|h| h.score >= min_cosine);
+    let keywords = fulltext::search(query, depth(k), filter)?;
+    Ok(Some(fuse(meaning, keywords, k as usize)))
+}
+
+/// A list's scores (best first) scaled to 0..1: its best hit is 1, its hit at
+/// [`SCALE_DEPTH`] (or its last) 0, deeper ones 0 too; all 1 when those are equal.
+fn normalised(list: &[Hit]) -> impl Iterator<Item = f64> + '_ {
+    let hi = list.first().map_or(0.0, |h| f64::from(h.score));
+    let lo = list.get(SCALE_DEPTH.min(list.len()).saturating_sub(1)).map_or(0.0, |h| f64::from(h.score));
+    list.iter().map(move |h| if hi > lo { ((f64::from(h.score) - lo) / (hi - lo)).max(0.0) } else { 1.0 })
+}
+
+/// Normalised-score fusion of a semantic and a keyword list, best first, cut
+/// at `k`. A chunk in one list only gets nothing from the other.
+pub fn fuse(semantic: Vec<Hit>, keyword: Vec<Hit>, k: usize) -> Vec<Scored> {
+    let mut fused: Vec<Scored> = Vec::with_capacity(semantic.len() + keyword.len());
+    let mut at: HashMap<(String, u32), usize> = HashMap::new();
+    for (list, weight) in [(semantic, SEMANTIC_WEIGHT), (keyword, 1.0 - SEMANTIC_WEIGHT)] {
+        let scores: Vec<f64> = normalised(&list).collect();
+        for (hit, score) in list.into_iter().zip(scores) {
+            match at.entry((hit.document.path.clone(), hit.ordinal)) {
+                std::collections::hash_map::Entry::Occupied(e) => fused[*e.get()].relevance += weight * score,
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(fused.len());
+                    fused.push(Scored { hit, relevance: weight * score });
+                }
+            }
+        }
+    }
+    fused.sort_by(|x, y| {
+        y.relevance
+            .total_cmp(&x.relevance)
+            .then_with(|| x.hit.document.path.cmp(&y.hit.document.path))
+            .then(x.hit.ordinal.cmp(&y.hit.ordinal))
+    });
+    fused.truncate(k);
+    for s in &mut fused {
+        s.relevance = s.relevance.clamp(0.0, 1.0);
+    }
+    fused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bindings::ragbox::tools::corpus::{Chunk, Document};
+
+    fn hit(path: &str, ordinal: u32, score: f32) -> Hit {
+        let document = Document {
+            path: path.into(),
+            content_hash: "h".into(),
+            size: 1,
+            mtime: 0,
+            kind: "markdown".into(),
+            title: None,
+            conversation_type: None,
+            date: None,
+            metadata: Vec::new(),
+            embedded_at: 0,
+            model_id: "m".into(),
+            chunks: 1,
+        };
+        Hit { document, ordinal, chunk: Chunk { text: String::new(), start: 0, end: 0 }, score }
+    }
+
+    fn ranked(fused: &[Scored]) -> Vec<(String, f64)> {
+        fused.iter().map(|s| (format!("{}#{}", s.hit.document.path, s.hit.ordinal), s.relevance)).collect()
+    }
+
+    #[test]
+    fn a_chunk_first_in_both_lists_scores_one_and_leads() {
+        let meaning = vec![hit("a", 0, 0.9), hit("b", 0, 0.5), hit("c", 0, 0.4)];
+        let keywords = vec![hit("a", 0, 12.0), hit("c", 0, 3.0)];
+        let fused = ranked(&fuse(meaning, keywords, 10));
+        assert_eq!(fused[0], ("a#0".to_string(), 1.0));
+        // b: 0.5 × (0.5 − 0.4) / (0.9 − 0.4) = 0.1; c: last in both lists, 0.
+        assert_eq!(fused[1].0, "b#0");
+        assert!((fused[1].1 - 0.1).abs() < 1e-9, "{fused:?}");
+        assert_eq!(fused[2], ("c#0".to_string(), 0.0));
+    }
+
+    #[test]
+    fn scores_not_ranks_decide_a_close_call() {
+        // Keyword hit y is nearly as good as x; meaning barely tells x, y, z apart but
+        // puts y just ahead. Rank fusion would tie x and y; scores say y.
+        let meaning = vec![hit("y", 0, 0.61), hit("x", 0, 0.60), hit("z", 0, 0.20)];
+        let keywords = vec![hit("x", 0, 10.0), hit("y", 0, 9.9), hit("w", 0, 1.0)];
+        let fused = ranked(&fuse(meaning, keywords, 2));
+        assert_eq!(fused.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(), ["y#0", "x#0"]);
+    }
+
+    #[test]
+    fn one_list_alone_keeps_its_order_and_equal_scores_count_fully() {
+        let keywords = vec![hit("a", 1, 5.0), hit("a", 0, 2.0), hit("b", 0, 1.0)];
+        let fused = ranked(&fuse(Vec::new(), keywords, 10));
+        assert_eq!(fused.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(), ["a#1", "a#0", "b#0"]);
+        assert_eq!(fused[0].1, 0.5);
+        let single = ranked(&fuse(vec![hit("s", 0, 0.3)], Vec::new(), 10));
+        assert_eq!(single, [("s#0".to_string(), 0.5)]);
+        assert!(fuse(Vec::new(), Vec::new(), 10).is_empty());
+    }
+
+    #[test]
+    fn the_scale_ends_at_a_fixed_depth_so_more_hits_do_not_change_relevance() {
+        let list = |n: usize| (0..n).map(|i| hit(&format!("d{i:03}"), 0, 100.0 - i as f32)).collect::<Vec<_>>();
+        let short = fuse(Vec::new(), list(SCALE_DEPTH), 5);
+        let long = fuse(Vec::new(), list(SCALE_DEPTH * 3), 5);
+        assert_eq!(ranked(&short), ranked(&long));
+        let deep = fuse(Vec::new(), list(SCALE_DEPTH * 3), SCALE_DEPTH * 3);
+        assert!(deep[SCALE_DEPTH..].iter().all(|s| s.relevance == 0.0));
+        assert_eq!(depth(5), 50);
+        assert_eq!(depth(100), 200);
+        assert_eq!(depth(10_000), 1000);
+    }
+}
