@@ -26,15 +26,10 @@ import json
 import pathlib
 import random
 import re
-import shutil
 import statistics
 import subprocess
 import sys
 import time
-
-import bm25s
-import Stemmer
-import tantivy
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import peers  # noqa: E402  (shared harness pieces: data paths, MCP session, machine line)
@@ -103,33 +98,13 @@ async def ragbox_rankings(ws, queries, doc_of, skills=False):
 
 
 def bm25s_rankings(docs, queries):
-    ids = list(docs)
-    stemmer = Stemmer.Stemmer("english")
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize([docs[i] for i in ids], stopwords="en", stemmer=stemmer, show_progress=False),
-                    show_progress=False)
-    qids = list(queries)
-    tokens = bm25s.tokenize([queries[q] for q in qids], stopwords="en", stemmer=stemmer, show_progress=False)
-    hits, _ = retriever.retrieve(tokens, k=min(50, len(ids)), show_progress=False)
-    return {q: [ids[i] for i in row] for q, row in zip(qids, hits)}
+    """bm25s's ranking (peers.py's setup), cut at ragbox's 50."""
+    return {q: ranked[:50] for q, ranked in peers.bm25s_runs(docs, queries)[0].items()}
 
 
 def tantivy_rankings(docs, queries):
-    builder = tantivy.SchemaBuilder()
-    builder.add_text_field("id", stored=True, tokenizer_name="raw")
-    builder.add_text_field("body", tokenizer_name="en_stem")
-    idx = tantivy.Index(builder.build())
-    writer = idx.writer()
-    for doc, text in docs.items():
-        writer.add_document(tantivy.Document(id=doc, body=text))
-    writer.commit()
-    idx.reload()
-    searcher = idx.searcher()
-    runs = {}
-    for qid, text in queries.items():
-        query, _errors = idx.parse_query_lenient(text, ["body"])
-        runs[qid] = [searcher.doc(addr)["id"][0] for _, addr in searcher.search(query, 50).hits]
-    return runs
+    """tantivy-py's ranking (peers.py's setup), cut at ragbox's 50."""
+    return {q: ranked[:50] for q, ranked in peers.tantivy_runs(docs, queries)[0].items()}
 
 
 async def latency_side_by_side(ws, queries, binaries, limit=10):
