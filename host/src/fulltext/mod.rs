@@ -157,8 +157,9 @@ impl Fulltext {
 
     /// The `k` best chunks for `query`; with `allowed`, only chunks of those
     /// paths. Documents are ranked whole, then each hit's score is its
-    /// document's plus a share of its chunk's own. Query syntax errors are
-    /// forgiven: what parses is searched.
+    /// document's plus a share of its chunk's own. The query is read as
+    /// plain words and quoted phrases ([`plain_words`]), so no query fails
+    /// for its syntax.
     pub fn search(
         &self,
         query: &str,
