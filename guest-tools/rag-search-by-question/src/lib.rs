@@ -301,14 +301,14 @@ impl ragbox_sdk::tool::Tool for Tool {
 
     fn check(a: Args) -> Result<Request, CallError> {
         let bad = rag_server::bad_parameter;
-        let question = a.question.unwrap_or_default().trim().to_string();
-        if question.is_empty() {
-            return Err(rag_server::invalid(
-                "InvalidQuestion",
-                "question is required and must not be empty",
-                "Ask a question in plain words, e.g. \"How do I extract a tar archive?\"",
-            ));
-        }
+        let question = rag_server::required(
+            a.question,
+            "InvalidQuestion",
+            "question",
+            "Ask a question in plain words, e.g. \"How do I extract a tar archive?\"",
+        )?
+        .trim()
+        .to_string();
         let limit = args::count_in("context_limit", a.context_limit, DEFAULT_CONTEXT, 1..=MAX_CONTEXT).map_err(bad)?;
         let mode = match a.search_method.as_deref().unwrap_or("semantic") {
             "semantic" => Mode::Semantic,

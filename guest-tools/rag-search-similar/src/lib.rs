@@ -110,14 +110,12 @@ impl ragbox_sdk::tool::Tool for Tool {
 
     fn check(a: Args) -> Result<Request, CallError> {
         let bad = rag_server::bad_parameter;
-        let text = a.reference_text.unwrap_or_default();
-        if text.trim().is_empty() {
-            return Err(rag_server::invalid(
-                "InvalidReferenceText",
-                "reference_text is required and must not be empty",
-                "Give the text to find similar documents for",
-            ));
-        }
+        let text = rag_server::required(
+            a.reference_text,
+            "InvalidReferenceText",
+            "reference_text",
+            "Give the text to find similar documents for",
+        )?;
         let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT).map_err(bad)?;
         let threshold = a.similarity_threshold.unwrap_or(DEFAULT_THRESHOLD);
         if !(0.0..=1.0).contains(&threshold) {

@@ -94,14 +94,7 @@ impl ragbox_sdk::tool::Tool for Tool {
 
     fn check(a: Args) -> Result<Request, CallError> {
         let bad = rag_server::bad_parameter;
-        let query = a.query.unwrap_or_default();
-        if query.trim().is_empty() {
-            return Err(rag_server::invalid(
-                "InvalidQuery",
-                "query is required and must not be empty",
-                "Give the words or question to search for",
-            ));
-        }
+        let query = rag_server::required(a.query, "InvalidQuery", "query", "Give the words or question to search for")?;
         let mode = Mode::parse(a.search_type.as_deref().unwrap_or("semantic")).map_err(bad)?;
         let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT).map_err(bad)?;
         let filter =

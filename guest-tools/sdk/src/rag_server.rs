@@ -23,6 +23,15 @@ pub fn invalid(kind: &str, message: impl AsRef<str>, suggestion: &str) -> CallEr
     CallError::InvalidArguments(error(kind, message, suggestion))
 }
 
+/// A required text argument (`name`): absent, empty or blank is an error of
+/// type `kind` in the seed-003 shape, with `suggestion`.
+pub fn required(value: Option<String>, kind: &str, name: &str, suggestion: &str) -> Result<String, CallError> {
+    match value {
+        Some(text) if !text.trim().is_empty() => Ok(text),
+        _ => Err(invalid(kind, format!("{name} is required and must not be empty"), suggestion)),
+    }
+}
+
 /// What a failed search suggests: the usual cause is an empty index.
 pub const CHECK_INDEXED: &str = "Check that the workspace is indexed (embed_workspace or `ragbox index`)";
 

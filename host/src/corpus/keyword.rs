@@ -17,12 +17,16 @@ pub(super) struct Keyword {
     documents: HashMap<String, Arc<DocumentRecord>>,
     /// The store generation `documents` reflects (0: not read yet).
     generation: u64,
+    /// The store generation the keyword index's readers are known to show
+    /// (0: not checked yet); while it equals `generation`, a search reads
+    /// neither the index's metadata nor reloads it.
+    indexed: u64,
 }
 
 impl Keyword {
     /// The keyword index kept in `dir`; the records are read on first search.
     pub(super) fn open(dir: &Path) -> Result<Self, CorpusError> {
-        Ok(Self { fulltext: Fulltext::open(dir)?, documents: HashMap::new(), generation: 0 })
+        Ok(Self { fulltext: Fulltext::open(dir)?, documents: HashMap::new(), generation: 0, indexed: 0 })
     }
 
     /// Brings the records and the index up to `store`'s generation, reading
@@ -42,16 +46,24 @@ impl Keyword {
             }
             self.generation = delta.generation;
         }
+        if self.indexed == self.generation {
+            return Ok(());
+        }
         let behind = self.fulltext.generation()?;
-        if behind != self.generation {
-            match self.fulltext.apply(&store.text_delta(behind)?) {
-                Ok(()) => {}
-                // Another process is updating it: search what is there.
-                Err(FulltextError::Busy(dir)) => {
-                    tracing::warn!("keyword index {} busy; searching it as it is", dir.display());
-                }
-                Err(e) => return Err(e.into()),
+        if behind == self.generation {
+            // Brought up to date by another process: see its commit.
+            self.fulltext.refresh()?;
+            self.indexed = self.generation;
+            return Ok(());
+        }
+        match self.fulltext.apply(&store.text_delta(behind)?) {
+            Ok(()) => self.indexed = self.generation,
+            // Another process is updating it: search what is there, and look again next time.
+            Err(FulltextError::Busy(dir)) => {
+                tracing::warn!("keyword index {} busy; searching it as it is", dir.display());
+                self.fulltext.refresh()?;
             }
+            Err(e) => return Err(e.into()),
         }
         Ok(())
     }

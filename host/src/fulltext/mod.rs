@@ -17,7 +17,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tantivy::collector::TopDocs;
-use tantivy::columnar::{Column, StrColumn};
+use tantivy::columnar::StrColumn;
 use tantivy::directory::error::LockError;
 use tantivy::postings::Postings;
 use tantivy::query::Bm25Weight;
@@ -103,7 +103,7 @@ struct Part {
     query_analyzers: TokenizerManager,
 }
 
-/// A record found: its path, ordinal and BM25 score.
+/// A chunk found: its document's path, its ordinal and its BM25 score.
 struct Found {
     path: String,
     ordinal: u32,
@@ -152,7 +152,18 @@ impl Fulltext {
             self.chunks.add_chunks(&chunks, &doc.path, records)?;
         }
         self.documents.commit(documents, delta.generation)?;
-        self.chunks.commit(chunks, delta.generation)
+        self.chunks.commit(chunks, delta.generation)?;
+        self.refresh()
+    }
+
+    /// Makes searches see what is committed now (by this process or
+    /// another). Searches do not reload on their own: the corpus calls this
+    /// when the store's generation says the index moved.
+    pub fn refresh(&self) -> Result<(), FulltextError> {
+        for part in [&self.documents, &self.chunks] {
+            part.reader.reload().map_err(|e| part.err(e))?;
+        }
+        Ok(())
     }
 
     /// The `k` best chunks for `query`; with `allowed`, only chunks of those
@@ -172,11 +183,11 @@ impl Fulltext {
         let f = self.documents.fields;
         let depth = k.max(MIN_DOCUMENTS);
         let weighted = [(f.text, 1.0), (f.title, TITLE_BOOST), (f.name, NAME_BOOST)];
-        let documents = self.documents.search(query, &weighted, depth, allowed)?;
+        let documents = self.documents.rank(query, &weighted, depth, allowed)?;
         if documents.is_empty() {
             return Ok(Vec::new());
         }
-        let ranked: BTreeSet<&str> = documents.iter().map(|d| d.path.as_str()).collect();
+        let ranked: BTreeSet<&str> = documents.iter().map(|(path, _)| path.as_str()).collect();
         let chunks = self.chunks.score_chunks(query, &ranked)?;
         Ok(combine(documents, chunks, k))
     }
@@ -184,8 +195,9 @@ impl Fulltext {
 
 /// Each chunk's score from its document's and its own; a document matched
 /// only by its title or path words is represented by its first chunk.
-fn combine(documents: Vec<Found>, chunks: Vec<Found>, k: usize) -> Vec<FulltextHit> {
-    let mut by_path: HashMap<String, (f32, bool)> = documents.into_iter().map(|d| (d.path, (d.score, false))).collect();
+fn combine(documents: Vec<(String, f32)>, chunks: Vec<Found>, k: usize) -> Vec<FulltextHit> {
+    let mut by_path: HashMap<String, (f32, bool)> =
+        documents.into_iter().map(|(path, score)| (path, (score, false))).collect();
     let mut hits: Vec<FulltextHit> = Vec::with_capacity(chunks.len());
     for chunk in chunks {
         let Some((document, seen)) = by_path.get_mut(&chunk.path) else { continue };
@@ -257,8 +269,8 @@ impl Part {
                 .set_index_option(IndexRecordOption::WithFreqsAndPositions),
         );
         let fields = Fields {
-            // Read back from columns (fast fields): a stored-document fetch per
-            // hit cost ~15 µs, and a search reads a few hundred hits.
+            // Read back from columns (fast fields), not stored documents: a
+            // stored-document fetch decompresses a block per hit.
             path: schema.add_text_field("path", STRING | FAST),
             ordinal: schema.add_u64_field("ordinal", INDEXED | FAST),
             text: schema.add_text_field("text", analyzed.clone()),
@@ -324,11 +336,10 @@ impl Part {
     /// documents, not the corpus: a tantivy query limited to the paths scored
     /// every chunk holding a query word (2.6 ms at 13,000 chunks).
     fn score_chunks(&self, query: &str, paths: &BTreeSet<&str>) -> Result<Vec<Found>, FulltextError> {
-        self.reader.reload().map_err(|e| self.err(e))?;
         let searcher = self.reader.searcher();
         let text = self.fields.text;
         let mut terms: Vec<Term> = Vec::new();
-        let mut analyzer = analyzer::query_analyzer();
+        let mut analyzer = self.query_analyzers.get(analyzer::NAME).ok_or_else(|| self.err("no query analyzer"))?;
         let mut stream = analyzer.token_stream(query);
         while stream.advance() {
             let term = Term::from_field_text(text, &stream.token().text);
@@ -395,15 +406,15 @@ impl Part {
         Ok(found)
     }
 
-    /// The `limit` best records for `query` over the weighted `fields`.
-    fn search(
+    /// The paths of the `limit` best records for `query` over the weighted
+    /// `fields`, with their BM25 scores.
+    fn rank(
         &self,
         query: &str,
         fields: &[(Field, f32)],
         limit: usize,
         allowed: Option<&BTreeSet<String>>,
-    ) -> Result<Vec<Found>, FulltextError> {
-        self.reader.reload().map_err(|e| self.err(e))?;
+    ) -> Result<Vec<(String, f32)>, FulltextError> {
         let defaults = fields.iter().map(|(f, _)| *f).collect();
         let mut parser = QueryParser::new(self.index.schema(), defaults, self.query_analyzers.clone());
         for &(field, boost) in fields {
@@ -430,23 +441,21 @@ impl Part {
             }
             e => self.err(e),
         })?;
-        let mut columns: HashMap<u32, (StrColumn, Column<u64>)> = HashMap::new();
+        let mut columns: HashMap<u32, StrColumn> = HashMap::new();
         let mut found = Vec::with_capacity(top.len());
         for (score, address) in top {
-            let (paths, ordinals) = match columns.entry(address.segment_ord) {
+            let paths = match columns.entry(address.segment_ord) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
                     let fast = searcher.segment_reader(address.segment_ord).fast_fields();
-                    let paths = fast.str("path").map_err(|e| self.err(e))?.ok_or_else(|| self.err("no path column"))?;
-                    e.insert((paths, fast.u64("ordinal").map_err(|e| self.err(e))?))
+                    e.insert(fast.str("path").map_err(|e| self.err(e))?.ok_or_else(|| self.err("no path column"))?)
                 }
             };
             let mut path = String::new();
             if let Some(term) = paths.term_ords(address.doc_id).next() {
                 paths.ord_to_str(term, &mut path).map_err(|e| self.err(e))?;
             }
-            let ordinal = ordinals.first(address.doc_id).unwrap_or(0) as u32;
-            found.push(Found { path, ordinal, score });
+            found.push((path, score));
         }
         Ok(found)
     }
