@@ -1,8 +1,9 @@
-//! CPU kernels for ragbox's BERT encoder, picked once at run time by what the
-//! CPU offers, with a portable path that builds and runs anywhere.
+//! CPU kernels for ragbox's BERT encoder and vector index, picked once at run
+//! time by what the CPU offers, with a portable path that builds and runs anywhere.
 
 #![warn(missing_docs)]
 
+pub mod dot;
 pub mod gemm;
 pub mod rows;
 
