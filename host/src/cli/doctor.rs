@@ -4,7 +4,7 @@
 
 use super::open::open;
 use crate::config::DATA_DIR;
-use crate::corpus::{FULLTEXT_DIR, OLD_FULLTEXT_DIR, VECTORS_FILE};
+use crate::corpus::{FULLTEXT_DIR, OLD_FULLTEXT_DIR, OLD_VECTORS_FILE, VECTORS_DIR};
 use crate::index::Filter;
 use crate::store::{STORE_FILE, Store};
 use anyhow::bail;
@@ -101,14 +101,27 @@ pub fn check(workspace: &Path) -> anyhow::Result<()> {
 }
 
 fn describe_vectors(data_dir: &Path) -> String {
-    match std::fs::metadata(data_dir.join(VECTORS_FILE)) {
-        Ok(m) => format!(
-            "HNSW graph saved in {} ({:.1} MiB)",
-            data_dir.join(VECTORS_FILE).display(),
-            m.len() as f64 / 1048576.0
-        ),
-        Err(_) => "exact search (built in memory from the store)".to_string(),
+    let dir = data_dir.join(VECTORS_DIR);
+    let files: Vec<(String, u64)> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| Some((e.file_name().to_str()?.to_string(), e.metadata().ok()?.len())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let count = |suffix: &str| files.iter().filter(|(n, _)| n.ends_with(suffix)).count();
+    let bytes: u64 = files.iter().map(|(_, len)| len).sum();
+    if count(".codes") == 0 {
+        return "exact search (built in memory from the store)".to_string();
     }
+    format!(
+        "{} segments ({} with their HNSW graph) saved in {} ({:.1} MiB)",
+        count(".codes"),
+        count(".graph"),
+        dir.display(),
+        bytes as f64 / 1048576.0
+    )
 }
 
 /// Deletes the store and the derived indexes of `workspace`, after a warning
@@ -117,7 +130,7 @@ pub fn reset(workspace: &Path, yes: bool) -> anyhow::Result<()> {
     let workspace = &std::fs::canonicalize(workspace)
         .map_err(|e| anyhow::anyhow!("workspace {} cannot be opened: {e}", workspace.display()))?;
     let data_dir = workspace.join(DATA_DIR);
-    let targets: Vec<_> = [STORE_FILE, VECTORS_FILE, FULLTEXT_DIR, OLD_FULLTEXT_DIR]
+    let targets: Vec<_> = [STORE_FILE, VECTORS_DIR, OLD_VECTORS_FILE, FULLTEXT_DIR, OLD_FULLTEXT_DIR]
         .iter()
         .map(|name| data_dir.join(name))
         .filter(|p| p.exists())

@@ -16,7 +16,7 @@ use keyword::Keyword;
 use crate::config::DATA_DIR;
 use crate::embed::EmbedError;
 use crate::fulltext::FulltextError;
-use crate::index::{DocumentHit, Filter, HNSW_THRESHOLD, Hit, VectorIndex};
+use crate::index::{DocumentHit, Filter, FullVectors, Hit, IndexState, Tuning, VectorIndex};
 use crate::store::{ChunkRecord, DocumentRecord, NewDocument, Stats, Store, StoreError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,8 +29,11 @@ pub const FULLTEXT_DIR: &str = "keyword";
 /// and a new store remove it.
 pub const OLD_FULLTEXT_DIR: &str = "fulltext";
 
-/// The saved vector index (written only once it has an HNSW graph) in the data dir.
-pub const VECTORS_FILE: &str = "vectors.idx";
+/// The saved vector index (written once it has a segment) in the data dir.
+pub const VECTORS_DIR: &str = "vectors";
+/// Where an earlier ragbox saved its single-graph vector index: removed when
+/// this one saves its own.
+pub const OLD_VECTORS_FILE: &str = "vectors.idx";
 
 /// Errors a tool sees from the index; each says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -109,7 +112,8 @@ impl Corpus {
             if !self.db_path().exists() {
                 // Derived indexes of an earlier store (deleted by the user) could
                 // claim the new store's generation by coincidence: drop them.
-                let _ = std::fs::remove_file(self.data_dir.join(VECTORS_FILE));
+                let _ = std::fs::remove_file(self.data_dir.join(OLD_VECTORS_FILE));
+                let _ = std::fs::remove_dir_all(self.data_dir.join(VECTORS_DIR));
                 let _ = std::fs::remove_dir_all(self.data_dir.join(FULLTEXT_DIR));
                 let _ = std::fs::remove_dir_all(self.data_dir.join(OLD_FULLTEXT_DIR));
             }
@@ -194,48 +198,49 @@ impl Corpus {
         }
     }
 
-    /// The vector index brought up to the store's generation.
-    fn current_vectors(&self) -> Result<MutexGuard<'_, Option<VectorIndex>>, CorpusError> {
+    /// The vector index brought up to the store's generation (opened from
+    /// its saved form first, or built from the store when there is none).
+    fn current_vectors(&self) -> Result<(MutexGuard<'_, Option<VectorIndex>>, Option<Store>), CorpusError> {
         let mut slot = lock(&self.vectors);
         let Some(store) = self.existing_store()? else {
             *slot = None;
-            return Ok(slot);
+            return Ok((slot, None));
         };
-        let saved = self.data_dir.join(VECTORS_FILE);
-        let rebuilt = match slot.as_mut() {
-            Some(index) => {
-                store.generation()? != index.generation() && index.apply(store.vector_delta(index.generation())?)
-            }
-            None => match VectorIndex::load(&saved, HNSW_THRESHOLD) {
-                // A saved index catches up through the change log, like one in memory.
-                Some(mut index) => {
-                    let rebuilt = store.generation()? != index.generation()
-                        && index.apply(store.vector_delta(index.generation())?);
-                    *slot = Some(index);
-                    rebuilt
-                }
-                None => {
-                    *slot = Some(VectorIndex::build(store.snapshot()?, HNSW_THRESHOLD));
-                    true
-                }
-            },
-        };
-        // Only a graph is worth saving: smaller indexes rebuild in milliseconds.
-        if let Some(index) = slot.as_ref().filter(|i| rebuilt && i.has_graph()) {
-            let started = std::time::Instant::now();
-            match index.save(&saved) {
-                Ok(()) => tracing::info!(ms = started.elapsed().as_millis() as u64, "saved the vector index"),
-                Err(e) => tracing::warn!("cannot save the vector index to {}: {e}", saved.display()),
-            }
+        let index = slot.get_or_insert_with(|| {
+            let index = VectorIndex::open(&self.data_dir.join(VECTORS_DIR), Tuning::standard());
+            let _ = std::fs::remove_file(self.data_dir.join(OLD_VECTORS_FILE));
+            index
+        });
+        index.refresh();
+        if store.generation()? != index.generation() {
+            index.apply(store.vector_delta(index.generation())?);
         }
-        Ok(slot)
+        Ok((slot, Some(store)))
+    }
+
+    /// What the vector index holds and builds, once this process has loaded it.
+    pub fn vector_state(&self) -> Option<IndexState> {
+        lock(&self.vectors).as_ref().map(VectorIndex::state)
+    }
+
+    /// Brings the vector index up to date and waits for its background
+    /// builds (for `ragbox index` and benchmarks: a server never waits).
+    pub fn settle_vectors(&self) -> Result<Option<IndexState>, CorpusError> {
+        let (mut slot, _) = self.current_vectors()?;
+        Ok(slot.as_mut().map(|index| {
+            index.settle();
+            index.state()
+        }))
     }
 
     /// The `k` chunks nearest `vector` among documents passing `filter`, with their text.
     pub fn search_vectors(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<ChunkHit>, CorpusError> {
-        let hits = match self.current_vectors()?.as_ref() {
-            Some(index) => index.search(vector, k, filter),
-            None => return Ok(Vec::new()),
+        let hits = match self.current_vectors()? {
+            (slot, Some(store)) => match slot.as_ref() {
+                Some(index) => index.search(vector, k, filter, &store)?,
+                None => Vec::new(),
+            },
+            _ => Vec::new(),
         };
         self.with_text(hits)
     }
@@ -247,7 +252,13 @@ impl Corpus {
         k: usize,
         filter: &Filter,
     ) -> Result<Option<Vec<DocumentHit>>, CorpusError> {
-        Ok(self.current_vectors()?.as_ref().and_then(|index| index.similar_documents(path, k, filter)))
+        match self.current_vectors()? {
+            (slot, Some(store)) => match slot.as_ref() {
+                Some(index) => Ok(index.similar_documents(path, k, filter, &store)?),
+                None => Ok(None),
+            },
+            _ => Ok(None),
+        }
     }
 
     /// The keyword index, opened on first use, brought up to `store`'s generation.
@@ -294,6 +305,13 @@ impl Corpus {
         let keys: Vec<(&str, u32)> = hits.iter().map(|h| (h.document.path.as_str(), h.ordinal)).collect();
         let chunks = store.chunk_records(&keys)?;
         Ok(hits.into_iter().zip(chunks).filter_map(|(hit, chunk)| Some(ChunkHit { hit, chunk: chunk? })).collect())
+    }
+}
+
+/// The store is where the index re-scores its candidates in full precision.
+impl FullVectors for Store {
+    fn full_vectors(&self, keys: &[(&str, u32)]) -> Result<Vec<Option<Vec<f32>>>, StoreError> {
+        self.vectors(keys)
     }
 }
 

@@ -1,83 +1,91 @@
-//! The approximate tier: an instant-distance HNSW graph over the index's base
-//! block of chunk vectors, used above [`HNSW_THRESHOLD`] chunks.
+//! The approximate tier: an instant-distance HNSW graph over one segment's
+//! int8 codes. Its distances are the codes' (four times less memory to read
+//! than f32); the index re-scores what it returns with the store's vectors.
 
-use super::dot;
-use instant_distance::{Builder, HnswMap, Point, Search};
+use super::quantized::{Codes, Query};
+use instant_distance::{Builder, HnswMap, Search};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cell::RefCell;
 use std::sync::Arc;
 
-/// Below this many chunks an exact scan is fast and exact. Measured here
-/// (bench/results/vectors.md): at 50,000 384-d chunks the scan answers in
-/// 2.8 ms p50 and the graph (ef 200) in 4.2 ms, after a 140 s build; the
-/// graph only pays off on larger stores.
-pub const HNSW_THRESHOLD: usize = 100_000;
+/// How graphs are built and searched; chosen by measurement
+/// (`cargo bench --bench vectors`, bench/results/vectors.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphParams {
+    /// Candidates kept while inserting (instant-distance's `ef_construction`).
+    pub ef_construction: usize,
+    /// Candidates one search returns (its `ef_search`).
+    pub ef_search: usize,
+}
 
-/// Candidates one graph search returns (instant-distance's `ef`).
-pub const HNSW_EF_SEARCH: usize = 200;
-
-/// A chunk vector as a graph point: a view into the shared vector block.
+/// A graph point: a stored chunk's code, or the query being searched for.
 #[derive(Clone)]
-struct ChunkPoint {
-    block: Arc<[f32]>,
-    dimension: u32,
-    index: u32,
+enum Point {
+    Chunk { codes: Arc<Codes>, index: u32 },
+    Query(Arc<Query>),
 }
 
-impl ChunkPoint {
-    fn vector(&self) -> &[f32] {
-        let start = self.index as usize * self.dimension as usize;
-        &self.block[start..start + self.dimension as usize]
-    }
-}
-
-impl Point for ChunkPoint {
+impl instant_distance::Point for Point {
     fn distance(&self, other: &Self) -> f32 {
-        1.0 - dot(self.vector(), other.vector())
+        let similarity = match (self, other) {
+            (Point::Chunk { codes: a, index: i }, Point::Chunk { codes: b, index: j }) if Arc::ptr_eq(a, b) => {
+                a.dot(*i as usize, *j as usize)
+            }
+            (Point::Query(q), Point::Chunk { codes, index }) | (Point::Chunk { codes, index }, Point::Query(q)) => {
+                q.dot(codes, *index as usize)
+            }
+            // Never happens: one graph's points share one block and a search has one query.
+            _ => 0.0,
+        };
+        1.0 - similarity
     }
 }
 
 thread_local! {
-    /// The vector block points being deserialized refer to (see [`Graph::read`]).
-    static LOADING: RefCell<Option<(Arc<[f32]>, u32)>> = const { RefCell::new(None) };
+    /// The codes that points being deserialized refer to (see [`Graph::read`]).
+    static LOADING: RefCell<Option<Arc<Codes>>> = const { RefCell::new(None) };
 }
 
-/// A point is saved as its chunk number: the vectors are saved once, as the block.
-impl Serialize for ChunkPoint {
+/// A point is saved as its chunk number: the codes are saved once, with the segment.
+impl Serialize for Point {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.index.serialize(s)
+        match self {
+            Point::Chunk { index, .. } => index.serialize(s),
+            Point::Query(_) => Err(serde::ser::Error::custom("a query is not part of a graph")),
+        }
     }
 }
 
-impl<'de> Deserialize<'de> for ChunkPoint {
+impl<'de> Deserialize<'de> for Point {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let index = u32::deserialize(d)?;
-        let (block, dimension) = LOADING
+        let codes = LOADING
             .with(|l| l.borrow().clone())
-            .ok_or_else(|| serde::de::Error::custom("graph points read without their vectors"))?;
-        if (index as usize + 1) * dimension as usize > block.len() {
-            return Err(serde::de::Error::custom(format!("graph point {index} is past the saved vectors")));
+            .ok_or_else(|| serde::de::Error::custom("graph points read without their codes"))?;
+        if index as usize >= codes.len() {
+            return Err(serde::de::Error::custom(format!("graph point {index} is past the segment's codes")));
         }
-        Ok(Self { block, dimension, index })
+        Ok(Point::Chunk { codes, index })
     }
 }
 
-/// An HNSW graph whose values are chunk numbers.
+/// An HNSW graph whose values are the segment's chunk numbers.
 pub(super) struct Graph {
-    map: HnswMap<ChunkPoint, u32>,
-    dimension: u32,
+    map: HnswMap<Point, u32>,
 }
 
 impl Graph {
-    /// Builds over the first `len` vectors of `block`.
-    pub(super) fn build(block: Arc<[f32]>, dimension: usize, len: usize) -> Self {
-        let dimension = dimension as u32;
-        let points: Vec<ChunkPoint> =
-            (0..len as u32).map(|index| ChunkPoint { block: block.clone(), dimension, index }).collect();
-        let values: Vec<u32> = (0..len as u32).collect();
+    /// Builds over every vector of `codes` (on the calling thread's rayon pool).
+    pub(super) fn build(codes: &Arc<Codes>, params: GraphParams) -> Self {
+        let len = codes.len() as u32;
+        let points: Vec<Point> = (0..len).map(|index| Point::Chunk { codes: codes.clone(), index }).collect();
         // A fixed seed: the same vectors give the same graph.
-        let map = Builder::default().ef_search(HNSW_EF_SEARCH).ef_construction(200).seed(0x5EED).build(points, values);
-        Self { map, dimension }
+        let map = Builder::default()
+            .ef_search(params.ef_search)
+            .ef_construction(params.ef_construction)
+            .seed(0x5EED)
+            .build(points, (0..len).collect());
+        Self { map }
     }
 
     /// The graph as bytes (its points as chunk numbers).
@@ -85,19 +93,19 @@ impl Graph {
         postcard::to_stdvec(&self.map).map_err(|e| e.to_string())
     }
 
-    /// Reads a graph written by [`Self::write`] over the vectors in `block`.
-    pub(super) fn read(bytes: &[u8], block: Arc<[f32]>, dimension: usize) -> Result<Self, String> {
-        LOADING.with(|l| *l.borrow_mut() = Some((block, dimension as u32)));
+    /// Reads a graph written by [`Self::write`] over `codes`.
+    pub(super) fn read(bytes: &[u8], codes: Arc<Codes>) -> Result<Self, String> {
+        LOADING.with(|l| *l.borrow_mut() = Some(codes));
         let map = postcard::from_bytes(bytes).map_err(|e| e.to_string());
         LOADING.with(|l| *l.borrow_mut() = None);
-        Ok(Self { map: map?, dimension: dimension as u32 })
+        Ok(Self { map: map? })
     }
 
-    /// Chunk numbers nearest `query`, nearest first (up to [`HNSW_EF_SEARCH`]).
-    pub(super) fn candidates(&self, query: &[f32]) -> impl Iterator<Item = usize> {
-        let point = ChunkPoint { block: query.into(), dimension: self.dimension, index: 0 };
+    /// Chunk numbers near `query` with their approximate similarity, nearest
+    /// first (up to the graph's `ef_search`).
+    pub(super) fn candidates(&self, query: &Arc<Query>) -> Vec<(usize, f32)> {
+        let point = Point::Query(query.clone());
         let mut search = Search::default();
-        let found: Vec<usize> = self.map.search(&point, &mut search).map(|item| *item.value as usize).collect();
-        found.into_iter()
+        self.map.search(&point, &mut search).map(|item| (*item.value as usize, 1.0 - item.distance)).collect()
     }
 }

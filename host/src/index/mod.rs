@@ -1,32 +1,88 @@
-//! Vector search over the store's chunks.
+//! Vector search over the store's chunks, built to hold a million of them.
 //!
-//! Every chunk's vector sits in memory; a search scores chunks by dot product
-//! (vectors are unit length, so this is cosine similarity). Filters apply
-//! before ranking, so when k chunks match the filter, k come back. Above
-//! [`HNSW_THRESHOLD`] chunks an HNSW graph (see `hnsw`) answers first and the
-//! exact scan is the fallback whenever the graph cannot fill k filtered hits.
+//! Documents are numbered as they arrive; removing or replacing one leaves a
+//! tombstone. Their chunks live in *segments*, immutable runs of int8 codes
+//! (`quantized`) each with an HNSW graph once the background worker (`jobs`)
+//! has built it, and in a *fresh* buffer of the newest chunks. A search asks
+//! every part for its best candidates by code (the graph where there is one,
+//! an exact scan otherwise, and the exact scan whenever a graph cannot fill k
+//! filtered hits), then re-scores the best few with the store's f32 vectors
+//! ([`FullVectors`]). So filters apply before ranking and k hits come back
+//! whenever k chunks match.
 //!
-//! The index follows the store through [`VectorIndex::apply`]: removed and
-//! replaced documents become tombstones, new chunks go to an exact "fresh"
-//! buffer beside the graph, and the whole index is rebuilt from its own live
-//! data once the buffer or the tombstones grow large.
+//! The fresh buffer is sealed into a segment at [`Tuning::seal_at`] chunks;
+//! two segments that fit in [`Tuning::segment_max`] together, or one a third
+//! dead, are merged in the background. Nothing is ever rebuilt whole on the
+//! search path: until a graph is ready its chunks are scanned exactly.
 
 mod filter;
 mod hnsw;
+mod jobs;
+mod quantized;
 mod saved;
+mod segment;
 
 pub use filter::Filter;
-pub use hnsw::{HNSW_EF_SEARCH, HNSW_THRESHOLD};
+pub use hnsw::GraphParams;
 
-use crate::store::{DocumentRecord, Snapshot};
-use hnsw::Graph;
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
-use std::ops::Range;
+use crate::store::{DocumentRecord, Snapshot, StoreError};
+use jobs::{Job, Worker};
+use quantized::{Codes, Query, dot};
+use rayon::prelude::*;
+use segment::{Candidate, Segment, scan};
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
-/// Fresh chunks beside a graph before it is rebuilt: this many, or a tenth of the graph.
-const FRESH_LIMIT: usize = 2048;
+/// Chunks scanned exactly before the fresh buffer is sealed into a segment
+/// and given a graph; below it a workspace never builds one. Measured
+/// (bench/results/vectors.md): the graph beats the int8 scan from here up.
+pub const SEAL_AT: usize = 20_000;
+
+/// The most chunks in one segment: merges stop there and a full build cuts
+/// there. Larger means fewer graphs per search, longer builds.
+pub const SEGMENT_MAX: usize = 200_000;
+
+/// Graph parameters, chosen by measurement (bench/results/vectors.md).
+pub const GRAPH: GraphParams = GraphParams { ef_construction: 100, ef_search: 100 };
+
+/// A segment is rewritten once this fraction of its chunks is dead.
+const DEAD_FRACTION: f64 = 0.3;
+
+/// Exact-scan work is shared out over threads in blocks of this many chunks.
+const SCAN_BLOCK: usize = 32_768;
+
+/// Where the full-precision vectors are: the store.
+pub trait FullVectors {
+    /// The f32 vectors of chunks `(path, ordinal)`; `None` where gone.
+    fn full_vectors(&self, keys: &[(&str, u32)]) -> Result<Vec<Option<Vec<f32>>>, StoreError>;
+}
+
+/// How the index is cut into segments and builds its graphs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Fresh chunks scanned exactly before they are sealed into a segment.
+    pub seal_at: usize,
+    /// The most chunks in one segment.
+    pub segment_max: usize,
+    /// The graphs' parameters.
+    pub graph: GraphParams,
+    /// Threads the background builds use (at a lower priority than searches).
+    pub build_threads: usize,
+}
+
+impl Tuning {
+    /// The measured defaults.
+    pub fn standard() -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self { seal_at: SEAL_AT, segment_max: SEGMENT_MAX, graph: GRAPH, build_threads: threads }
+    }
+
+    /// Everything in the fresh buffer, scanned exactly: never a graph.
+    pub fn exact() -> Self {
+        Self { seal_at: usize::MAX, ..Self::standard() }
+    }
+}
 
 /// One search hit: a chunk of a document.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,56 +104,170 @@ pub struct DocumentHit {
     pub score: f32,
 }
 
+/// What the index holds and does, for `ragbox status` and `get_embedding_status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IndexState {
+    /// Live chunks searchable through a graph.
+    pub in_graphs: u64,
+    /// Live chunks scanned exactly (the fresh buffer and segments awaiting their graph).
+    pub exact: u64,
+    /// Chunks of removed or replaced documents still held.
+    pub tombstones: u64,
+    /// Sealed segments.
+    pub segments: u64,
+    /// The background work in progress, if any.
+    pub building: Option<String>,
+    /// Background jobs queued or running.
+    pub queued: u64,
+    /// Bytes the codes take in memory.
+    pub code_bytes: u64,
+}
+
+/// Where a document's chunks are: a segment (or the fresh buffer) and how many.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    segment: u64,
+    len: u32,
+}
+
+/// The fresh buffer's pseudo segment id.
+const FRESH: u64 = u64::MAX;
+
+/// A sealed segment and how many of its chunks are dead.
+struct Sealed {
+    segment: Arc<Segment>,
+    dead: usize,
+}
+
 /// The chunk vectors of the store at one generation.
 pub struct VectorIndex {
     generation: u64,
     dimension: usize,
-    threshold: usize,
-    documents: Vec<Arc<DocumentRecord>>,
-    /// Per document: false once removed or replaced (a tombstone).
-    live: Vec<bool>,
-    /// Per document: its chunks' numbers (contiguous).
-    spans: Vec<Range<u32>>,
+    tuning: Tuning,
+    /// Per document number: the record, `None` once removed or replaced.
+    documents: Vec<Option<Arc<DocumentRecord>>>,
+    /// Per document number: where its chunks are.
+    places: Vec<Place>,
+    /// Per document number: |sum of its chunk vectors| (for similar documents).
+    norms: Vec<f32>,
     by_path: HashMap<String, u32>,
-    /// Per chunk: (document, ordinal).
-    chunks: Vec<(u32, u32)>,
-    /// Vectors of chunks `0..base_len`, which the graph (if any) covers.
-    base: Arc<[f32]>,
-    base_len: usize,
-    /// Vectors of chunks `base_len..`, added since the last build.
-    fresh: Vec<f32>,
-    dead_chunks: usize,
-    graph: Option<Graph>,
+    segments: Vec<Sealed>,
+    fresh_chunks: Vec<(u32, u32)>,
+    fresh_codes: Codes,
+    fresh_dead: usize,
+    next_id: u64,
+    /// A merge is queued or running (one at a time).
+    merging: bool,
+    worker: Worker,
 }
 
 impl VectorIndex {
-    /// Builds from a snapshot; with an HNSW graph when there are at least
-    /// `threshold` chunks (see [`HNSW_THRESHOLD`]; `usize::MAX` keeps it exact).
-    pub fn build(snapshot: Snapshot, threshold: usize) -> Self {
-        let dimension = snapshot.documents.iter().flat_map(|(_, v)| v.first()).map(Vec::len).next().unwrap_or(0);
-        let mut index = Self::empty(snapshot.generation, dimension, threshold);
-        for (record, vectors) in snapshot.documents {
-            index.push(record, vectors);
-        }
-        index.seal();
+    /// An index of `snapshot` kept in memory only.
+    pub fn build(snapshot: Snapshot, tuning: Tuning) -> Self {
+        let mut index = Self::empty(tuning, Worker::new(tuning.graph, tuning.build_threads, None), 0);
+        index.apply(snapshot);
         index
     }
 
-    fn empty(generation: u64, dimension: usize, threshold: usize) -> Self {
+    /// The index saved in `dir` (empty at generation 0 when there is none),
+    /// saving itself there as it changes unless another process does.
+    pub fn open(dir: &Path, tuning: Tuning) -> Self {
+        let save = saved::SaveDir::take(dir);
+        let loaded = saved::load(dir);
+        let next_id = loaded.as_ref().map_or(0, |l| l.manifest.next_id);
+        let mut index = Self::empty(tuning, Worker::new(tuning.graph, tuning.build_threads, save), next_id);
+        if let Some(loaded) = loaded {
+            index.restore(loaded);
+        }
+        index
+    }
+
+    fn empty(tuning: Tuning, worker: Worker, next_id: u64) -> Self {
         Self {
-            generation,
-            dimension,
-            threshold,
+            generation: 0,
+            dimension: 0,
+            tuning,
             documents: Vec::new(),
-            live: Vec::new(),
-            spans: Vec::new(),
+            places: Vec::new(),
+            norms: Vec::new(),
             by_path: HashMap::new(),
-            chunks: Vec::new(),
-            base: Arc::from(Vec::new()),
-            base_len: 0,
-            fresh: Vec::new(),
-            dead_chunks: 0,
-            graph: None,
+            segments: Vec::new(),
+            fresh_chunks: Vec::new(),
+            fresh_codes: Codes::new(0),
+            fresh_dead: 0,
+            next_id,
+            merging: false,
+            worker,
+        }
+    }
+
+    /// Takes in a saved index; segments without a graph are queued for one.
+    fn restore(&mut self, loaded: saved::Loaded) {
+        let m = loaded.manifest;
+        self.generation = m.generation;
+        self.dimension = m.dimension as usize;
+        self.places = vec![Place { segment: FRESH, len: 0 }; m.documents.len()];
+        self.norms = m.norms;
+        self.documents = m.documents;
+        self.by_path =
+            self.documents.iter().enumerate().filter_map(|(i, d)| Some((d.as_ref()?.path.clone(), i as u32))).collect();
+        self.fresh_chunks = m.fresh_chunks;
+        self.fresh_codes = if self.fresh_chunks.is_empty() { Codes::new(self.dimension) } else { m.fresh_codes };
+        let fresh_places = places_of(&self.fresh_chunks, FRESH);
+        self.set_places(fresh_places);
+        self.fresh_dead = self.dead_in(&self.fresh_chunks);
+        for segment in loaded.segments {
+            let segment = Arc::new(segment);
+            self.set_places(places_of(&segment.chunks, segment.id));
+            let dead = self.dead_in(&segment.chunks);
+            if segment.graph.get().is_none() {
+                self.worker.submit(Job::Graph(segment.clone()));
+            }
+            self.segments.push(Sealed { segment, dead });
+        }
+        self.plan();
+    }
+
+    fn set_places(&mut self, places: Vec<(u32, Place)>) {
+        for (doc, place) in places {
+            if let Some(slot) = self.places.get_mut(doc as usize) {
+                *slot = place;
+            }
+        }
+    }
+
+    fn dead_in(&self, chunks: &[(u32, u32)]) -> usize {
+        chunks.iter().filter(|(d, _)| self.documents.get(*d as usize).is_none_or(Option::is_none)).count()
+    }
+
+    /// Brings the index to the store generation in `delta` (from
+    /// [`crate::store::Store::vector_delta`] at [`Self::generation`]).
+    pub fn apply(&mut self, delta: Snapshot) {
+        self.refresh();
+        if delta.full {
+            self.documents.clear();
+            self.places.clear();
+            self.norms.clear();
+            self.by_path.clear();
+            self.segments.clear();
+            self.fresh_chunks.clear();
+            self.fresh_codes = Codes::new(0);
+            self.fresh_dead = 0;
+            self.dimension = 0;
+        }
+        for path in &delta.removed {
+            self.tombstone(path);
+        }
+        let changed = !delta.documents.is_empty() || !delta.removed.is_empty() || delta.full;
+        for (record, vectors) in delta.documents {
+            self.push(record, vectors);
+        }
+        self.generation = delta.generation;
+        if self.fresh_chunks.len() >= self.tuning.seal_at {
+            self.seal();
+        }
+        if changed {
+            self.plan();
         }
     }
 
@@ -106,76 +276,190 @@ impl VectorIndex {
         self.tombstone(&record.path);
         if self.dimension == 0 {
             self.dimension = vectors.first().map_or(0, Vec::len);
+            self.fresh_codes = Codes::new(self.dimension);
         }
         let doc = self.documents.len() as u32;
-        let start = self.chunks.len() as u32;
-        for (ordinal, vector) in vectors.into_iter().enumerate() {
+        let start = self.fresh_chunks.len() as u32;
+        let mut sum = vec![0.0f32; self.dimension];
+        for (ordinal, vector) in vectors.iter().enumerate() {
             // The store refuses wrong lengths; skip rather than misalign if one slipped in.
             if vector.len() == self.dimension {
-                self.chunks.push((doc, ordinal as u32));
-                self.fresh.extend_from_slice(&vector);
+                self.fresh_chunks.push((doc, ordinal as u32));
+                self.fresh_codes.push(vector);
+                sum.iter_mut().zip(vector).for_each(|(s, x)| *s += x);
             }
         }
+        let len = self.fresh_chunks.len() as u32 - start;
         self.by_path.insert(record.path.clone(), doc);
-        self.documents.push(Arc::new(record));
-        self.live.push(true);
-        self.spans.push(start..self.chunks.len() as u32);
+        self.documents.push(Some(Arc::new(record)));
+        self.places.push(Place { segment: FRESH, len });
+        self.norms.push(dot(&sum, &sum).sqrt());
     }
 
     fn tombstone(&mut self, path: &str) {
-        if let Some(doc) = self.by_path.remove(path) {
-            self.live[doc as usize] = false;
-            self.dead_chunks += self.spans[doc as usize].len();
+        let Some(doc) = self.by_path.remove(path) else { return };
+        self.documents[doc as usize] = None;
+        let place = self.places[doc as usize];
+        if place.segment == FRESH {
+            self.fresh_dead += place.len as usize;
+        } else if let Some(sealed) = self.segments.iter_mut().find(|s| s.segment.id == place.segment) {
+            sealed.dead += place.len as usize;
         }
     }
 
-    /// Moves the fresh buffer into the base block and builds the graph when large enough.
+    /// Moves the fresh buffer's live chunks into new segments (of at most
+    /// `segment_max`, evenly cut) and queues their graphs or a merge.
     fn seal(&mut self) {
-        let mut block = Vec::with_capacity(self.base_len * self.dimension + self.fresh.len());
-        block.extend_from_slice(&self.base);
-        block.append(&mut self.fresh);
-        self.base = block.into();
-        self.base_len = self.chunks.len();
-        self.graph = (self.live_chunks() >= self.threshold.max(1) && self.dimension > 0)
-            .then(|| Graph::build(self.base.clone(), self.dimension, self.base_len));
-    }
-
-    /// Brings the index to the store generation in `delta` (from
-    /// [`crate::store::Store::vector_delta`] at [`Self::generation`]); true
-    /// when that rebuilt it (worth saving again).
-    pub fn apply(&mut self, delta: Snapshot) -> bool {
-        if delta.full {
-            *self = Self::build(delta, self.threshold);
-            return true;
+        let chunks = std::mem::take(&mut self.fresh_chunks);
+        let codes = std::mem::replace(&mut self.fresh_codes, Codes::new(self.dimension));
+        self.fresh_dead = 0;
+        let live: Vec<usize> = (0..chunks.len()).filter(|&i| self.is_live(chunks[i].0)).collect();
+        let pieces = live.len().div_ceil(self.tuning.segment_max.max(1)).max(1);
+        let per_piece = live.len().div_ceil(pieces).max(1);
+        let mut sealed = Vec::new();
+        let mut at = 0;
+        while at < live.len() {
+            // Never split a document: its chunks stay in one segment.
+            let mut end = (at + per_piece).min(live.len());
+            while end < live.len() && chunks[live[end]].0 == chunks[live[end - 1]].0 {
+                end += 1;
+            }
+            let mut piece_chunks = Vec::with_capacity(end - at);
+            let mut piece_codes = Codes::new(self.dimension);
+            for &i in &live[at..end] {
+                piece_chunks.push(chunks[i]);
+                piece_codes.push_from(&codes, i);
+            }
+            let segment = Arc::new(Segment::new(self.next_id, piece_chunks, piece_codes));
+            self.next_id += 1;
+            self.set_places(places_of(&segment.chunks, segment.id));
+            self.worker.submit(Job::Persist(segment.clone()));
+            self.segments.push(Sealed { segment: segment.clone(), dead: 0 });
+            sealed.push(segment);
+            at = end;
         }
-        for path in &delta.removed {
-            self.tombstone(path);
-        }
-        for (record, vectors) in delta.documents {
-            self.push(record, vectors);
-        }
-        self.generation = delta.generation;
-        let fresh_len = self.chunks.len() - self.base_len;
-        let graph_due = self.live_chunks() >= self.threshold
-            && (self.graph.is_none() || fresh_len > FRESH_LIMIT.max(self.base_len / 10));
-        let due = graph_due || self.dead_chunks > self.live_chunks().max(FRESH_LIMIT);
-        if due {
-            self.compact();
-        }
-        due
-    }
-
-    /// Rebuilds from the live documents only, dropping tombstones.
-    fn compact(&mut self) {
-        let mut fresh = Self::empty(self.generation, self.dimension, self.threshold);
-        for doc in 0..self.documents.len() {
-            if self.live[doc] {
-                let vectors = self.spans[doc].clone().map(|c| self.vector(c as usize).to_vec()).collect();
-                fresh.push((*self.documents[doc]).clone(), vectors);
+        // Saved before the (long) builds: a process killed meanwhile resumes them.
+        self.save();
+        for segment in sealed {
+            if !self.merge_into_smallest(&segment) {
+                self.worker.submit(Job::Graph(segment));
             }
         }
-        fresh.seal();
-        *self = fresh;
+    }
+
+    /// Queues a merge of `segment` with the smallest other segment when both
+    /// fit in one; false when it does not.
+    fn merge_into_smallest(&mut self, segment: &Arc<Segment>) -> bool {
+        if self.merging {
+            return false;
+        }
+        let smallest = self
+            .segments
+            .iter()
+            .filter(|s| s.segment.id != segment.id)
+            .min_by_key(|s| s.segment.len() - s.dead)
+            .filter(|s| s.segment.len() - s.dead + segment.len() <= self.tuning.segment_max)
+            .map(|s| s.segment.clone());
+        match smallest {
+            Some(other) => {
+                self.start_merge(vec![other, segment.clone()]);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Queues maintenance: a merge of the two smallest segments when they fit
+    /// in one, or the rewrite of a segment a third dead.
+    fn plan(&mut self) {
+        if self.merging || self.segments.is_empty() {
+            return;
+        }
+        let live = |s: &Sealed| s.segment.len() - s.dead;
+        let mut order: Vec<usize> = (0..self.segments.len()).collect();
+        order.sort_by_key(|&i| live(&self.segments[i]));
+        if let [a, b, ..] = order[..] {
+            if live(&self.segments[a]) + live(&self.segments[b]) <= self.tuning.segment_max {
+                let parts = vec![self.segments[a].segment.clone(), self.segments[b].segment.clone()];
+                self.start_merge(parts);
+                return;
+            }
+        }
+        let worn = self.segments.iter().find(|s| s.dead as f64 >= DEAD_FRACTION * s.segment.len() as f64);
+        if let Some(worn) = worn {
+            let parts = vec![worn.segment.clone()];
+            self.start_merge(parts);
+        }
+    }
+
+    fn start_merge(&mut self, parts: Vec<Arc<Segment>>) {
+        let live = self.documents.iter().map(Option::is_some).collect();
+        self.worker.submit(Job::Merge { parts, live, id: self.next_id });
+        self.next_id += 1;
+        self.merging = true;
+    }
+
+    /// Takes in what the background worker finished: merged segments are
+    /// swapped in, and the index is saved when its segments changed.
+    pub fn refresh(&mut self) {
+        let merged = self.worker.take_merged();
+        let built = self.worker.take_built();
+        if merged.is_empty() && built == 0 {
+            return;
+        }
+        for merge in merged {
+            self.merging = false;
+            let present = merge.replaced.iter().all(|id| self.segments.iter().any(|s| s.segment.id == *id));
+            if !present {
+                continue; // the index started over meanwhile
+            }
+            let at = self.segments.iter().position(|s| merge.replaced.contains(&s.segment.id)).unwrap_or(0);
+            self.segments.retain(|s| !merge.replaced.contains(&s.segment.id));
+            if let Some(segment) = merge.segment {
+                // Documents removed during the merge are dead in the new segment too.
+                let dead = self.dead_in(&segment.chunks);
+                self.set_places(places_of(&segment.chunks, segment.id));
+                self.segments.insert(at.min(self.segments.len()), Sealed { segment, dead });
+            }
+        }
+        self.plan();
+        self.save();
+    }
+
+    /// Waits for the background work (builds, merges, saves) to finish and takes it in.
+    pub fn settle(&mut self) {
+        loop {
+            self.worker.wait();
+            let before = self.worker.pending();
+            self.refresh();
+            if before == 0 && self.worker.pending() == 0 && !self.merging {
+                return;
+            }
+        }
+    }
+
+    /// Queues a save of the manifest (when this process saves the index).
+    fn save(&mut self) {
+        if !self.worker.saves() {
+            return;
+        }
+        let segments = self
+            .segments
+            .iter()
+            .filter_map(|s| Some((self.worker.stem(s.segment.id)?, s.segment.len() as u64)))
+            .collect();
+        let manifest = saved::Manifest {
+            version: saved::VERSION,
+            generation: self.generation,
+            dimension: self.dimension as u32,
+            next_id: self.next_id,
+            documents: self.documents.clone(),
+            norms: self.norms.clone(),
+            segments,
+            fresh_chunks: self.fresh_chunks.clone(),
+            fresh_codes: self.fresh_codes.clone(),
+        };
+        self.worker.submit(Job::Save(Box::new(manifest)));
     }
 
     /// The store generation this index reflects.
@@ -185,11 +469,8 @@ impl VectorIndex {
 
     /// Number of chunks searchable.
     pub fn len(&self) -> usize {
-        self.live_chunks()
-    }
-
-    fn live_chunks(&self) -> usize {
-        self.chunks.len() - self.dead_chunks
+        let sealed: usize = self.segments.iter().map(|s| s.segment.len() - s.dead).sum();
+        sealed + self.fresh_chunks.len() - self.fresh_dead
     }
 
     /// True when nothing is searchable.
@@ -197,151 +478,261 @@ impl VectorIndex {
         self.len() == 0
     }
 
-    /// True when searches go through an HNSW graph.
+    /// True when some chunks are searched through an HNSW graph.
     pub fn has_graph(&self) -> bool {
-        self.graph.is_some()
+        self.segments.iter().any(|s| s.segment.graph.get().is_some())
     }
 
-    fn vector(&self, chunk: usize) -> &[f32] {
-        let d = self.dimension;
-        if chunk < self.base_len {
-            &self.base[chunk * d..(chunk + 1) * d]
-        } else {
-            let i = chunk - self.base_len;
-            &self.fresh[i * d..(i + 1) * d]
+    /// What the index holds and what runs in the background.
+    pub fn state(&self) -> IndexState {
+        let mut state = IndexState {
+            exact: (self.fresh_chunks.len() - self.fresh_dead) as u64,
+            tombstones: self.fresh_dead as u64,
+            segments: self.segments.len() as u64,
+            building: self.worker.running(),
+            queued: self.worker.pending() as u64,
+            code_bytes: self.fresh_codes.bytes() as u64,
+            ..Default::default()
+        };
+        for s in &self.segments {
+            let live = (s.segment.len() - s.dead) as u64;
+            match s.segment.graph.get() {
+                Some(_) => state.in_graphs += live,
+                None => state.exact += live,
+            }
+            state.tombstones += s.dead as u64;
+            state.code_bytes += s.segment.codes.bytes() as u64;
         }
+        state
+    }
+
+    fn is_live(&self, doc: u32) -> bool {
+        self.documents.get(doc as usize).is_some_and(Option::is_some)
     }
 
     /// Per document: live and passing `filter`.
     fn allowed(&self, filter: &Filter) -> Vec<bool> {
-        self.documents.iter().zip(&self.live).map(|(d, &live)| live && filter.matches(d)).collect()
+        if *filter == Filter::default() {
+            return self.documents.iter().map(Option::is_some).collect();
+        }
+        self.documents.iter().map(|d| d.as_ref().is_some_and(|d| filter.matches(d))).collect()
     }
 
-    fn hit(&self, chunk: usize, score: f32) -> Hit {
-        let (doc, ordinal) = self.chunks[chunk];
-        Hit { document: self.documents[doc as usize].clone(), ordinal, score }
-    }
-
-    /// The `k` chunks most similar to `query` among documents passing `filter`, best first.
-    pub fn search(&self, query: &[f32], k: usize, filter: &Filter) -> Vec<Hit> {
+    /// The `k` chunks most similar to `query` among documents passing
+    /// `filter`, best first, scored with the f32 vectors from `full`.
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &Filter,
+        full: &dyn FullVectors,
+    ) -> Result<Vec<Hit>, StoreError> {
         if k == 0 || self.dimension == 0 || query.len() != self.dimension {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let allowed = self.allowed(filter);
-        if let Some(graph) = self.graph.as_ref().filter(|_| k <= HNSW_EF_SEARCH) {
-            let from_graph: Vec<Scored> = graph
-                .candidates(query)
-                .filter(|&chunk| allowed[self.chunks[chunk].0 as usize])
-                .take(k)
-                .map(|chunk| Scored { score: dot(query, self.vector(chunk)), chunk })
-                .collect();
-            // Fewer than k means the filter kept too few of the graph's
-            // candidates: only the exact scan below is sure to find k.
-            if from_graph.len() == k {
-                let mut merged = self.scan(query, k, &allowed, self.base_len..self.chunks.len());
-                merged.extend(from_graph);
-                return self.best(merged, k);
+        let query = Arc::new(Query::new(query));
+        // The codes rank within ~1e-3 of the truth: the true top k lie well inside this many.
+        let depth = k + k.max(20);
+        let ef = self.tuning.graph.ef_search;
+
+        enum Work<'a> {
+            Graph(&'a Segment),
+            Scan(&'a [(u32, u32)], &'a Codes, std::ops::Range<usize>),
+        }
+        let mut work = Vec::new();
+        for sealed in &self.segments {
+            let segment = &*sealed.segment;
+            if segment.graph.get().is_some() && k <= ef {
+                work.push(Work::Graph(segment));
+            } else {
+                push_blocks(&mut work, &segment.chunks, &segment.codes, |c, s, r| Work::Scan(c, s, r));
             }
         }
-        let all = self.scan(query, k, &allowed, 0..self.chunks.len());
-        self.best(all, k)
+        push_blocks(&mut work, &self.fresh_chunks, &self.fresh_codes, |c, s, r| Work::Scan(c, s, r));
+
+        let found: Vec<Vec<Candidate>> = work
+            .par_iter()
+            .map(|item| match item {
+                Work::Graph(segment) => {
+                    let graph = segment.graph.get().expect("checked when queued");
+                    let from_graph: Vec<Candidate> = graph
+                        .candidates(&query)
+                        .into_iter()
+                        .filter_map(|(i, score)| {
+                            let (doc, ordinal) = segment.chunks[i];
+                            allowed[doc as usize].then_some(Candidate { score, doc, ordinal })
+                        })
+                        .take(depth)
+                        .collect();
+                    // Fewer than k means the filter kept too few of the graph's
+                    // candidates: only the exact scan is sure to find k.
+                    if from_graph.len() >= k {
+                        from_graph
+                    } else {
+                        scan(&query, &segment.chunks, &segment.codes, 0..segment.len(), &allowed, depth)
+                    }
+                }
+                Work::Scan(chunks, codes, range) => scan(&query, chunks, codes, range.clone(), &allowed, depth),
+            })
+            .collect();
+        let mut candidates: Vec<Candidate> = found.into_iter().flatten().collect();
+        candidates.sort_by(|a, b| b.score.total_cmp(&a.score));
+        candidates.truncate(depth);
+        self.rescore(&query.full, candidates, k, full)
     }
 
-    /// Exact top-k among allowed chunks in `range`.
-    fn scan(&self, query: &[f32], k: usize, allowed: &[bool], range: Range<usize>) -> Vec<Scored> {
-        // A min-heap of the best k so far.
-        let mut best: BinaryHeap<Scored> = BinaryHeap::with_capacity(k + 1);
-        for chunk in range {
-            if !allowed[self.chunks[chunk].0 as usize] {
-                continue;
-            }
-            let score = dot(query, self.vector(chunk));
-            if best.len() < k {
-                best.push(Scored { score, chunk });
-            } else if best.peek().is_some_and(|worst| score > worst.score) {
-                best.pop();
-                best.push(Scored { score, chunk });
-            }
-        }
-        best.into_vec()
-    }
-
-    fn best(&self, mut scored: Vec<Scored>, k: usize) -> Vec<Hit> {
-        scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
-        scored.dedup_by_key(|s| s.chunk);
-        scored.into_iter().take(k).map(|s| self.hit(s.chunk, s.score)).collect()
+    /// The best `k` of `candidates` by their exact scores.
+    fn rescore(
+        &self,
+        query: &[f32],
+        candidates: Vec<Candidate>,
+        k: usize,
+        full: &dyn FullVectors,
+    ) -> Result<Vec<Hit>, StoreError> {
+        let documents: Vec<Arc<DocumentRecord>> =
+            candidates.iter().map(|c| self.documents[c.doc as usize].clone().expect("candidates are live")).collect();
+        let keys: Vec<(&str, u32)> =
+            documents.iter().zip(&candidates).map(|(d, c)| (d.path.as_str(), c.ordinal)).collect();
+        let vectors = full.full_vectors(&keys)?;
+        let mut hits: Vec<Hit> = documents
+            .into_iter()
+            .zip(&candidates)
+            .zip(vectors)
+            .filter_map(|((document, c), vector)| {
+                Some(Hit { score: dot(query, &vector?), document, ordinal: c.ordinal })
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            b.score.total_cmp(&a.score).then_with(|| (&a.document.path, a.ordinal).cmp(&(&b.document.path, b.ordinal)))
+        });
+        hits.truncate(k);
+        Ok(hits)
     }
 
     /// The `k` documents most like the one at `path` (itself excluded) among
     /// those passing `filter`, by the cosine of their mean chunk vectors;
     /// `None` when `path` is not indexed.
-    pub fn similar_documents(&self, path: &str, k: usize, filter: &Filter) -> Option<Vec<DocumentHit>> {
-        let source = *self.by_path.get(path)?;
-        let Some(centre) = self.centroid(source) else { return Some(Vec::new()) };
-        let allowed = self.allowed(filter);
-        let mut hits: Vec<DocumentHit> = (0..self.documents.len())
-            .filter(|&d| allowed[d] && d != source as usize)
-            .filter_map(|d| {
-                let score = dot(&centre, &self.centroid(d as u32)?);
-                Some(DocumentHit { document: self.documents[d].clone(), score })
-            })
-            .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.document.path.cmp(&b.document.path)));
-        hits.truncate(k);
-        Some(hits)
-    }
-
-    /// A document's mean chunk vector, unit length; `None` without chunks.
-    fn centroid(&self, doc: u32) -> Option<Vec<f32>> {
-        let span = self.spans[doc as usize].clone();
-        if span.is_empty() {
-            return None;
+    pub fn similar_documents(
+        &self,
+        path: &str,
+        k: usize,
+        filter: &Filter,
+        full: &dyn FullVectors,
+    ) -> Result<Option<Vec<DocumentHit>>, StoreError> {
+        let Some(&source) = self.by_path.get(path) else { return Ok(None) };
+        let Some(centre) = self.exact_centroid(source, full)? else { return Ok(Some(Vec::new())) };
+        let mut allowed = self.allowed(filter);
+        allowed[source as usize] = false;
+        // Each document's approximate score: the sum of its chunks' code dot
+        // products with the centre over the length of its chunks' sum.
+        let query = Query::new(&centre);
+        let mut sums = vec![0.0f32; self.documents.len()];
+        let mut add = |chunks: &[(u32, u32)], codes: &Codes| {
+            let mut scores = Vec::new();
+            codes.scores(&query, 0..chunks.len(), &mut scores);
+            for (&(doc, _), score) in chunks.iter().zip(scores) {
+                sums[doc as usize] += score;
+            }
+        };
+        for sealed in &self.segments {
+            add(&sealed.segment.chunks, &sealed.segment.codes);
         }
-        let mut sum = vec![0.0f32; self.dimension];
-        for chunk in span {
-            for (s, x) in sum.iter_mut().zip(self.vector(chunk as usize)) {
-                *s += x;
+        add(&self.fresh_chunks, &self.fresh_codes);
+        let mut approx: Vec<(u32, f32)> = (0..self.documents.len() as u32)
+            .filter(|&d| allowed[d as usize] && self.places[d as usize].len > 0)
+            .map(|d| (d, sums[d as usize] / self.norms[d as usize].max(1e-12)))
+            .collect();
+        approx.sort_by(|a, b| b.1.total_cmp(&a.1));
+        approx.truncate(k + k.max(20));
+        let mut hits = Vec::with_capacity(approx.len());
+        for (doc, _) in approx {
+            if let Some(c) = self.exact_centroid(doc, full)? {
+                let document = self.documents[doc as usize].clone().expect("allowed documents are live");
+                hits.push(DocumentHit { score: dot(&centre, &c), document });
             }
         }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.document.path.cmp(&b.document.path)));
+        hits.truncate(k);
+        Ok(Some(hits))
+    }
+
+    /// A document's mean chunk vector from the f32 vectors, unit length; `None` without chunks.
+    fn exact_centroid(&self, doc: u32, full: &dyn FullVectors) -> Result<Option<Vec<f32>>, StoreError> {
+        let Some(record) = self.documents[doc as usize].as_ref() else { return Ok(None) };
+        let len = self.places[doc as usize].len;
+        let keys: Vec<(&str, u32)> = (0..len).map(|o| (record.path.as_str(), o)).collect();
+        let vectors = full.full_vectors(&keys)?;
+        let mut sum = vec![0.0f32; self.dimension];
+        let mut any = false;
+        for vector in vectors.into_iter().flatten() {
+            sum.iter_mut().zip(&vector).for_each(|(s, x)| *s += x);
+            any = true;
+        }
+        if !any {
+            return Ok(None);
+        }
         let norm = dot(&sum, &sum).sqrt().max(1e-12);
-        Some(sum.into_iter().map(|x| x / norm).collect())
+        Ok(Some(sum.into_iter().map(|x| x / norm).collect()))
     }
 }
 
-/// Dot product; written so the compiler vectorises it.
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a_chunks.remainder().iter().zip(b_chunks.remainder()).map(|(x, y)| x * y).sum();
-    for (x, y) in a_chunks.zip(b_chunks) {
-        for l in 0..8 {
-            lanes[l] += x[l] * y[l];
+/// Splits an exact scan of `chunks` into blocks for the thread pool.
+fn push_blocks<'a, W>(
+    work: &mut Vec<W>,
+    chunks: &'a [(u32, u32)],
+    codes: &'a Codes,
+    make: impl Fn(&'a [(u32, u32)], &'a Codes, std::ops::Range<usize>) -> W,
+) {
+    let mut start = 0;
+    while start < chunks.len() {
+        let end = (start + SCAN_BLOCK).min(chunks.len());
+        work.push(make(chunks, codes, start..end));
+        start = end;
+    }
+}
+
+/// Each document's run in `chunks` (chunks of one document are contiguous).
+fn places_of(chunks: &[(u32, u32)], segment: u64) -> Vec<(u32, Place)> {
+    let mut out: Vec<(u32, Place)> = Vec::new();
+    for &(doc, _) in chunks {
+        match out.last_mut() {
+            Some((d, place)) if *d == doc => place.len += 1,
+            _ => out.push((doc, Place { segment, len: 1 })),
         }
     }
-    lanes.iter().sum::<f32>() + tail
+    out
 }
 
-/// A chunk's score, ordered so the heap's top is the worst kept.
-#[derive(Debug, Clone, Copy)]
-struct Scored {
-    score: f32,
-    chunk: usize,
+/// The index as a set of f32 vectors for tests and benchmarks: a map from
+/// (path, ordinal), standing in for the store.
+#[doc(hidden)]
+#[derive(Default)]
+pub struct MemoryVectors(pub HashMap<(String, u32), Vec<f32>>);
+
+impl MemoryVectors {
+    /// Every vector of `snapshot`, after what is already held.
+    pub fn add(&mut self, snapshot: &Snapshot) {
+        if snapshot.full {
+            self.0.clear();
+        }
+        let gone: std::collections::HashSet<&str> = snapshot
+            .removed
+            .iter()
+            .map(String::as_str)
+            .chain(snapshot.documents.iter().map(|(r, _)| r.path.as_str()))
+            .collect();
+        self.0.retain(|(p, _), _| !gone.contains(p.as_str()));
+        for (record, vectors) in &snapshot.documents {
+            for (o, v) in vectors.iter().enumerate() {
+                self.0.insert((record.path.clone(), o as u32), v.clone());
+            }
+        }
+    }
 }
 
-impl PartialEq for Scored {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Scored {}
-impl PartialOrd for Scored {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Scored {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Reversed: lower score = "greater", so BinaryHeap pops the worst.
-        other.score.total_cmp(&self.score).then(self.chunk.cmp(&other.chunk))
+impl FullVectors for MemoryVectors {
+    fn full_vectors(&self, keys: &[(&str, u32)]) -> Result<Vec<Option<Vec<f32>>>, StoreError> {
+        Ok(keys.iter().map(|(p, o)| self.0.get(&(p.to_string(), *o)).cloned()).collect())
     }
 }

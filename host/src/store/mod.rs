@@ -428,6 +428,32 @@ impl Store {
         })
     }
 
+    /// The vectors of the chunks at `keys` (path, ordinal), in one transaction; `None` where gone.
+    pub fn vectors(&self, keys: &[(&str, u32)]) -> Result<Vec<Option<Vec<f32>>>, StoreError> {
+        self.read(|txn| {
+            let (Some(ids), Some(vectors)) = (open_read(txn, DOC_IDS, self)?, open_read(txn, VECTORS, self)?) else {
+                return Ok(vec![None; keys.len()]);
+            };
+            let mut out = Vec::with_capacity(keys.len());
+            let mut last: Option<(&str, Option<u64>)> = None;
+            for (path, ordinal) in keys {
+                // Keys often repeat a path (a document's chunks): look it up once.
+                let id = match last {
+                    Some((p, id)) if p == *path => id,
+                    _ => ids.get(*path).map_err(|e| self.err(e))?.map(|v| v.value()),
+                };
+                last = Some((path, id));
+                let Some(id) = id else {
+                    out.push(None);
+                    continue;
+                };
+                let row = vectors.get((id, *ordinal)).map_err(|e| self.err(e))?;
+                out.push(row.map(|b| decode_vector(b.value())));
+            }
+            Ok(out)
+        })
+    }
+
     /// Reads what changed after generation `since` (everything when `since`
     /// is 0, ahead of the store, or older than the change log reaches).
     fn delta<V>(
