@@ -12,6 +12,7 @@ pub use results::{
     KeywordResults, LineMatch, NotIndexed, Passage, PathList, Pending, QuestionContext, QuestionSearchInfo,
     RecentEmbedding, RelevantConversation, SearchResult, SearchResults, SemanticResults, SimilarDocument,
     SimilarDocuments, SimilarSearchInfo, SimilarToText, SourceGroup, SourceList, SourceRef, SourceStatistics,
+    VectorIndexState,
 };
 use schemars::JsonSchema;
 use schemars::transform::Transform as _;

@@ -291,6 +291,26 @@ pub struct EmbeddingStatus {
     pub not_indexed: NotIndexed,
     /// Nothing pending.
     pub up_to_date: bool,
+    /// The vector index as the server holds it; absent until it has loaded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_index: Option<VectorIndexState>,
+}
+
+/// The vector index's parts and background work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VectorIndexState {
+    /// Live chunks searched through an HNSW graph.
+    pub in_graphs: u64,
+    /// Live chunks scanned exactly: the newest, and segments whose graph is still building.
+    pub exact: u64,
+    /// Chunks of removed or replaced documents still held (background merges drop them).
+    pub tombstones: u64,
+    /// Sealed segments.
+    pub segments: u64,
+    /// The background work running now, if any.
+    pub building: Option<String>,
+    /// Background jobs queued or running.
+    pub queued: u64,
 }
 
 /// A conversation, or a document outside conversations, relevant to a topic.

@@ -4,7 +4,9 @@
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer::{stored_documents, survey};
-use ragbox_sdk::protocol::{EmbeddingStatus, FileError, NotIndexed, PathList, Pending, RecentEmbedding};
+use ragbox_sdk::protocol::{
+    EmbeddingStatus, FileError, NotIndexed, PathList, Pending, RecentEmbedding, VectorIndexState,
+};
 use ragbox_sdk::text::rfc3339;
 use ragbox_sdk::tool::{self, ToolSet};
 use ragbox_sdk::{Annotations, CallError, corpus, host};
@@ -61,6 +63,20 @@ fn status() -> Result<EmbeddingStatus, String> {
             files: files.map(|(path, error)| FileError { path: path.clone(), error: error.clone() }).collect(),
         },
         up_to_date: pending == 0,
+        vector_index: None,
+    })
+}
+
+/// The vector index's state now: background builds move it without a write, so it is never kept.
+fn vector_index() -> Option<VectorIndexState> {
+    let s = ragbox_sdk::vectors::state().ok()??;
+    Some(VectorIndexState {
+        in_graphs: s.in_graphs,
+        exact: s.exact,
+        tombstones: s.tombstones,
+        segments: s.segments,
+        building: s.building,
+        queued: s.queued,
     })
 }
 
@@ -84,11 +100,16 @@ impl ragbox_sdk::tool::Tool for Tool {
 
     fn run(_request: (), _workspace: &WorkspaceInfo) -> Result<EmbeddingStatus, CallError> {
         // Kept while the host's watch sees no file change and the index no write.
-        if let Some(kept) = host::memo_get(MEMO_KEY).and_then(|text| serde_json::from_str(&text).ok()) {
-            return Ok(kept);
-        }
-        let status = status().map_err(cortext::failed)?;
-        host::memo_put(MEMO_KEY, &ragbox_sdk::to_json(&status));
+        let kept = host::memo_get(MEMO_KEY).and_then(|text| serde_json::from_str::<EmbeddingStatus>(&text).ok());
+        let mut status = match kept {
+            Some(kept) => kept,
+            None => {
+                let status = status().map_err(cortext::failed)?;
+                host::memo_put(MEMO_KEY, &ragbox_sdk::to_json(&status));
+                status
+            }
+        };
+        status.vector_index = vector_index();
         Ok(status)
     }
 }

@@ -42,6 +42,17 @@ fn search(corpus: &Corpus, vector: &[f32], k: usize, filter: Filter) -> Result<V
 }
 
 impl vectors::Host for HostState {
+    fn state(&mut self) -> Result<Option<vectors::IndexState>, Error> {
+        Ok(self.corpus()?.vector_state().map(|s| vectors::IndexState {
+            in_graphs: s.in_graphs,
+            exact: s.exact,
+            tombstones: s.tombstones,
+            segments: s.segments,
+            building: s.building,
+            queued: s.queued,
+        }))
+    }
+
     fn search(&mut self, vector: Vec<f32>, k: u32, filter: Filter) -> Result<Vec<vectors::Hit>, Error> {
         self.timed(Stage::VectorSearch, |this| this.nearest(&vector, check_k(k)?, filter))
     }

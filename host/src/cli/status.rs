@@ -19,6 +19,18 @@ pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
     say!("model:     {}", s.model.as_deref().unwrap_or("(nothing embedded yet)"));
     say!("documents: {}", s.num_documents);
     say!("chunks:    {}", s.total_chunks);
+    if let Some(v) = &s.vector_index {
+        say!(
+            "vectors:   {} chunks in graphs ({} segments), {} scanned exactly, {} tombstones",
+            v.in_graphs,
+            v.segments,
+            v.exact,
+            v.tombstones
+        );
+        if let Some(building) = &v.building {
+            say!("           building: {building} ({} jobs queued)", v.queued);
+        }
+    }
     if !s.recent_embeddings.is_empty() {
         say!("recently embedded:");
         for r in &s.recent_embeddings {
