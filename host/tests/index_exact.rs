@@ -1,9 +1,10 @@
-//! Exact vector search over a real store: agrees with a naive full sort,
+//! Exact vector search over a real store (its codes re-scored with the
+//! store's f32 vectors): agrees with a naive full sort,
 //! filters never cost hits, and with the real model a query finds the chunk
 //! that means the same thing.
 
 use ragbox::embed::{EmbedKind, Embedder, ModelDir, default_model_dir};
-use ragbox::index::{Filter, VectorIndex};
+use ragbox::index::{Filter, Tuning, VectorIndex};
 use ragbox::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument, Store};
 
 const DIM: usize = 16;
@@ -60,7 +61,7 @@ fn agrees_with_a_full_sort() {
         .iter()
         .flat_map(|(d, vs)| vs.iter().enumerate().map(|(i, v)| (d.path.clone(), i as u32, v.clone())))
         .collect();
-    let index = VectorIndex::build(snapshot, usize::MAX);
+    let index = VectorIndex::build(snapshot, Tuning::exact());
     assert_eq!(index.len(), 600);
     assert_eq!(index.generation(), store.stats().unwrap().generation);
     for q in 0..20u64 {
@@ -68,7 +69,7 @@ fn agrees_with_a_full_sort() {
         let mut naive: Vec<(f32, String, u32)> =
             all.iter().map(|(p, o, v)| (v.iter().zip(&query).map(|(a, b)| a * b).sum(), p.clone(), *o)).collect();
         naive.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let hits = index.search(&query, 10, &Filter::default());
+        let hits = index.search(&query, 10, &Filter::default(), &store).unwrap();
         let got: Vec<(String, u32)> = hits.iter().map(|h| (h.document.path.clone(), h.ordinal)).collect();
         let want: Vec<(String, u32)> = naive[..10].iter().map(|(_, p, o)| (p.clone(), *o)).collect();
         assert_eq!(got, want, "query {q}");
@@ -82,11 +83,11 @@ fn filters_never_cost_hits() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     fill(&store);
-    let index = VectorIndex::build(store.snapshot().unwrap(), usize::MAX);
+    let index = VectorIndex::build(store.snapshot().unwrap(), Tuning::exact());
     let query = vector(42);
     // 20 debug documents × 10 chunks: k = 50 comes back full, all debug.
     let debug = Filter { conversation_type: Some("debug".into()), ..Default::default() };
-    let hits = index.search(&query, 50, &debug);
+    let hits = index.search(&query, 50, &debug, &store).unwrap();
     assert_eq!(hits.len(), 50);
     assert!(hits.iter().all(|h| h.document.conversation_type.as_deref() == Some("debug")));
     // A narrow filter: every matching chunk, no more.
@@ -95,9 +96,14 @@ fn filters_never_cost_hits() {
     let expected =
         store.documents().unwrap().iter().filter(|d| narrow.matches(d)).map(|d| d.chunks as usize).sum::<usize>();
     assert!(expected > 0 && expected < 50);
-    assert_eq!(index.search(&query, 50, &narrow).len(), expected);
-    assert!(index.search(&query, 5, &Filter { path_prefix: Some("nowhere".into()), ..Default::default() }).is_empty());
-    assert!(index.search(&vector(1)[..8], 5, &Filter::default()).is_empty(), "wrong dimension");
+    assert_eq!(index.search(&query, 50, &narrow, &store).unwrap().len(), expected);
+    assert!(
+        index
+            .search(&query, 5, &Filter { path_prefix: Some("nowhere".into()), ..Default::default() }, &store)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(index.search(&vector(1)[..8], 5, &Filter::default(), &store).unwrap().is_empty(), "wrong dimension");
 }
 
 #[test]
@@ -127,7 +133,7 @@ fn real_model_finds_the_chunk_that_means_the_same() {
         };
         store.put_document(&doc).unwrap();
     }
-    let index = VectorIndex::build(store.snapshot().unwrap(), usize::MAX);
+    let index = VectorIndex::build(store.snapshot().unwrap(), Tuning::exact());
     for (query, want) in [
         ("how do users log in?", "auth.md"),
         ("realtime updates stop after a minute", "ws.md"),
@@ -135,7 +141,7 @@ fn real_model_finds_the_chunk_that_means_the_same() {
         ("night theme for the preferences screen", "ui.md"),
     ] {
         let q = embedder.embed(&[query.to_string()], EmbedKind::Query).unwrap().remove(0);
-        let hits = index.search(&q, 4, &Filter::default());
+        let hits = index.search(&q, 4, &Filter::default(), &store).unwrap();
         assert_eq!(
             hits[0].document.path,
             want,
