@@ -333,3 +333,27 @@ fn a_build_killed_midway_resumes() {
     assert_eq!(keys(&index.search(&query, 10, &Filter::default(), &full).unwrap()), before);
     assert_eq!(before, brute_force(&full, &query, 10, |_| true));
 }
+
+#[test]
+fn a_file_saved_again_and_again_does_not_fill_the_index() {
+    let mut rng = Lcg(47);
+    let (snap, centres) = snapshot(30, &mut rng);
+    let mut full = MemoryVectors::default();
+    full.add(&snap);
+    let mut index = VectorIndex::build(snap, tuning());
+    for generation in 2..6 {
+        // The same 30 documents again: 300 new chunks, 300 dead ones.
+        let (mut again, _) = snapshot(30, &mut rng);
+        again.generation = generation;
+        again.full = false;
+        full.add(&again);
+        index.apply(again);
+    }
+    index.settle();
+    let state = index.state();
+    assert_eq!((state.segments, index.len()), (0, 300), "dead versions dropped, not sealed: {state:?}");
+    assert!(state.tombstones < 1000, "{state:?}");
+    let query = queries(&centres, 1, &mut rng).remove(0);
+    let got = keys(&index.search(&query, 10, &Filter::default(), &full).unwrap());
+    assert_eq!(got, brute_force(&full, &query, 10, |_| true));
+}

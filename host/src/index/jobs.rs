@@ -2,7 +2,8 @@
 //! graphs, merges segments and saves the manifest, one job at a time in
 //! order, on its own low-priority threads. Searches and writes never wait on
 //! it: a graph appears in its segment when done (a `OnceLock`), and a merged
-//! segment is handed back for the index to swap in at its next call.
+//! segment is handed back for the index to swap in at its next call. Once the
+//! index is dropped, what is queued is saved but no longer built.
 
 use super::hnsw::GraphParams;
 use super::quantized::Codes;
@@ -44,6 +45,8 @@ struct Shared {
     built: AtomicUsize,
     /// What runs now, for status.
     running: Mutex<Option<String>>,
+    /// The index is gone: builds and merges still queued are skipped.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 /// The worker of one index; its thread starts with the first job and ends
@@ -151,7 +154,16 @@ impl Worker {
     }
 }
 
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+    }
+}
+
 fn run(job: Job, shared: &Shared, save: Option<&SaveDir>, params: GraphParams) {
+    if matches!(job, Job::Graph(_) | Job::Merge { .. }) && shared.closed.load(Ordering::Acquire) {
+        return;
+    }
     let set_running = |what: Option<String>| *lock(&shared.running) = what;
     match job {
         Job::Persist(segment) => {

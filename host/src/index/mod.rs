@@ -264,7 +264,12 @@ impl VectorIndex {
         }
         self.generation = delta.generation;
         if self.fresh_chunks.len() >= self.tuning.seal_at {
-            self.seal();
+            // Mostly replaced versions (a file saved again and again): drop them instead.
+            if (self.fresh_chunks.len() - self.fresh_dead) * 2 < self.tuning.seal_at {
+                self.compact_fresh();
+            } else {
+                self.seal();
+            }
         }
         if changed {
             self.plan();
@@ -305,6 +310,19 @@ impl VectorIndex {
         } else if let Some(sealed) = self.segments.iter_mut().find(|s| s.segment.id == place.segment) {
             sealed.dead += place.len as usize;
         }
+    }
+
+    /// Drops the fresh buffer's dead chunks.
+    fn compact_fresh(&mut self) {
+        let chunks = std::mem::take(&mut self.fresh_chunks);
+        let codes = std::mem::replace(&mut self.fresh_codes, Codes::new(self.dimension));
+        for (i, &chunk) in chunks.iter().enumerate() {
+            if self.is_live(chunk.0) {
+                self.fresh_chunks.push(chunk);
+                self.fresh_codes.push_from(&codes, i);
+            }
+        }
+        self.fresh_dead = 0;
     }
 
     /// Moves the fresh buffer's live chunks into new segments (of at most
@@ -378,12 +396,12 @@ impl VectorIndex {
         let live = |s: &Sealed| s.segment.len() - s.dead;
         let mut order: Vec<usize> = (0..self.segments.len()).collect();
         order.sort_by_key(|&i| live(&self.segments[i]));
-        if let [a, b, ..] = order[..] {
-            if live(&self.segments[a]) + live(&self.segments[b]) <= self.tuning.segment_max {
-                let parts = vec![self.segments[a].segment.clone(), self.segments[b].segment.clone()];
-                self.start_merge(parts);
-                return;
-            }
+        if let [a, b, ..] = order[..]
+            && live(&self.segments[a]) + live(&self.segments[b]) <= self.tuning.segment_max
+        {
+            let parts = vec![self.segments[a].segment.clone(), self.segments[b].segment.clone()];
+            self.start_merge(parts);
+            return;
         }
         let worn = self.segments.iter().find(|s| s.dead as f64 >= DEAD_FRACTION * s.segment.len() as f64);
         if let Some(worn) = worn {
@@ -430,9 +448,10 @@ impl VectorIndex {
     pub fn settle(&mut self) {
         loop {
             self.worker.wait();
-            let before = self.worker.pending();
             self.refresh();
-            if before == 0 && self.worker.pending() == 0 && !self.merging {
+            if self.worker.pending() == 0 {
+                // Nothing runs, so no merge is in flight (its result was taken above).
+                self.merging = false;
                 return;
             }
         }
@@ -546,10 +565,10 @@ impl VectorIndex {
             if segment.graph.get().is_some() && k <= ef {
                 work.push(Work::Graph(segment));
             } else {
-                push_blocks(&mut work, &segment.chunks, &segment.codes, |c, s, r| Work::Scan(c, s, r));
+                push_blocks(&mut work, &segment.chunks, &segment.codes, Work::Scan);
             }
         }
-        push_blocks(&mut work, &self.fresh_chunks, &self.fresh_codes, |c, s, r| Work::Scan(c, s, r));
+        push_blocks(&mut work, &self.fresh_chunks, &self.fresh_codes, Work::Scan);
 
         let found: Vec<Vec<Candidate>> = work
             .par_iter()

@@ -92,6 +92,12 @@ impl Codes {
         out.extend(raw.iter().zip(&self.scales[range]).map(|(&r, &s)| r as f32 * s * query.scale));
     }
 
+    /// Gives back the memory reserved past the vectors held.
+    pub(crate) fn shrink(&mut self) {
+        self.codes.shrink_to_fit();
+        self.scales.shrink_to_fit();
+    }
+
     /// True when the sizes agree (a block read from disk).
     pub(crate) fn is_consistent(&self) -> bool {
         self.dimension > 0 && self.codes.len() == self.scales.len() * self.dimension

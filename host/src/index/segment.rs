@@ -19,7 +19,10 @@ pub(super) struct Segment {
 
 impl Segment {
     /// A segment without a graph yet.
-    pub(super) fn new(id: u64, chunks: Vec<(u32, u32)>, codes: Codes) -> Self {
+    pub(super) fn new(id: u64, mut chunks: Vec<(u32, u32)>, mut codes: Codes) -> Self {
+        // Immutable from here: no room to grow is needed.
+        chunks.shrink_to_fit();
+        codes.shrink();
         Self { id, chunks, codes: Arc::new(codes), graph: OnceLock::new() }
     }
 
