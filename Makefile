@@ -68,12 +68,12 @@ test-python:
 # once and loads it into each system (kept in bench/.cache/scale-100k).
 bench: release bench-venvs
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench runtime
-	cargo bench -p ragbox-tests --bench vectors
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench watch
 	$(BENCH_VENV)/bin/python bench/embed_peers.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/peers.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/quality.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/scale.py
+	cargo bench -p ragbox-tests --bench vectors
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/calls.py
 
 bench-quick: release bench-venvs

@@ -6,7 +6,8 @@
 //! the same order, little-endian f32, 384 per chunk. The documents go into
 //! WORKSPACE/.ragbox through the same `Corpus` the `embed_workspace` tool
 //! writes through; then a vector search and a keyword search build (and
-//! save) the derived indexes, as a server's first searches would. Embedding
+//! save) the derived indexes, as a server's first searches would, the
+//! vector index's background graph builds waited for. Embedding
 //! is the one step skipped: the peers get the same vectors. Prints one JSON
 //! line of timings.
 
@@ -83,9 +84,12 @@ fn main() {
     assert!(floats.next().is_none(), "more vectors than chunks");
     let stored = started.elapsed().as_secs_f64();
 
+    // The vector index as a server's first search starts it, then waited for:
+    // its graphs build in the background and are saved.
     let t = Instant::now();
     let probe = vec![1.0 / (DIM as f32).sqrt(); DIM];
     corpus.search_vectors(&probe, 10, &Filter::default()).expect("vector search");
+    corpus.settle_vectors().expect("vector index");
     let vector_index = t.elapsed().as_secs_f64();
     let t = Instant::now();
     corpus.search_fulltext("index", 10, &Filter::default()).expect("keyword search");
