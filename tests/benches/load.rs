@@ -83,6 +83,7 @@ fn main() {
     corpus.put_many(batch).expect("store the last batch");
     assert!(floats.next().is_none(), "more vectors than chunks");
     let stored = started.elapsed().as_secs_f64();
+    let stored_peak = peak_mib();
 
     // The vector index as a server's first search starts it, then waited for:
     // its graphs build in the background and are saved.
@@ -91,12 +92,24 @@ fn main() {
     corpus.search_vectors(&probe, 10, &Filter::default()).expect("vector search");
     corpus.settle_vectors().expect("vector index");
     let vector_index = t.elapsed().as_secs_f64();
+    let vector_peak = peak_mib();
     let t = Instant::now();
     corpus.search_fulltext("index", 10, &Filter::default()).expect("keyword search");
     let keyword_index = t.elapsed().as_secs_f64();
     println!(
         "{}",
         serde_json::json!({"documents": documents, "chunks": chunks, "store_s": stored,
-                           "vector_index_s": vector_index, "keyword_index_s": keyword_index})
+                           "vector_index_s": vector_index, "keyword_index_s": keyword_index,
+                           "peak_mib_after_store": stored_peak, "peak_mib_after_vectors": vector_peak})
     );
+}
+
+/// This process's peak RSS so far (VmHWM), MiB.
+fn peak_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    kib.unwrap_or(0) / 1024
 }
