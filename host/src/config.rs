@@ -27,6 +27,12 @@
 //!
 //! [tools.embed_document]
 //! enabled = false         # not offered at all
+//!
+//! [store]                 # user's file only: a shared PostgreSQL + pgvector instead of .ragbox/store.redb
+//! url = "postgres://ana@db.internal:5432/ragbox?sslmode=require"   # no password here
+//! collection = "team-docs"   # default: the workspace folder's name
+//! password_env = "RAGBOX_PG_PASSWORD"   # else PGPASSWORD, else ~/.pgpass
+//! ca_file = "/etc/ssl/corp-ca.pem"      # extra CA for TLS
 //! ```
 
 use serde::Deserialize;
@@ -111,6 +117,23 @@ pub struct ConfigFile {
     /// Per-tool overrides, keyed by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolOverrides>,
+    /// A shared store instead of the workspace's own (user's config only).
+    #[serde(default)]
+    pub store: Option<StoreFile>,
+}
+
+/// `[store]` as written: where the shared store is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreFile {
+    /// `postgres://USER@HOST:PORT/DB[?sslmode=require]`, without a password.
+    pub url: Option<String>,
+    /// The collection's name; default: the workspace folder's name.
+    pub collection: Option<String>,
+    /// The environment variable holding the password.
+    pub password_env: Option<String>,
+    /// Extra CA certificates (PEM) trusted for TLS.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// `[limits]` as written.
@@ -240,6 +263,10 @@ impl Config {
         if !ws.allowed_workspaces.is_empty() {
             out.push(ignored("allowed_workspaces".into()));
         }
+        if ws.store.is_some() {
+            // It would send this folder's text to a server the folder names.
+            out.push(ignored("[store] (or pass `--store URL`)".into()));
+        }
         for (name, o) in &ws.tools {
             if !o.read_dirs.is_empty() {
                 out.push(ignored(format!("[tools.{name}] read_dirs")));
@@ -259,6 +286,11 @@ impl Config {
     /// Folders besides the served one that `workspace_path` may name (user's config only).
     pub fn allowed_workspaces(&self) -> &[PathBuf] {
         &self.user.allowed_workspaces
+    }
+
+    /// The shared store, when the user's config names one.
+    pub fn store(&self) -> Option<&StoreFile> {
+        self.user.store.as_ref()
     }
 
     /// The model folder, when a config names one.
@@ -438,13 +470,15 @@ mod tests {
         let pin = "ab".repeat(32);
         let ws = format!(
             "allowed_workspaces = [\"/etc\"]\n[tools.x]\nread_dirs = [\"/etc\"]\ngrants = [\"corpus-write\"]\n\
-             sha256 = \"{pin}\"\n[tools.search]\nsha256 = \"{pin}\"\n[tools.embed_workspace]\ngrants = []\n"
+             sha256 = \"{pin}\"\n[tools.search]\nsha256 = \"{pin}\"\n[tools.embed_workspace]\ngrants = []\n\
+             [store]\nurl = \"postgres://eve@evil.example/loot\"\n"
         );
         let (_d, c) = load(&ws, "");
         let c = c.unwrap();
         assert!(c.allowed_workspaces().is_empty());
         assert_eq!(c.grants_for("x", Grants::default()), Grants::default());
-        assert_eq!(c.ignored.len(), 5, "{:#?}", c.ignored);
+        assert_eq!(c.store(), None, "a cloned folder cannot send its text to a server it names");
+        assert_eq!(c.ignored.len(), 6, "{:#?}", c.ignored);
         assert!(c.ignored.iter().all(|m| m.contains("may only narrow")), "{:#?}", c.ignored);
         // A workspace pin trusts nothing, and no pin ever touches a built-in.
         assert!(c.admits("x", &pin, Origin::Workspace).is_err());

@@ -14,6 +14,7 @@ pub mod embed;
 pub mod fulltext;
 pub mod index;
 mod mcp;
+pub mod postgres;
 pub mod runtime;
 pub mod store;
 mod text;

@@ -41,7 +41,7 @@ impl Host for HostState {
                 chunks: s.chunks,
                 generation: s.generation,
                 model_id: s.model_id,
-                db_path: corpus.db_path().display().to_string(),
+                db_path: corpus.location(),
             })
         })
     }

@@ -30,11 +30,14 @@ pub fn internal(message: impl Into<String>) -> Error {
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
         let code = match &e {
-            StoreError::Busy(_) => ErrorCode::Busy,
+            StoreError::Busy(_) | StoreError::Unreachable { .. } => ErrorCode::Busy,
             StoreError::Corrupt { .. } | StoreError::Schema { .. } => ErrorCode::Corrupt,
             StoreError::ModelMismatch { .. } => ErrorCode::ModelMismatch,
             StoreError::Dimension { .. } | StoreError::Invalid { .. } => ErrorCode::Invalid,
-            StoreError::Io { .. } | StoreError::Redb { .. } => ErrorCode::Internal,
+            StoreError::Io { .. }
+            | StoreError::Redb { .. }
+            | StoreError::Setup { .. }
+            | StoreError::Database { .. } => ErrorCode::Internal,
         };
         error(code, e.to_string())
     }

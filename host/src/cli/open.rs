@@ -5,14 +5,71 @@ use crate::builtins::BUILTIN_TOOLS;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Origin, user_config_dir};
 use crate::corpus::{Corpora, SharedEmbedder};
 use crate::embed::default_model_dir;
+use crate::postgres::{Collection, Target, TargetSpec};
 use crate::runtime::{
     Catalog, CompileCache, Fingerprint, Outcome, Reload, Request, Runner, Setup, fingerprint, new_engine,
 };
 use crate::workspace::Workspaces;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use wasmtime::Engine;
+
+/// The shared store named on the command line (`--store`, `--collection`).
+#[derive(Debug, Clone, Default)]
+pub struct StoreArgs {
+    /// The server's URL (over `[store] url`).
+    pub url: Option<String>,
+    /// The collection's name (over `[store] collection`).
+    pub collection: Option<String>,
+}
+
+/// Set once from the command line, before any command opens a workspace.
+static STORE_ARGS: OnceLock<StoreArgs> = OnceLock::new();
+
+/// Records the command line's store choice for every [`open`] of this process.
+pub fn set_store_args(args: StoreArgs) {
+    let _ = STORE_ARGS.set(args);
+}
+
+/// The shared collection `served`'s index lives in, when the command line
+/// or the user's config names a server; `None` for the local store.
+pub fn shared_collection(config: &Config, served: &Path) -> anyhow::Result<Option<Arc<Collection>>> {
+    let args = STORE_ARGS.get().cloned().unwrap_or_default();
+    match args.url.or_else(|| config.store().and_then(|s| s.url.clone())) {
+        Some(url) => Ok(Some(shared_collection_at(config, served, &url)?)),
+        None if args.collection.is_some() => {
+            anyhow::bail!("--collection names a collection in a shared store: give the server with --store URL too")
+        }
+        None => Ok(None),
+    }
+}
+
+/// `served`'s collection on the server at `url`: named by `--collection`, the
+/// user's `[store] collection`, or the workspace folder's name; logged in
+/// with the user's `[store]` password and CA settings.
+pub fn shared_collection_at(config: &Config, served: &Path, url: &str) -> anyhow::Result<Arc<Collection>> {
+    let args = STORE_ARGS.get().cloned().unwrap_or_default();
+    let file = config.store().cloned().unwrap_or_default();
+    let name = match args.collection.or(file.collection) {
+        Some(name) => name,
+        None => served.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+    };
+    if name.trim().is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+        anyhow::bail!(
+            "{name:?} cannot name a collection: use 1 to 200 printable characters (--collection NAME or [store] collection)"
+        );
+    }
+    let spec = TargetSpec { url: url.to_string(), password_env: file.password_env, ca_file: file.ca_file };
+    let target = Target::new(&spec)?;
+    if !target.tls() && !target.local() {
+        tracing::warn!(
+            server = target.shown(),
+            "the shared store's connection is not encrypted; add ?sslmode=require to the URL"
+        );
+    }
+    Ok(Arc::new(Collection::new(target, &name)))
+}
 
 /// Folders searched for extra components: the workspace's (trusted only
 /// where the user pinned a component's bytes), then the user's.
@@ -63,8 +120,11 @@ pub fn open(workspace: &Path) -> anyhow::Result<Runner> {
     let loader = Arc::new(Loader { served: served.served().to_path_buf(), engine, cache });
     let setup = loader.setup()?;
     let model = setup.config.model().map(|m| served.served().join(m)).unwrap_or_else(default_model_dir);
-    let corpora = Arc::new(Corpora::new(Arc::new(SharedEmbedder::new(model))));
-    Ok(Runner::new(setup, Some(loader), corpora))
+    let mut corpora = Corpora::new(Arc::new(SharedEmbedder::new(model)));
+    if let Some(collection) = shared_collection(&setup.config, served.served())? {
+        corpora = corpora.with_shared(served.served().to_path_buf(), collection);
+    }
+    Ok(Runner::new(setup, Some(loader), Arc::new(corpora)))
 }
 
 /// Runs the tool `name` as a client's call would; a tool that is not loaded is this command's error.

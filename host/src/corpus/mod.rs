@@ -5,6 +5,11 @@
 //! what changed since the generation they reflect, so a document written by
 //! another process (a second server, `ragbox index`) is found by the next
 //! search here.
+//!
+//! The store is redb in the workspace's `.ragbox/` (the default), or a
+//! collection in a shared PostgreSQL ([`crate::postgres`]), which then also
+//! answers vector searches; the keyword index stays local either way, kept
+//! in step with whichever store through the same generations.
 
 mod embedder;
 mod keyword;
@@ -17,6 +22,7 @@ use crate::config::DATA_DIR;
 use crate::embed::EmbedError;
 use crate::fulltext::FulltextError;
 use crate::index::{DocumentHit, Filter, FullVectors, Hit, IndexState, Tuning, VectorIndex};
+use crate::postgres::Collection;
 use crate::store::{ChunkRecord, DocumentRecord, NewDocument, Stats, Store, StoreError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -58,12 +64,21 @@ pub struct ChunkHit {
     pub chunk: ChunkRecord,
 }
 
+/// The keyword index, locked, with the folder it is kept in.
+type KeywordSlot<'a> = MutexGuard<'a, Option<(PathBuf, Keyword)>>;
+
+/// Folder of the local keyword indexes of shared collections, inside the data dir.
+pub const SHARED_KEYWORD_DIR: &str = "shared";
+
 /// The index of one workspace, shared by every call in this process.
 pub struct Corpus {
     data_dir: PathBuf,
+    /// The shared store, when configured; else the local one below.
+    shared: Option<Arc<Collection>>,
     store: Mutex<Option<Store>>,
     vectors: Mutex<Option<VectorIndex>>,
-    keyword: Mutex<Option<Keyword>>,
+    /// The keyword index and the folder it is kept in.
+    keyword: Mutex<Option<(PathBuf, Keyword)>>,
     embedder: Arc<SharedEmbedder>,
     memo: memo::Memo,
 }
@@ -73,12 +88,24 @@ impl Corpus {
     pub fn new(data_dir: PathBuf, embedder: Arc<SharedEmbedder>) -> Self {
         Self {
             data_dir,
+            shared: None,
             store: Mutex::new(None),
             vectors: Mutex::new(None),
             keyword: Mutex::new(None),
             embedder,
             memo: memo::Memo::default(),
         }
+    }
+
+    /// The index kept in the shared `collection` (its keyword index in
+    /// `data_dir`), embedding with `embedder`.
+    pub fn shared(data_dir: PathBuf, collection: Arc<Collection>, embedder: Arc<SharedEmbedder>) -> Self {
+        Self { shared: Some(collection), ..Self::new(data_dir, embedder) }
+    }
+
+    /// The shared collection, when this index lives in one.
+    pub fn collection(&self) -> Option<&Arc<Collection>> {
+        self.shared.as_ref()
     }
 
     /// What tools keep between calls on this workspace.
@@ -91,12 +118,26 @@ impl Corpus {
         &self.embedder
     }
 
+    /// The workspace's data folder (`.ragbox/`).
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
     /// The store file (which may not exist yet).
     pub fn db_path(&self) -> PathBuf {
         self.data_dir.join(crate::store::STORE_FILE)
     }
 
-    /// The store if one exists; reading never creates files.
+    /// Where the store is: the redb file, or the shared collection as
+    /// `postgres://user@host:port/db#collection` (never a password).
+    pub fn location(&self) -> String {
+        match &self.shared {
+            Some(c) => format!("postgres://{}#{}", c.target().shown(), c.name()),
+            None => self.db_path().display().to_string(),
+        }
+    }
+
+    /// The local store if one exists; reading never creates files.
     fn existing_store(&self) -> Result<Option<Store>, CorpusError> {
         let mut slot = lock(&self.store);
         if slot.is_none() {
@@ -124,12 +165,19 @@ impl Corpus {
 
     /// The store, if one exists, held open until the returned handle is
     /// dropped: one call's operations then share one open of the file.
+    /// (A shared store needs no holding: `None`.)
     pub fn hold(&self) -> Result<Option<Store>, CorpusError> {
+        if self.shared.is_some() {
+            return Ok(None);
+        }
         Ok(self.existing_store()?.map(|store| store.hold()).transpose()?)
     }
 
     /// The stored document at `path`.
     pub fn document(&self, path: &str) -> Result<Option<DocumentRecord>, CorpusError> {
+        if let Some(shared) = &self.shared {
+            return Ok(shared.document(path)?);
+        }
         Ok(match self.existing_store()? {
             Some(store) => store.document(path)?,
             None => None,
@@ -138,24 +186,39 @@ impl Corpus {
 
     /// Every stored document passing `filter`, in path order.
     pub fn documents(&self, filter: &Filter) -> Result<Vec<DocumentRecord>, CorpusError> {
-        let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
-        Ok(store.documents()?.into_iter().filter(|d| filter.matches(d)).collect())
+        let all = match &self.shared {
+            Some(shared) => shared.documents()?,
+            None => match self.existing_store()? {
+                Some(store) => store.documents()?,
+                None => return Ok(Vec::new()),
+            },
+        };
+        Ok(all.into_iter().filter(|d| filter.matches(d)).collect())
     }
 
     /// Up to `limit` stored documents in path order, after the path `after`.
     pub fn documents_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<DocumentRecord>, CorpusError> {
+        if let Some(shared) = &self.shared {
+            return Ok(shared.documents_after(after, limit)?);
+        }
         let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
         Ok(store.documents_after(after, limit)?)
     }
 
     /// The chunks of the document at `path`, in order.
     pub fn chunks(&self, path: &str) -> Result<Vec<ChunkRecord>, CorpusError> {
+        if let Some(shared) = &self.shared {
+            return Ok(shared.chunks(path)?);
+        }
         let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
         Ok(store.chunks(path)?.into_iter().map(|(c, _)| c).collect())
     }
 
     /// Counts, generation and model id (zeros before anything is stored).
     pub fn stats(&self) -> Result<Stats, CorpusError> {
+        if let Some(shared) = &self.shared {
+            return Ok(shared.stats()?);
+        }
         Ok(match self.existing_store()? {
             Some(store) => store.stats()?,
             None => Stats { documents: 0, chunks: 0, generation: 0, model_id: None },
@@ -169,7 +232,10 @@ impl Corpus {
         doc.record.model_id = info.id.clone();
         doc.dimension = info.dimension;
         doc.record.embedded_at = now_millis();
-        self.store()?.put_document(&doc)?;
+        match &self.shared {
+            Some(shared) => shared.put_documents(std::slice::from_ref(&doc))?,
+            None => self.store()?.put_document(&doc)?,
+        };
         Ok(())
     }
 
@@ -186,12 +252,18 @@ impl Corpus {
             doc.dimension = info.dimension;
             doc.record.embedded_at = now;
         }
-        self.store()?.put_documents(&docs)?;
+        match &self.shared {
+            Some(shared) => shared.put_documents(&docs)?,
+            None => self.store()?.put_documents(&docs)?,
+        };
         Ok(())
     }
 
     /// Removes the document at `path`; false when it was not stored.
     pub fn remove(&self, path: &str) -> Result<bool, CorpusError> {
+        if let Some(shared) = &self.shared {
+            return Ok(shared.remove_document(path)?);
+        }
         match self.existing_store()? {
             Some(store) => Ok(store.remove_document(path)?),
             None => Ok(false),
@@ -235,6 +307,10 @@ impl Corpus {
 
     /// The `k` chunks nearest `vector` among documents passing `filter`, with their text.
     pub fn search_vectors(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<ChunkHit>, CorpusError> {
+        if let Some(shared) = &self.shared {
+            let found = shared.search(vector, k, filter)?;
+            return Ok(found.into_iter().map(|(hit, chunk)| ChunkHit { hit, chunk }).collect());
+        }
         let hits = match self.current_vectors()? {
             (slot, Some(store)) => match slot.as_ref() {
                 Some(index) => index.search(vector, k, filter, &store)?,
@@ -252,6 +328,9 @@ impl Corpus {
         k: usize,
         filter: &Filter,
     ) -> Result<Option<Vec<DocumentHit>>, CorpusError> {
+        if let Some(shared) = &self.shared {
+            return Ok(shared.similar_documents(path, k, filter)?);
+        }
         match self.current_vectors()? {
             (slot, Some(store)) => match slot.as_ref() {
                 Some(index) => Ok(index.similar_documents(path, k, filter, &store)?),
@@ -261,21 +340,61 @@ impl Corpus {
         }
     }
 
-    /// The keyword index, opened on first use, brought up to `store`'s generation.
-    fn current_keyword(&self, store: &Store) -> Result<MutexGuard<'_, Option<Keyword>>, CorpusError> {
+    /// The keyword index kept in `dir`, opened on first use (again when the
+    /// folder changes), brought up to `source`'s generation.
+    fn current_keyword(&self, dir: PathBuf, source: &dyn keyword::TextSource) -> Result<KeywordSlot<'_>, CorpusError> {
         let mut slot = lock(&self.keyword);
-        if slot.is_none() {
-            *slot = Some(Keyword::open(&self.data_dir.join(FULLTEXT_DIR))?);
+        if slot.as_ref().is_none_or(|(open, _)| *open != dir) {
+            *slot = None;
+            let keyword = Keyword::open(&dir)?;
+            *slot = Some((dir, keyword));
         }
-        slot.as_mut().expect("just set").catch_up(store)?;
+        slot.as_mut().expect("just set").1.catch_up(source)?;
         Ok(slot)
+    }
+
+    /// A shared collection's local keyword index, caught up; `None` before
+    /// the collection exists.
+    fn shared_keyword(&self, shared: &Arc<Collection>) -> Result<Option<KeywordSlot<'_>>, CorpusError> {
+        let Some(row) = shared.row()? else { return Ok(None) };
+        crate::config::ensure_data_dir(&self.data_dir)
+            .map_err(|source| StoreError::Io { path: self.data_dir.clone(), source })?;
+        let dir = self.shared_keyword_dir(&row, shared);
+        Ok(Some(self.current_keyword(dir, shared.as_ref())?))
+    }
+
+    /// The folder of a shared collection's local keyword index: one per
+    /// collection identity (a collection dropped and made again starts a new
+    /// one), the others of this workspace removed.
+    fn shared_keyword_dir(&self, row: &crate::postgres::Row, shared: &Collection) -> PathBuf {
+        let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+        let identity = format!("{}\0{}\0{}\0{}", shared.target().shown(), shared.name(), row.id, row.created);
+        sha2::Digest::update(&mut hasher, identity.as_bytes());
+        let name = hex::encode(&sha2::Digest::finalize(hasher)[..8]);
+        let root = self.data_dir.join(SHARED_KEYWORD_DIR);
+        let dir = root.join(&name);
+        if !dir.exists()
+            && let Ok(entries) = std::fs::read_dir(&root)
+        {
+            for entry in entries.flatten() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        dir
     }
 
     /// The `k` best BM25 chunks for `query` among documents passing `filter`, with their text.
     pub fn search_fulltext(&self, query: &str, k: usize, filter: &Filter) -> Result<Vec<ChunkHit>, CorpusError> {
+        if let Some(shared) = &self.shared {
+            let hits = match self.shared_keyword(shared)?.as_deref() {
+                Some(Some((_, keyword))) => keyword.search(query, k, filter)?,
+                _ => Vec::new(),
+            };
+            return self.with_text(hits);
+        }
         let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
-        let hits = match self.current_keyword(&store)?.as_ref() {
-            Some(keyword) => keyword.search(query, k, filter)?,
+        let hits = match self.current_keyword(self.data_dir.join(FULLTEXT_DIR), &store)?.as_ref() {
+            Some((_, keyword)) => keyword.search(query, k, filter)?,
             None => Vec::new(),
         };
         self.with_text(hits)
@@ -286,12 +405,19 @@ impl Corpus {
     /// background at start-up; a call meanwhile waits only for the piece it
     /// needs, which it would have loaded itself.
     pub fn warm(&self) -> Result<(), CorpusError> {
+        if let Some(shared) = &self.shared {
+            if self.stats()?.documents > 0 {
+                self.embedder.get()?;
+                drop(self.shared_keyword(shared)?);
+            }
+            return Ok(());
+        }
         let Some(store) = self.existing_store()? else { return Ok(()) };
         if store.stats()?.documents == 0 {
             return Ok(());
         }
         self.embedder.get()?;
-        drop(self.current_keyword(&store)?);
+        drop(self.current_keyword(self.data_dir.join(FULLTEXT_DIR), &store)?);
         drop(self.current_vectors()?);
         Ok(())
     }
@@ -301,9 +427,11 @@ impl Corpus {
         if hits.is_empty() {
             return Ok(Vec::new());
         }
-        let store = self.store()?;
         let keys: Vec<(&str, u32)> = hits.iter().map(|h| (h.document.path.as_str(), h.ordinal)).collect();
-        let chunks = store.chunk_records(&keys)?;
+        let chunks = match &self.shared {
+            Some(shared) => shared.chunk_records(&keys)?,
+            None => self.store()?.chunk_records(&keys)?,
+        };
         Ok(hits.into_iter().zip(chunks).filter_map(|(hit, chunk)| Some(ChunkHit { hit, chunk: chunk? })).collect())
     }
 }
@@ -319,19 +447,35 @@ impl FullVectors for Store {
 pub struct Corpora {
     embedder: Arc<SharedEmbedder>,
     open: Mutex<HashMap<PathBuf, Arc<Corpus>>>,
+    /// The workspace whose index is a shared collection, and the collection.
+    shared: Option<(PathBuf, Arc<Collection>)>,
 }
 
 impl Corpora {
-    /// Corpora that embed with `embedder`.
+    /// Corpora that embed with `embedder`, each in its workspace's `.ragbox/`.
     pub fn new(embedder: Arc<SharedEmbedder>) -> Self {
-        Self { embedder, open: Mutex::new(HashMap::new()) }
+        Self { embedder, open: Mutex::new(HashMap::new()), shared: None }
+    }
+
+    /// The same, but `served`'s index lives in the shared `collection`
+    /// (other workspaces a call names keep their own).
+    pub fn with_shared(self, served: PathBuf, collection: Arc<Collection>) -> Self {
+        Self { shared: Some((served, collection)), ..self }
     }
 
     /// The corpus of `workspace` (data in `<workspace>/.ragbox/`).
     pub fn get(&self, workspace: &Path) -> Arc<Corpus> {
         lock(&self.open)
             .entry(workspace.to_path_buf())
-            .or_insert_with(|| Arc::new(Corpus::new(workspace.join(DATA_DIR), self.embedder.clone())))
+            .or_insert_with(|| {
+                let data_dir = workspace.join(DATA_DIR);
+                Arc::new(match &self.shared {
+                    Some((served, collection)) if served == workspace => {
+                        Corpus::shared(data_dir, collection.clone(), self.embedder.clone())
+                    }
+                    _ => Corpus::new(data_dir, self.embedder.clone()),
+                })
+            })
             .clone()
     }
 }

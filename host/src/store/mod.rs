@@ -115,6 +115,31 @@ pub enum StoreError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The shared store's server cannot be reached (down, restarting, no network), after retries.
+    #[error("cannot reach the shared store at {server}: {message}; check that PostgreSQL runs there, then try again")]
+    Unreachable {
+        /// `user@host:port/db`.
+        server: String,
+        /// Why.
+        message: String,
+    },
+    /// The shared store is reachable but not usable as configured (login,
+    /// extension, schema, a replica asked to write); the message says the fix.
+    #[error("the shared store at {server}: {message}")]
+    Setup {
+        /// `user@host:port/db` (never a password).
+        server: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// The shared store's server refused an operation.
+    #[error("the shared store at {server} failed: {message}")]
+    Database {
+        /// `user@host:port/db`.
+        server: String,
+        /// The server's message.
+        message: String,
+    },
     /// redb refused an operation for another reason (a bug in ragbox, or a
     /// store written by a newer redb).
     #[error("the index at {path} failed: {source}")]
@@ -254,21 +279,7 @@ impl Store {
     /// for many small documents instead of one each.
     pub fn put_documents(&self, docs: &[NewDocument]) -> Result<u64, StoreError> {
         for doc in docs {
-            check_path(&doc.record.path)
-                .map_err(|why| StoreError::Invalid { path: doc.record.path.clone(), message: why.into() })?;
-            for (ordinal, chunk) in doc.chunks.iter().enumerate() {
-                if let Some(bad) = chunk.vector.iter().find(|v| !v.is_finite()) {
-                    let message = format!("chunk {ordinal}'s vector holds {bad}: vectors must be finite");
-                    return Err(StoreError::Invalid { path: doc.record.path.clone(), message });
-                }
-                if chunk.vector.len() != doc.dimension {
-                    return Err(StoreError::Dimension {
-                        path: doc.record.path.clone(),
-                        got: chunk.vector.len(),
-                        expected: doc.dimension,
-                    });
-                }
-            }
+            check_document(doc)?;
         }
         let Some(last) = docs.last() else { return self.generation() };
         self.write(|txn| {
@@ -664,6 +675,27 @@ impl Store {
     fn corrupt(&self, message: String) -> StoreError {
         StoreError::Corrupt { path: self.path.clone(), message }
     }
+}
+
+/// Refuses a document no backend may store: a path of another spelling, a
+/// vector that is not finite or not of the model's length.
+pub(crate) fn check_document(doc: &NewDocument) -> Result<(), StoreError> {
+    check_path(&doc.record.path)
+        .map_err(|why| StoreError::Invalid { path: doc.record.path.clone(), message: why.into() })?;
+    for (ordinal, chunk) in doc.chunks.iter().enumerate() {
+        if let Some(bad) = chunk.vector.iter().find(|v| !v.is_finite()) {
+            let message = format!("chunk {ordinal}'s vector holds {bad}: vectors must be finite");
+            return Err(StoreError::Invalid { path: doc.record.path.clone(), message });
+        }
+        if chunk.vector.len() != doc.dimension {
+            return Err(StoreError::Dimension {
+                path: doc.record.path.clone(),
+                got: chunk.vector.len(),
+                expected: doc.dimension,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Why `path` is not a workspace-relative path as every tool writes it

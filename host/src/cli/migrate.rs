@@ -1,0 +1,69 @@
+//! `ragbox migrate --to URL`: copies a workspace's local index (documents,
+//! chunks and their vectors, as stored) into a shared collection, so a team
+//! can move to PostgreSQL without embedding anything again.
+
+use super::open::shared_collection_at;
+use crate::config::{Config, DATA_DIR};
+use crate::store::{NewChunk, NewDocument, Store};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::Path;
+
+/// Documents written per transaction.
+const BATCH: usize = 256;
+
+/// Copies `workspace`'s `.ragbox/store.redb` into the collection at `url`
+/// (documents already there under the same paths are replaced; others stay).
+pub fn run(workspace: &Path, url: &str, as_json: bool) -> anyhow::Result<()> {
+    let workspace = std::fs::canonicalize(workspace)
+        .map_err(|e| anyhow::anyhow!("workspace {} cannot be opened: {e}", workspace.display()))?;
+    let config = Config::load(&workspace)?;
+    let collection = shared_collection_at(&config, &workspace, url)?;
+    let data_dir = workspace.join(DATA_DIR);
+    let Some(store) = Store::open_existing(&data_dir)? else {
+        anyhow::bail!("nothing to migrate: {} holds no index (run `ragbox index` first)", data_dir.display());
+    };
+    let stats = store.stats()?;
+    let bar = ProgressBar::new(stats.documents);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} documents ({eta} left)")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    if as_json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let started = std::time::Instant::now();
+    let (mut documents, mut chunks, mut dimension) = (0u64, 0u64, 0usize);
+    let mut after: Option<String> = None;
+    loop {
+        let page = store.documents_after(after.as_deref(), BATCH)?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.path.clone());
+        let mut batch = Vec::with_capacity(page.len());
+        for record in page {
+            let stored = store.chunks(&record.path)?;
+            if let Some((_, vector)) = stored.first() {
+                dimension = vector.len();
+            }
+            chunks += stored.len() as u64;
+            let chunks = stored.into_iter().map(|(record, vector)| NewChunk { record, vector }).collect();
+            batch.push(NewDocument { record, dimension: 0, chunks });
+        }
+        // Every document carries the store's one vector length (one without chunks too).
+        for doc in &mut batch {
+            doc.dimension = dimension;
+        }
+        documents += batch.len() as u64;
+        collection.put_documents(&batch)?;
+        bar.set_position(documents);
+    }
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    let target = format!("postgres://{}#{}", collection.target().shown(), collection.name());
+    if as_json {
+        println!("{}", serde_json::json!({"documents": documents, "chunks": chunks, "seconds": seconds, "to": target}));
+    } else {
+        println!("copied {documents} documents ({chunks} chunks, vectors included) to {target} in {seconds:.1} s");
+        println!("serve from it with `ragbox serve --store {url}` (or [store] url in your config.toml)");
+    }
+    Ok(())
+}
