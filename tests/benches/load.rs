@@ -10,11 +10,17 @@
 //! vector index's background graph builds waited for. Embedding
 //! is the one step skipped: the peers get the same vectors. Prints one JSON
 //! line of timings.
+//!
+//! With `RAGBOX_STORE` (and `RAGBOX_COLLECTION`) set, the documents go into
+//! that shared PostgreSQL collection instead, as `ragbox --store` would
+//! write them (its vector index is the database's; the keyword index is
+//! built locally in WORKSPACE/.ragbox).
 
 use ragbox::config::DATA_DIR;
 use ragbox::corpus::{Corpus, SharedEmbedder};
 use ragbox::embed::default_model_dir;
 use ragbox::index::Filter;
+use ragbox::postgres::{Collection, Target, TargetSpec};
 use ragbox::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
 use serde_json::Value;
 use std::io::BufRead;
@@ -44,7 +50,15 @@ fn main() {
 
     let data_dir = PathBuf::from(workspace).join(DATA_DIR);
     std::fs::create_dir_all(&data_dir).expect("create the data dir");
-    let corpus = Corpus::new(data_dir, Arc::new(SharedEmbedder::new(default_model_dir())));
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir()));
+    let corpus = match std::env::var("RAGBOX_STORE") {
+        Ok(url) => {
+            let target = Target::new(&TargetSpec { url, ..Default::default() }).expect("the store URL");
+            let name = std::env::var("RAGBOX_COLLECTION").unwrap_or_else(|_| "load".into());
+            Corpus::shared(data_dir, Arc::new(Collection::new(target, &name)), embedder)
+        }
+        Err(_) => Corpus::new(data_dir, embedder),
+    };
 
     let started = Instant::now();
     let (mut documents, mut chunks, mut batch) = (0usize, 0usize, Vec::with_capacity(BATCH));

@@ -9,6 +9,7 @@ mod hostile_inputs;
 mod hostile_repo;
 mod init_doctor;
 mod load;
+mod postgres;
 mod protocol;
 mod rag_server;
 mod sandbox;

