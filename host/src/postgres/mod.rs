@@ -13,7 +13,8 @@ mod connect;
 mod filter;
 mod schema;
 
-pub use connect::{Pool, Target, TargetSpec};
+use connect::Pool;
+pub use connect::{Target, TargetSpec};
 pub use schema::{SCHEMA_VERSION, Server};
 
 use crate::index::{DocumentHit, Filter, Hit};
@@ -75,24 +76,26 @@ impl Collection {
     /// Connects and reads what the server offers (pgvector, the schema
     /// version), creating nothing: `ragbox doctor` and every read start here.
     pub fn inspect(&self) -> Result<Server, StoreError> {
-        let known = self.server.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        if let Some(server) = known.filter(|s| s.schema == SCHEMA_VERSION) {
-            return Ok(server);
-        }
-        let shown = self.target().shown().to_string();
-        let server = self.pool.run(|c| schema::inspect(c, &shown))?;
-        *self.server.lock().unwrap_or_else(|p| p.into_inner()) = Some(server.clone());
-        Ok(server)
+        self.server_from(schema::inspect)
     }
 
     /// Creates or upgrades the schema when needed (before a first write).
     fn ensure_schema(&self) -> Result<Server, StoreError> {
+        self.server_from(schema::ensure)
+    }
+
+    /// What the server offers, as last read once the schema was current;
+    /// else read now with `read` (and kept).
+    fn server_from(
+        &self,
+        read: fn(&mut postgres::Client, &str) -> Result<Server, StoreError>,
+    ) -> Result<Server, StoreError> {
         let known = self.server.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(server) = known.filter(|s| s.schema == SCHEMA_VERSION) {
             return Ok(server);
         }
         let shown = self.target().shown().to_string();
-        let server = self.pool.run(|c| schema::ensure(c, &shown))?;
+        let server = self.pool.run(|c| read(c, &shown))?;
         *self.server.lock().unwrap_or_else(|p| p.into_inner()) = Some(server.clone());
         Ok(server)
     }
