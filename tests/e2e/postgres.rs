@@ -319,6 +319,16 @@ fn each_bad_setup_fails_with_the_fix() {
     let said = String::from_utf8_lossy(&doctor.stdout).into_owned();
     assert!(doctor.status.success() && said.contains("ok      server  PostgreSQL 18"), "{said}");
 
+    // A dropped HNSW index: doctor says so and gives the statement that makes it again.
+    let id = server.psql("postgres", "SELECT id FROM ragbox_collections WHERE name = 'models'");
+    server.psql("postgres", &format!("DROP INDEX ragbox_chunks_hnsw_{id}"));
+    let doctor = run(shared(&f, &url, "models", &["doctor"]));
+    let said = String::from_utf8_lossy(&doctor.stdout).into_owned();
+    assert!(!doctor.status.success() && said.contains("HNSW index is missing"), "{said}");
+    let statement = said.split('`').find(|s| s.starts_with("CREATE INDEX")).expect("the statement");
+    server.psql("postgres", statement);
+    assert!(run(shared(&f, &url, "models", &["doctor"])).status.success());
+
     // A workspace's own config cannot point its text at a server.
     f.write(".ragbox/config.toml", &format!("[store]\nurl = \"{url}\"\n"));
     let out = run(f.command(&["status"]));

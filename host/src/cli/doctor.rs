@@ -126,15 +126,14 @@ fn check_shared(corpus: &Corpus, collection: &Collection, model: Option<&ModelIn
         if server.schema == 0 { "not created yet".to_string() } else { server.schema.to_string() }
     );
     let mut broken = 0;
-    if server.pgvector < (0, 7) {
+    if server.pgvector == (0, 0) {
+        println!(
+            "note    server  pgvector is available but not created in this database: ragbox creates it on the first write"
+        );
+    } else if server.pgvector < (0, 7) {
         broken += 1;
         println!(
-            "BROKEN  server  pgvector {major}.{minor} is {}: ragbox needs 0.7 or newer",
-            if server.pgvector == (0, 0) {
-                "available but not created (ragbox creates it on the first write)"
-            } else {
-                "too old"
-            }
+            "BROKEN  server  pgvector {major}.{minor} is too old: ragbox needs 0.7 or newer (`ALTER EXTENSION vector UPDATE;`)"
         );
     }
     let row = match collection.row() {
@@ -169,9 +168,11 @@ fn check_shared(corpus: &Corpus, collection: &Collection, model: Option<&ModelIn
         Ok(Some(false)) => {
             broken += 1;
             println!(
-                "BROKEN  vectors the collection's HNSW index ragbox_chunks_hnsw_{} is missing: searches scan exactly; \
-                 `ragbox doctor --reset` and `ragbox index` make it again",
-                row.id
+                "BROKEN  vectors the collection's HNSW index is missing, so searches scan every chunk; make it again with \
+                 `CREATE INDEX ragbox_chunks_hnsw_{id} ON ragbox_chunks USING hnsw \
+                 ((embedding::vector({dimension})) vector_cosine_ops) WHERE collection = {id};`",
+                id = row.id,
+                dimension = row.dimension.unwrap_or(0),
             );
         }
         Ok(_) => {}
