@@ -329,6 +329,13 @@ fn each_bad_setup_fails_with_the_fix() {
     server.psql("postgres", statement);
     assert!(run(shared(&f, &url, "models", &["doctor"])).status.success());
 
+    // Agents set up from such a command line start their servers on the same store.
+    assert!(run(shared(&f, &url, "models", &["init", "--agent", "claude"])).status.success());
+    let mcp: Value = serde_json::from_str(&std::fs::read_to_string(f.workspace.join(".mcp.json")).expect(".mcp.json"))
+        .expect("JSON");
+    let args = &mcp["mcpServers"]["ragbox"]["args"];
+    assert!(args.to_string().contains(&format!("\"--store\",\"{url}\",\"--collection\",\"models\"")), "{args}");
+
     // A workspace's own config cannot point its text at a server.
     f.write(".ragbox/config.toml", &format!("[store]\nurl = \"{url}\"\n"));
     let out = run(f.command(&["status"]));

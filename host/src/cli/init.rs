@@ -165,7 +165,14 @@ fn launch(workspace: &Path) -> anyhow::Result<Launch> {
     });
     let command = if on_path { "ragbox".to_string() } else { exe.display().to_string() };
     // An explicit workspace: agents differ in the folder they start servers in.
-    let args = vec!["serve".to_string(), "--workspace".to_string(), workspace.display().to_string()];
+    let mut args = vec!["serve".to_string(), "--workspace".to_string(), workspace.display().to_string()];
+    // A shared store named on this command line goes with the server (a URL holds no password).
+    let store = super::open::store_args();
+    for (flag, value) in [("--store", store.url), ("--collection", store.collection)] {
+        if let Some(value) = value {
+            args.extend([flag.to_string(), value]);
+        }
+    }
     Ok(Launch::Spawn { command, args })
 }
 

@@ -32,10 +32,15 @@ pub fn set_store_args(args: StoreArgs) {
     let _ = STORE_ARGS.set(args);
 }
 
+/// The command line's store choice (none when it named no store).
+pub fn store_args() -> StoreArgs {
+    STORE_ARGS.get().cloned().unwrap_or_default()
+}
+
 /// The shared collection `served`'s index lives in, when the command line
 /// or the user's config names a server; `None` for the local store.
 pub fn shared_collection(config: &Config, served: &Path) -> anyhow::Result<Option<Arc<Collection>>> {
-    let args = STORE_ARGS.get().cloned().unwrap_or_default();
+    let args = store_args();
     match args.url.or_else(|| config.store().and_then(|s| s.url.clone())) {
         Some(url) => Ok(Some(shared_collection_at(config, served, &url)?)),
         None if args.collection.is_some() => {
@@ -49,7 +54,7 @@ pub fn shared_collection(config: &Config, served: &Path) -> anyhow::Result<Optio
 /// user's `[store] collection`, or the workspace folder's name; logged in
 /// with the user's `[store]` password and CA settings.
 pub fn shared_collection_at(config: &Config, served: &Path, url: &str) -> anyhow::Result<Arc<Collection>> {
-    let args = STORE_ARGS.get().cloned().unwrap_or_default();
+    let args = store_args();
     let file = config.store().cloned().unwrap_or_default();
     let name = match args.collection.or(file.collection) {
         Some(name) => name,
