@@ -4,46 +4,13 @@
 //! for a graph build).
 
 use super::CorpusError;
+use super::records::Records;
 use crate::fulltext::{Fulltext, FulltextError};
 use crate::index::{Filter, Hit};
-use crate::store::{Delta, DocumentRecord, Store, StoreError, TextDelta};
+use crate::store::DocumentRecord;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
-
-/// Where the keyword side reads what changed: the local store or a shared collection.
-pub(super) trait TextSource {
-    /// The store generation: bumped by every committed change.
-    fn generation(&self) -> Result<u64, StoreError>;
-    /// The document records changed since generation `since`.
-    fn document_delta(&self, since: u64) -> Result<Delta<()>, StoreError>;
-    /// The documents changed since `since` with their chunks' text, and those removed.
-    fn text_delta(&self, since: u64) -> Result<TextDelta, StoreError>;
-}
-
-impl TextSource for Store {
-    fn generation(&self) -> Result<u64, StoreError> {
-        Store::generation(self)
-    }
-    fn document_delta(&self, since: u64) -> Result<Delta<()>, StoreError> {
-        Store::document_delta(self, since)
-    }
-    fn text_delta(&self, since: u64) -> Result<TextDelta, StoreError> {
-        Store::text_delta(self, since)
-    }
-}
-
-impl TextSource for crate::postgres::Collection {
-    fn generation(&self) -> Result<u64, StoreError> {
-        crate::postgres::Collection::generation(self)
-    }
-    fn document_delta(&self, since: u64) -> Result<Delta<()>, StoreError> {
-        crate::postgres::Collection::document_delta(self, since)
-    }
-    fn text_delta(&self, since: u64) -> Result<TextDelta, StoreError> {
-        crate::postgres::Collection::text_delta(self, since)
-    }
-}
 
 /// The keyword index and the records of the documents it holds.
 pub(super) struct Keyword {
@@ -65,7 +32,7 @@ impl Keyword {
 
     /// Brings the records and the index up to `store`'s generation, reading
     /// only what changed since each last caught up.
-    pub(super) fn catch_up(&mut self, store: &dyn TextSource) -> Result<(), CorpusError> {
+    pub(super) fn catch_up(&mut self, store: &dyn Records) -> Result<(), CorpusError> {
         let generation = store.generation()?;
         if self.generation != generation {
             let delta = store.document_delta(self.generation)?;

@@ -14,9 +14,11 @@
 mod embedder;
 mod keyword;
 pub mod memo;
+mod records;
 
 pub use embedder::SharedEmbedder;
 use keyword::Keyword;
+use records::Records;
 
 use crate::config::DATA_DIR;
 use crate::embed::EmbedError;
@@ -163,6 +165,23 @@ impl Corpus {
         Ok(slot.clone().expect("just set"))
     }
 
+    /// The store to read: the shared collection, or the local store if one
+    /// exists (reading never creates files).
+    fn reader(&self) -> Result<Option<Arc<dyn Records>>, CorpusError> {
+        if let Some(shared) = &self.shared {
+            return Ok(Some(shared.clone()));
+        }
+        Ok(self.existing_store()?.map(|store| Arc::new(store) as Arc<dyn Records>))
+    }
+
+    /// The store to write: the shared collection, or the local store (created when missing).
+    fn writer(&self) -> Result<Arc<dyn Records>, CorpusError> {
+        match &self.shared {
+            Some(shared) => Ok(shared.clone()),
+            None => Ok(Arc::new(self.store()?)),
+        }
+    }
+
     /// The store, if one exists, held open until the returned handle is
     /// dropped: one call's operations then share one open of the file.
     /// (A shared store needs no holding: `None`.)
@@ -175,68 +194,39 @@ impl Corpus {
 
     /// The stored document at `path`.
     pub fn document(&self, path: &str) -> Result<Option<DocumentRecord>, CorpusError> {
-        if let Some(shared) = &self.shared {
-            return Ok(shared.document(path)?);
-        }
-        Ok(match self.existing_store()? {
-            Some(store) => store.document(path)?,
-            None => None,
-        })
+        let Some(store) = self.reader()? else { return Ok(None) };
+        Ok(store.document(path)?)
     }
 
     /// Every stored document passing `filter`, in path order.
     pub fn documents(&self, filter: &Filter) -> Result<Vec<DocumentRecord>, CorpusError> {
-        let all = match &self.shared {
-            Some(shared) => shared.documents()?,
-            None => match self.existing_store()? {
-                Some(store) => store.documents()?,
-                None => return Ok(Vec::new()),
-            },
-        };
-        Ok(all.into_iter().filter(|d| filter.matches(d)).collect())
+        let Some(store) = self.reader()? else { return Ok(Vec::new()) };
+        Ok(store.documents()?.into_iter().filter(|d| filter.matches(d)).collect())
     }
 
     /// Up to `limit` stored documents in path order, after the path `after`.
     pub fn documents_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<DocumentRecord>, CorpusError> {
-        if let Some(shared) = &self.shared {
-            return Ok(shared.documents_after(after, limit)?);
-        }
-        let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
+        let Some(store) = self.reader()? else { return Ok(Vec::new()) };
         Ok(store.documents_after(after, limit)?)
     }
 
     /// The chunks of the document at `path`, in order.
     pub fn chunks(&self, path: &str) -> Result<Vec<ChunkRecord>, CorpusError> {
-        if let Some(shared) = &self.shared {
-            return Ok(shared.chunks(path)?);
-        }
-        let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
-        Ok(store.chunks(path)?.into_iter().map(|(c, _)| c).collect())
+        let Some(store) = self.reader()? else { return Ok(Vec::new()) };
+        Ok(store.chunk_texts(path)?)
     }
 
     /// Counts, generation and model id (zeros before anything is stored).
     pub fn stats(&self) -> Result<Stats, CorpusError> {
-        if let Some(shared) = &self.shared {
-            return Ok(shared.stats()?);
-        }
-        Ok(match self.existing_store()? {
+        Ok(match self.reader()? {
             Some(store) => store.stats()?,
             None => Stats { documents: 0, chunks: 0, generation: 0, model_id: None },
         })
     }
 
     /// Stores `doc` in one transaction, stamped with the current model and time.
-    pub fn put(&self, mut doc: NewDocument) -> Result<(), CorpusError> {
-        let embedder = self.embedder.get()?;
-        let info = embedder.info();
-        doc.record.model_id = info.id.clone();
-        doc.dimension = info.dimension;
-        doc.record.embedded_at = now_millis();
-        match &self.shared {
-            Some(shared) => shared.put_documents(std::slice::from_ref(&doc))?,
-            None => self.store()?.put_document(&doc)?,
-        };
-        Ok(())
+    pub fn put(&self, doc: NewDocument) -> Result<(), CorpusError> {
+        self.put_many(vec![doc])
     }
 
     /// Stores every one of `docs` in one transaction, stamped with the current model.
@@ -252,22 +242,14 @@ impl Corpus {
             doc.dimension = info.dimension;
             doc.record.embedded_at = now;
         }
-        match &self.shared {
-            Some(shared) => shared.put_documents(&docs)?,
-            None => self.store()?.put_documents(&docs)?,
-        };
+        self.writer()?.put_documents(&docs)?;
         Ok(())
     }
 
     /// Removes the document at `path`; false when it was not stored.
     pub fn remove(&self, path: &str) -> Result<bool, CorpusError> {
-        if let Some(shared) = &self.shared {
-            return Ok(shared.remove_document(path)?);
-        }
-        match self.existing_store()? {
-            Some(store) => Ok(store.remove_document(path)?),
-            None => Ok(false),
-        }
+        let Some(store) = self.reader()? else { return Ok(false) };
+        Ok(store.remove_document(path)?)
     }
 
     /// The vector index brought up to the store's generation (opened from
@@ -340,27 +322,28 @@ impl Corpus {
         }
     }
 
-    /// The keyword index kept in `dir`, opened on first use (again when the
-    /// folder changes), brought up to `source`'s generation.
-    fn current_keyword(&self, dir: PathBuf, source: &dyn keyword::TextSource) -> Result<KeywordSlot<'_>, CorpusError> {
+    /// The keyword index, opened on first use (again when its folder
+    /// changes), brought up to the store's generation; `None` before there
+    /// is a store.
+    fn current_keyword(&self) -> Result<Option<KeywordSlot<'_>>, CorpusError> {
+        let Some(store) = self.reader()? else { return Ok(None) };
+        let dir = match &self.shared {
+            Some(shared) => {
+                let Some(row) = shared.row()? else { return Ok(None) };
+                crate::config::ensure_data_dir(&self.data_dir)
+                    .map_err(|source| StoreError::Io { path: self.data_dir.clone(), source })?;
+                self.shared_keyword_dir(&row, shared)
+            }
+            None => self.data_dir.join(FULLTEXT_DIR),
+        };
         let mut slot = lock(&self.keyword);
         if slot.as_ref().is_none_or(|(open, _)| *open != dir) {
             *slot = None;
             let keyword = Keyword::open(&dir)?;
             *slot = Some((dir, keyword));
         }
-        slot.as_mut().expect("just set").1.catch_up(source)?;
-        Ok(slot)
-    }
-
-    /// A shared collection's local keyword index, caught up; `None` before
-    /// the collection exists.
-    fn shared_keyword(&self, shared: &Arc<Collection>) -> Result<Option<KeywordSlot<'_>>, CorpusError> {
-        let Some(row) = shared.row()? else { return Ok(None) };
-        crate::config::ensure_data_dir(&self.data_dir)
-            .map_err(|source| StoreError::Io { path: self.data_dir.clone(), source })?;
-        let dir = self.shared_keyword_dir(&row, shared);
-        Ok(Some(self.current_keyword(dir, shared.as_ref())?))
+        slot.as_mut().expect("just set").1.catch_up(store.as_ref())?;
+        Ok(Some(slot))
     }
 
     /// The folder of a shared collection's local keyword index: one per
@@ -385,17 +368,9 @@ impl Corpus {
 
     /// The `k` best BM25 chunks for `query` among documents passing `filter`, with their text.
     pub fn search_fulltext(&self, query: &str, k: usize, filter: &Filter) -> Result<Vec<ChunkHit>, CorpusError> {
-        if let Some(shared) = &self.shared {
-            let hits = match self.shared_keyword(shared)?.as_deref() {
-                Some(Some((_, keyword))) => keyword.search(query, k, filter)?,
-                _ => Vec::new(),
-            };
-            return self.with_text(hits);
-        }
-        let Some(store) = self.existing_store()? else { return Ok(Vec::new()) };
-        let hits = match self.current_keyword(self.data_dir.join(FULLTEXT_DIR), &store)?.as_ref() {
-            Some((_, keyword)) => keyword.search(query, k, filter)?,
-            None => Vec::new(),
+        let hits = match self.current_keyword()?.as_deref() {
+            Some(Some((_, keyword))) => keyword.search(query, k, filter)?,
+            _ => Vec::new(),
         };
         self.with_text(hits)
     }
@@ -405,20 +380,14 @@ impl Corpus {
     /// background at start-up; a call meanwhile waits only for the piece it
     /// needs, which it would have loaded itself.
     pub fn warm(&self) -> Result<(), CorpusError> {
-        if let Some(shared) = &self.shared {
-            if self.stats()?.documents > 0 {
-                self.embedder.get()?;
-                drop(self.shared_keyword(shared)?);
-            }
-            return Ok(());
-        }
-        let Some(store) = self.existing_store()? else { return Ok(()) };
-        if store.stats()?.documents == 0 {
+        if self.stats()?.documents == 0 {
             return Ok(());
         }
         self.embedder.get()?;
-        drop(self.current_keyword(self.data_dir.join(FULLTEXT_DIR), &store)?);
-        drop(self.current_vectors()?);
+        drop(self.current_keyword()?);
+        if self.shared.is_none() {
+            drop(self.current_vectors()?);
+        }
         Ok(())
     }
 
@@ -427,11 +396,9 @@ impl Corpus {
         if hits.is_empty() {
             return Ok(Vec::new());
         }
+        let Some(store) = self.reader()? else { return Ok(Vec::new()) };
         let keys: Vec<(&str, u32)> = hits.iter().map(|h| (h.document.path.as_str(), h.ordinal)).collect();
-        let chunks = match &self.shared {
-            Some(shared) => shared.chunk_records(&keys)?,
-            None => self.store()?.chunk_records(&keys)?,
-        };
+        let chunks = store.chunk_records(&keys)?;
         Ok(hits.into_iter().zip(chunks).filter_map(|(hit, chunk)| Some(ChunkHit { hit, chunk: chunk? })).collect())
     }
 }
