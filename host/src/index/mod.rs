@@ -640,7 +640,9 @@ impl VectorIndex {
         full: &dyn FullVectors,
     ) -> Result<Option<Vec<DocumentHit>>, StoreError> {
         let Some(&source) = self.by_path.get(path) else { return Ok(None) };
-        let Some(centre) = self.exact_centroid(source, full)? else { return Ok(Some(Vec::new())) };
+        let Some(centre) = self.exact_centroids(&[source], full)?.pop().flatten() else {
+            return Ok(Some(Vec::new()));
+        };
         let mut allowed = self.allowed(filter);
         allowed[source as usize] = false;
         // Each document's approximate score: the sum of its chunks' code dot
@@ -664,10 +666,11 @@ impl VectorIndex {
             .collect();
         approx.sort_by(|a, b| b.1.total_cmp(&a.1));
         approx.truncate(k + k.max(20));
-        let mut hits = Vec::with_capacity(approx.len());
-        for (doc, _) in approx {
-            if let Some(c) = self.exact_centroid(doc, full)? {
-                let document = self.documents[doc as usize].clone().expect("allowed documents are live");
+        let docs: Vec<u32> = approx.iter().map(|&(doc, _)| doc).collect();
+        let mut hits = Vec::with_capacity(docs.len());
+        for (doc, c) in docs.iter().zip(self.exact_centroids(&docs, full)?) {
+            if let Some(c) = c {
+                let document = self.documents[*doc as usize].clone().expect("allowed documents are live");
                 hits.push(DocumentHit { score: dot(&centre, &c), document });
             }
         }
@@ -676,23 +679,33 @@ impl VectorIndex {
         Ok(Some(hits))
     }
 
-    /// A document's mean chunk vector from the f32 vectors, unit length; `None` without chunks.
-    fn exact_centroid(&self, doc: u32, full: &dyn FullVectors) -> Result<Option<Vec<f32>>, StoreError> {
-        let Some(record) = self.documents[doc as usize].as_ref() else { return Ok(None) };
-        let len = self.places[doc as usize].len;
-        let keys: Vec<(&str, u32)> = (0..len).map(|o| (record.path.as_str(), o)).collect();
-        let vectors = full.full_vectors(&keys)?;
-        let mut sum = vec![0.0f32; self.dimension];
-        let mut any = false;
-        for vector in vectors.into_iter().flatten() {
+    /// Each of `docs`' mean chunk vector from the f32 vectors (read in one
+    /// call), unit length; `None` for a document without chunks.
+    fn exact_centroids(&self, docs: &[u32], full: &dyn FullVectors) -> Result<Vec<Option<Vec<f32>>>, StoreError> {
+        let mut keys: Vec<(&str, u32)> = Vec::new();
+        let mut owners = Vec::new();
+        for (i, &doc) in docs.iter().enumerate() {
+            if let Some(record) = self.documents[doc as usize].as_ref() {
+                for ordinal in 0..self.places[doc as usize].len {
+                    keys.push((record.path.as_str(), ordinal));
+                    owners.push(i);
+                }
+            }
+        }
+        let mut sums: Vec<Option<Vec<f32>>> = vec![None; docs.len()];
+        for (owner, vector) in owners.into_iter().zip(full.full_vectors(&keys)?) {
+            let Some(vector) = vector else { continue };
+            let sum = sums[owner].get_or_insert_with(|| vec![0.0f32; self.dimension]);
             sum.iter_mut().zip(&vector).for_each(|(s, x)| *s += x);
-            any = true;
         }
-        if !any {
-            return Ok(None);
-        }
-        let norm = dot(&sum, &sum).sqrt().max(1e-12);
-        Ok(Some(sum.into_iter().map(|x| x / norm).collect()))
+        Ok(sums
+            .into_iter()
+            .map(|sum| {
+                let sum = sum?;
+                let norm = dot(&sum, &sum).sqrt().max(1e-12);
+                Some(sum.into_iter().map(|x| x / norm).collect())
+            })
+            .collect())
     }
 }
 
