@@ -82,21 +82,8 @@ pub struct Server {
 impl Server {
     /// A fresh server: `initdb`, then `postgres` on a free port.
     pub fn start() -> Self {
-        let dir = server_dir("primary");
-        let data = dir.path().join("data");
-        let run_as_nobody = is_root();
-        if run_as_nobody {
-            chown_nobody(dir.path());
-        }
-        let status = as_server_user(Command::new(bin("initdb")), run_as_nobody)
-            .args(["-D"])
-            .arg(&data)
-            .args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .expect("run initdb");
-        assert!(status.status.success(), "initdb failed: {}", String::from_utf8_lossy(&status.stderr));
+        let args = ["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"];
+        let (dir, data, run_as_nobody) = data_made_by("primary", "initdb", &args);
         // Passwords on loopback for every role but the superuser (and replication).
         std::fs::write(
             data.join("pg_hba.conf"),
@@ -116,18 +103,9 @@ impl Server {
 
     /// A streaming replica of this server (`pg_basebackup -R`), read-only.
     pub fn replica(&self) -> Self {
-        let dir = server_dir("replica");
-        let data = dir.path().join("data");
-        let run_as_nobody = is_root();
-        if run_as_nobody {
-            chown_nobody(dir.path());
-        }
-        let out = as_server_user(Command::new(bin("pg_basebackup")), run_as_nobody)
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", SUPERUSER, "-R", "-X", "stream", "-D"])
-            .arg(&data)
-            .output()
-            .expect("run pg_basebackup");
-        assert!(out.status.success(), "pg_basebackup failed: {}", String::from_utf8_lossy(&out.stderr));
+        let port = self.port.to_string();
+        let args = ["-h", "127.0.0.1", "-p", &port, "-U", SUPERUSER, "-R", "-X", "stream"];
+        let (dir, data, run_as_nobody) = data_made_by("replica", "pg_basebackup", &args);
         Self::run(dir, data, run_as_nobody, vec!["-c".into(), "hot_standby=on".into()])
     }
 
@@ -205,6 +183,27 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A new server folder whose `data` the PostgreSQL program `tool` makes
+/// (`tool ARGS -D data`, as the server's user); also whether that user is
+/// the unprivileged one.
+fn data_made_by(kind: &str, tool: &str, args: &[&str]) -> (tempfile::TempDir, PathBuf, bool) {
+    let dir = server_dir(kind);
+    let data = dir.path().join("data");
+    let run_as_nobody = is_root();
+    if run_as_nobody {
+        chown_nobody(dir.path());
+    }
+    let out = as_server_user(Command::new(bin(tool)), run_as_nobody)
+        .args(args)
+        .arg("-D")
+        .arg(&data)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {tool}: {e}"));
+    assert!(out.status.success(), "{tool} failed: {}", String::from_utf8_lossy(&out.stderr));
+    (dir, data, run_as_nobody)
 }
 
 /// `postgres` on `data` at `port`, logging into `dir/postgres.log`.
