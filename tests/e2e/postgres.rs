@@ -388,3 +388,31 @@ async fn tls_is_used_when_the_url_asks_and_the_server_is_verified() {
     let plain = format!("postgres://{SUPERUSER}@127.0.0.1:{}/postgres", front.port);
     assert!(!run(shared(&f, &plain, "tls", &["index"])).status.success());
 }
+
+#[test]
+fn first_writes_to_many_new_collections_at_once_all_land() {
+    // Each collection's first write makes its HNSW index: done inside the
+    // writing transaction, two of them deadlocked on the chunks table.
+    let server = Server::start();
+    let url = server.url(SUPERUSER, "postgres");
+    let f = Fixture::cortext();
+    let children: Vec<_> = (0..10)
+        .map(|i| {
+            shared(&f, &url, &format!("c{i}"), &["index"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("wait");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let indexes =
+        server.psql("postgres", "SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'ragbox_chunks_hnsw_%'");
+    assert_eq!(indexes, "10");
+    let counts = server.psql("postgres", "SELECT count(DISTINCT documents) FROM ragbox_collections");
+    assert_eq!(counts, "1", "every collection holds the same documents");
+}

@@ -30,7 +30,7 @@ pub fn internal(message: impl Into<String>) -> Error {
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
         let code = match &e {
-            StoreError::Busy(_) | StoreError::Unreachable { .. } => ErrorCode::Busy,
+            StoreError::Busy(_) | StoreError::Unreachable { .. } | StoreError::Conflict { .. } => ErrorCode::Busy,
             StoreError::Corrupt { .. } | StoreError::Schema { .. } => ErrorCode::Corrupt,
             StoreError::ModelMismatch { .. } => ErrorCode::ModelMismatch,
             StoreError::Dimension { .. } | StoreError::Invalid { .. } => ErrorCode::Invalid,

@@ -149,6 +149,9 @@ impl Target {
                 }
                 // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
                 "57P01" | "57P02" | "57P03" | "53300" => StoreError::Unreachable { server, message },
+                // deadlock_detected, serialization_failure: the transaction was
+                // rolled back and may simply run again
+                "40P01" | "40001" => StoreError::Conflict { server, message },
                 // read_only_sql_transaction: a standby
                 "25006" => StoreError::Setup {
                     server,
@@ -192,11 +195,12 @@ impl Pool {
         &self.target
     }
 
-    /// Runs `op` on a connection; while the server cannot be reached (a
-    /// restart, a failover, a dropped network), reconnects with backoff and
-    /// runs `op` again, so `op` must be safe to repeat (each is one
-    /// transaction that either committed whole or not at all, and repeating
-    /// a committed one changes nothing).
+    /// Runs `op` on a connection. While the server cannot be reached (a
+    /// restart, a failover, a dropped network), or rolls `op` back to break a
+    /// deadlock, it reconnects as needed and runs `op` again with backoff; so
+    /// `op` must be safe to repeat (each is one transaction that either
+    /// committed whole or not at all, and repeating a committed one changes
+    /// nothing).
     pub fn run<T>(&self, mut op: impl FnMut(&mut Client) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let started = Instant::now();
         let mut pause = Duration::from_millis(50);
@@ -216,6 +220,15 @@ impl Pool {
                     tracing::warn!(server = %server, "shared store unreachable ({message}); retrying");
                     // Every kept connection went the same way.
                     self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                // Rolled back by the server (a deadlock, a serialization failure): run again.
+                Err(StoreError::Conflict { server, message }) => {
+                    if started.elapsed() + pause > RETRY_FOR {
+                        return Err(StoreError::Conflict { server, message });
+                    }
+                    tracing::info!(server = %server, "shared store transaction rolled back ({message}); retrying");
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_secs(2));
                 }

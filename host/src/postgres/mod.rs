@@ -215,7 +215,17 @@ impl Collection {
         let prepared: Vec<Prepared> = docs.iter().map(Prepared::of).collect();
         self.pool.run(|c| {
             let mut txn = c.transaction().map_err(|e| self.err(e))?;
-            let row = lock_row(&mut txn, &self.name).map_err(|e| self.err(e))?;
+            let mut row = lock_row(&mut txn, &self.name).map_err(|e| self.err(e))?;
+            if row.model_id.is_none() {
+                // The collection's first write: its model and HNSW index are set
+                // up in a transaction of their own. CREATE INDEX holds a SHARE
+                // lock on the chunks table to the end of its transaction, and two
+                // first writes inserting chunks while holding it deadlock.
+                txn.rollback().map_err(|e| self.err(e))?;
+                self.set_up(c, model_id, dimension)?;
+                txn = c.transaction().map_err(|e| self.err(e))?;
+                row = lock_row(&mut txn, &self.name).map_err(|e| self.err(e))?;
+            }
             match (&row.model_id, row.dimension) {
                 (Some(stored), _) if stored != model_id => {
                     return Err(StoreError::ModelMismatch { stored: stored.clone(), current: model_id.to_string() });
@@ -229,12 +239,10 @@ impl Collection {
                 }
                 (Some(_), _) => {}
                 (None, _) => {
-                    txn.execute(
-                        "UPDATE ragbox_collections SET model_id = $2, dimension = $3 WHERE id = $1",
-                        &[&row.id, &model_id, &dimension],
-                    )
-                    .map_err(|e| self.err(e))?;
-                    schema::create_vector_index(&mut txn, row.id, dimension).map_err(|e| self.err(e))?;
+                    return Err(StoreError::Conflict {
+                        server: self.target().shown().to_string(),
+                        message: "the collection was reset while this write began".into(),
+                    });
                 }
             }
             let generation = row.generation + 1;
@@ -253,6 +261,22 @@ impl Collection {
             txn.commit().map_err(|e| self.err(e))?;
             Ok(generation as u64)
         })
+    }
+
+    /// Records the collection's model and makes its HNSW index, unless
+    /// another writer did first; in a transaction of its own.
+    fn set_up(&self, c: &mut postgres::Client, model_id: &str, dimension: i32) -> Result<(), StoreError> {
+        let mut txn = c.transaction().map_err(|e| self.err(e))?;
+        let row = lock_row(&mut txn, &self.name).map_err(|e| self.err(e))?;
+        if row.model_id.is_none() {
+            txn.execute(
+                "UPDATE ragbox_collections SET model_id = $2, dimension = $3 WHERE id = $1",
+                &[&row.id, &model_id, &dimension],
+            )
+            .map_err(|e| self.err(e))?;
+            schema::create_vector_index(&mut txn, row.id, dimension).map_err(|e| self.err(e))?;
+        }
+        txn.commit().map_err(|e| self.err(e))
     }
 
     /// Removes the document at `path`; false when it was not stored.

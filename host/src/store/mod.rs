@@ -132,6 +132,15 @@ pub enum StoreError {
         /// What is wrong and what to do.
         message: String,
     },
+    /// The shared store's server rolled a transaction back to let another
+    /// finish (a deadlock, a serialization failure), after retries.
+    #[error("the shared store at {server} stayed busy with other writers ({message}); try again")]
+    Conflict {
+        /// `user@host:port/db`.
+        server: String,
+        /// The server's message.
+        message: String,
+    },
     /// The shared store's server refused an operation.
     #[error("the shared store at {server} failed: {message}")]
     Database {
