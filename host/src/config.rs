@@ -4,12 +4,14 @@
 //! config dir, e.g. `~/.config/ragbox/`) may grant anything. The workspace's
 //! `.ragbox/config.toml` came with the folder, perhaps with a cloned repository,
 //! so it may only narrow: its limits are caps, it may turn tools off and take
-//! grants away. Whatever in it would widen access (other workspaces, extra
-//! read folders, grants, pins) is ignored and reported in `ignored`.
+//! grants away. Whatever in it would widen access or speak for the user
+//! (other workspaces, extra read folders, grants, pins, a shared store, the
+//! model) is ignored and reported in `ignored`.
 //!
 //! ```toml
 //! allowed_workspaces = ["/home/me/notes"]   # user's file only: other folders `workspace_path` may name
-//! model = "/models/bge-small-en-v1.5"  # a sentence-transformers folder (default: all-MiniLM-L6-v2)
+//! model = "/models/bge-small-en-v1.5"  # user's file only: a sentence-transformers folder
+//!                                      # (relative to this file's folder; default: all-MiniLM-L6-v2)
 //!
 //! [limits]                # defaults for every tool call
 //! timeout_secs = 30       # read-only tools, and every third-party tool
@@ -30,7 +32,8 @@
 //!
 //! [store]                 # user's file only: a shared PostgreSQL + pgvector instead of .ragbox/store.redb
 //! url = "postgres://ana@db.internal:5432/ragbox?sslmode=require"   # no password here
-//! collection = "team-docs"   # default: the workspace folder's name
+//! collection = "team-docs"   # default: the folder's name and a hash of its path (`notes-1f2e3d4c`)
+//! shared_collections = ["team-docs"]   # collections several folders or machines may share
 //! password_env = "RAGBOX_PG_PASSWORD"   # else PGPASSWORD, else ~/.pgpass
 //! ca_file = "/etc/ssl/corp-ca.pem"      # extra CA for TLS
 //! ```
@@ -40,36 +43,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Where ragbox keeps its per-workspace data, relative to the workspace.
-pub const DATA_DIR: &str = ".ragbox";
+pub use crate::datadir::{CONFIG_FILE, DATA_DIR};
+use crate::datadir::{DataDir, DataDirError};
 
-/// The config file's name, in the data dir and in the user's config dir.
-pub const CONFIG_FILE: &str = "config.toml";
-
-/// Creates the data dir `dir` if needed, for its owner only (0700: the store
-/// holds the text of files that may have been private), and tightens an
-/// existing one; refuses one that is a symbolic link, which a cloned
-/// repository could point anywhere.
-pub fn ensure_data_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.file_type().is_symlink() => Err(std::io::Error::other(format!(
-            "{} is a symbolic link; ragbox keeps its data in a real folder there. Remove the link and run again",
-            dir.display()
-        ))),
-        Ok(m) if m.is_dir() => {
-            if m.permissions().mode() & 0o077 != 0 {
-                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-            }
-            Ok(())
-        }
-        Ok(_) => Err(std::io::Error::other(format!("{} is not a folder", dir.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
-        }
-        Err(e) => Err(e),
-    }
-}
+/// Largest user config file read.
+const MAX_USER_CONFIG_BYTES: u64 = 1 << 20;
 
 /// The user's config dir: `$RAGBOX_CONFIG_DIR`, else the platform's.
 pub fn user_config_dir() -> Option<PathBuf> {
@@ -77,6 +55,11 @@ pub fn user_config_dir() -> Option<PathBuf> {
         Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
         _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.config_dir().to_path_buf()),
     }
+}
+
+/// The user's config file as messages name it (it may not exist yet).
+pub fn user_config_shown() -> String {
+    user_config_dir().map_or_else(|| "your config.toml".to_string(), |d| d.join(CONFIG_FILE).display().to_string())
 }
 
 /// Errors reading the config file.
@@ -98,6 +81,9 @@ pub enum ConfigError {
         /// What is wrong, with line and column.
         message: String,
     },
+    /// The workspace's data dir holds a link or special file, or cannot be read.
+    #[error(transparent)]
+    DataDir(#[from] DataDirError),
 }
 
 /// One config file as written; every field is optional.
@@ -110,8 +96,9 @@ pub struct ConfigFile {
     /// Default limits for every tool call.
     #[serde(default)]
     pub limits: LimitsFile,
-    /// The embedding model folder (relative to the workspace); default
-    /// `$RAGBOX_MODEL`, else all-MiniLM-L6-v2 in the user cache dir.
+    /// The embedding model folder (user's config only; relative to the
+    /// user's config dir); default `$RAGBOX_MODEL`, else all-MiniLM-L6-v2 in
+    /// the user cache dir.
     #[serde(default)]
     pub model: Option<PathBuf>,
     /// Per-tool overrides, keyed by tool name.
@@ -128,8 +115,13 @@ pub struct ConfigFile {
 pub struct StoreFile {
     /// `postgres://USER@HOST:PORT/DB[?sslmode=require]`, without a password.
     pub url: Option<String>,
-    /// The collection's name; default: the workspace folder's name.
+    /// The collection's name; default: the workspace folder's name and a
+    /// short hash of the workspace's identity.
     pub collection: Option<String>,
+    /// Collections that several workspaces (other folders, other machines)
+    /// may share; any other is bound to the one workspace that made it.
+    #[serde(default)]
+    pub shared_collections: Vec<String>,
     /// The environment variable holding the password.
     pub password_env: Option<String>,
     /// Extra CA certificates (PEM) trusted for TLS.
@@ -234,12 +226,24 @@ impl Config {
 
     /// As [`Config::load`], with the user's config file given.
     pub fn load_with(user_file: Option<PathBuf>, workspace: &Path) -> Result<Self, ConfigError> {
-        let user = match &user_file {
-            Some(path) => read_file(path, workspace)?,
+        let mut user = match &user_file {
+            Some(path) => match read_user_file(path)? {
+                Some(text) => parse(&text, path, workspace)?,
+                None => ConfigFile::default(),
+            },
             None => ConfigFile::default(),
         };
+        // A relative model folder is the user's: taken from their config's folder.
+        if let (Some(model), Some(dir)) = (&mut user.model, user_file.as_ref().and_then(|f| f.parent()))
+            && model.is_relative()
+        {
+            *model = dir.join(&*model);
+        }
         let workspace_file = workspace.join(DATA_DIR).join(CONFIG_FILE);
-        let workspace = read_file(&workspace_file, workspace)?;
+        let workspace = match DataDir::open(workspace)?.map(|d| d.read_config()).transpose()?.flatten() {
+            Some(text) => parse(&text, &workspace_file, workspace)?,
+            None => ConfigFile::default(),
+        };
         let mut config = Self { user, workspace, user_file, ignored: Vec::new() };
         config.ignored = config.widening(&workspace_file);
         for line in &config.ignored {
@@ -267,6 +271,10 @@ impl Config {
             // It would send this folder's text to a server the folder names.
             out.push(ignored("[store] (or pass `--store URL`)".into()));
         }
+        if ws.model.is_some() {
+            // The host (outside the sandbox) would parse model files the folder ships.
+            out.push(ignored("model (or set RAGBOX_MODEL)".into()));
+        }
         for (name, o) in &ws.tools {
             if !o.read_dirs.is_empty() {
                 out.push(ignored(format!("[tools.{name}] read_dirs")));
@@ -293,9 +301,14 @@ impl Config {
         self.user.store.as_ref()
     }
 
-    /// The model folder, when a config names one.
+    /// The model folder, when the user's config names one.
     pub fn model(&self) -> Option<&Path> {
-        self.workspace.model.as_deref().or(self.user.model.as_deref())
+        self.user.model.as_deref()
+    }
+
+    /// The collections several workspaces may share (user's config only).
+    pub fn shared_collections(&self) -> &[String] {
+        self.user.store.as_ref().map_or(&[], |s| s.shared_collections.as_slice())
     }
 
     /// What `tool` may do: its `[tools.NAME] grants` in the user's config when
@@ -342,6 +355,13 @@ impl Config {
         }
     }
 
+    /// Whether the user's config pins these bytes for some tool (so a
+    /// workspace's component with them may be loaded and asked its name).
+    pub fn pins(&self, sha256: &str) -> bool {
+        // Pins are hex: any case means the same bytes.
+        self.user.tools.values().any(|o| o.sha256.as_deref().is_some_and(|pin| pin.eq_ignore_ascii_case(sha256)))
+    }
+
     /// The limits for a call to `tool`. `indexing` (a built-in tool that
     /// writes the index) picks the longer default timeout; the workspace's
     /// config can only lower what the user's config and the defaults give.
@@ -364,16 +384,31 @@ impl Config {
     }
 }
 
-/// Reads one config file; a missing file gives the defaults. Relative paths
-/// are taken from the workspace.
-fn read_file(path: &Path, workspace: &Path) -> Result<ConfigFile, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ConfigFile::default()),
-        Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
+/// The user's config file, when there is one: a regular file (it may be a
+/// link, as dotfile managers make them) of at most 1 MiB.
+fn read_user_file(path: &Path) -> Result<Option<String>, ConfigError> {
+    use std::io::Read as _;
+    let err = |source| ConfigError::Read { path: path.to_path_buf(), source };
+    let file = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => std::fs::File::open(path).map_err(err)?,
+        Ok(_) => return Err(err(std::io::Error::other("not a regular file"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(err(e)),
     };
-    let mut config: ConfigFile =
-        toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+    let mut text = String::new();
+    file.take(MAX_USER_CONFIG_BYTES + 1).read_to_string(&mut text).map_err(err)?;
+    if text.len() as u64 > MAX_USER_CONFIG_BYTES {
+        return Err(err(std::io::Error::other("larger than 1 MiB")));
+    }
+    Ok(Some(text))
+}
+
+/// Parses one config file's text. Relative `read_dirs` are taken from the workspace.
+fn parse(text: &str, path: &Path, workspace: &Path) -> Result<ConfigFile, ConfigError> {
+    let mut config: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: crate::text::for_terminal(&e.to_string()).into_owned(),
+    })?;
     for (name, tool) in &mut config.tools {
         if let Some(pin) = &mut tool.sha256 {
             *pin = pin.trim().to_ascii_lowercase();
@@ -469,7 +504,7 @@ mod tests {
     fn the_workspace_config_cannot_widen_access() {
         let pin = "ab".repeat(32);
         let ws = format!(
-            "allowed_workspaces = [\"/etc\"]\n[tools.x]\nread_dirs = [\"/etc\"]\ngrants = [\"corpus-write\"]\n\
+            "allowed_workspaces = [\"/etc\"]\nmodel = \"m\"\n[tools.x]\nread_dirs = [\"/etc\"]\ngrants = [\"corpus-write\"]\n\
              sha256 = \"{pin}\"\n[tools.search]\nsha256 = \"{pin}\"\n[tools.embed_workspace]\ngrants = []\n\
              [store]\nurl = \"postgres://eve@evil.example/loot\"\n"
         );
@@ -478,7 +513,8 @@ mod tests {
         assert!(c.allowed_workspaces().is_empty());
         assert_eq!(c.grants_for("x", Grants::default()), Grants::default());
         assert_eq!(c.store(), None, "a cloned folder cannot send its text to a server it names");
-        assert_eq!(c.ignored.len(), 6, "{:#?}", c.ignored);
+        assert_eq!(c.model(), None, "nor make the host parse a model folder it ships");
+        assert_eq!(c.ignored.len(), 7, "{:#?}", c.ignored);
         assert!(c.ignored.iter().all(|m| m.contains("may only narrow")), "{:#?}", c.ignored);
         // A workspace pin trusts nothing, and no pin ever touches a built-in.
         assert!(c.admits("x", &pin, Origin::Workspace).is_err());

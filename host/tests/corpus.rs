@@ -36,15 +36,15 @@ fn query(corpus: &Corpus, text: &str) -> Vec<f32> {
 #[test]
 fn a_second_reader_follows_every_change() {
     let dir = tempfile::tempdir().unwrap();
-    let embedder = Arc::new(SharedEmbedder::new(default_model_dir()));
-    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone());
-    let reader = Corpus::new(dir.path().to_path_buf(), embedder);
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
+    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key());
+    let reader = Corpus::new(dir.path().to_path_buf(), embedder).with_key(test_key());
 
     // Nothing stored yet: searches are empty and create no files.
     let q = query(&reader, "jwt refresh tokens");
     assert!(reader.search_vectors(&q, 5, &Filter::default()).unwrap().is_empty());
     assert!(reader.search_fulltext("tokens", 5, &Filter::default()).unwrap().is_empty());
-    assert!(!dir.path().join("store.redb").exists());
+    assert!(!dir.path().join(".ragbox").exists());
 
     let auth = ["JWT access tokens expire after 15 minutes.", "Refresh tokens rotate on every use."];
     writer.put(document(&writer, "brainstorm/a.md", "brainstorm", &auth)).unwrap();
@@ -84,15 +84,20 @@ fn a_second_reader_follows_every_change() {
 #[test]
 fn a_recreated_store_does_not_inherit_old_derived_indexes() {
     let dir = tempfile::tempdir().unwrap();
-    let embedder = Arc::new(SharedEmbedder::new(default_model_dir()));
-    let first = Corpus::new(dir.path().to_path_buf(), embedder.clone());
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
+    let first = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key());
     first.put(document(&first, "old.md", "plan", &["Quarterly budget numbers."])).unwrap();
     assert_eq!(first.search_fulltext("budget", 5, &Filter::default()).unwrap().len(), 1);
     // The user deletes the store (not the keyword index) and embeds something else:
     // the new store reaches the same generation, 1.
     std::fs::remove_file(first.db_path()).unwrap();
-    let second = Corpus::new(dir.path().to_path_buf(), embedder);
+    let second = Corpus::new(dir.path().to_path_buf(), embedder).with_key(test_key());
     second.put(document(&second, "new.md", "plan", &["Hiking trails near the lake."])).unwrap();
     assert!(second.search_fulltext("budget", 5, &Filter::default()).unwrap().is_empty());
     assert_eq!(second.search_fulltext("hiking", 5, &Filter::default()).unwrap().len(), 1);
+}
+
+/// The key these tests' data dirs are stamped with.
+fn test_key() -> Arc<ragbox::datadir::owner::Key> {
+    Arc::new(ragbox::datadir::owner::Key::from_bytes([7; 32]))
 }

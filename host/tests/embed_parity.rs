@@ -20,7 +20,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 fn model_dir() -> ModelDir {
-    ModelDir::open(&default_model_dir()).unwrap_or_else(|e| panic!("{e}"))
+    ModelDir::open(&default_model_dir().expect("a home folder or RAGBOX_MODEL")).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn embedder() -> Embedder {

@@ -53,7 +53,7 @@ fn fill(store: &Store) {
 #[test]
 fn agrees_with_a_full_sort() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_store(dir.path()).unwrap();
     fill(&store);
     let snapshot = store.snapshot().unwrap();
     let all: Vec<(String, u32, Vec<f32>)> = snapshot
@@ -81,7 +81,7 @@ fn agrees_with_a_full_sort() {
 #[test]
 fn filters_never_cost_hits() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_store(dir.path()).unwrap();
     fill(&store);
     let index = VectorIndex::build(store.snapshot().unwrap(), Tuning::exact());
     let query = vector(42);
@@ -108,7 +108,8 @@ fn filters_never_cost_hits() {
 
 #[test]
 fn real_model_finds_the_chunk_that_means_the_same() {
-    let dir = ModelDir::open(&default_model_dir()).unwrap_or_else(|e| panic!("{e}"));
+    let dir =
+        ModelDir::open(&default_model_dir().expect("a home folder or RAGBOX_MODEL")).unwrap_or_else(|e| panic!("{e}"));
     let embedder = Embedder::load(&dir).unwrap();
     let texts = [
         ("auth.md", "We sign users in with short-lived JWT access tokens and rotating refresh tokens."),
@@ -122,7 +123,7 @@ fn real_model_finds_the_chunk_that_means_the_same() {
     let passages: Vec<String> = texts.iter().map(|(_, t)| t.to_string()).collect();
     let vectors = embedder.embed(&passages, EmbedKind::Passage).unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).unwrap();
+    let store = open_store(tmp.path()).unwrap();
     for ((path, text), vector) in texts.iter().zip(vectors) {
         let chunk =
             NewChunk { record: ChunkRecord { text: text.to_string(), start: 0, end: text.len() as u64 }, vector };
@@ -149,4 +150,14 @@ fn real_model_finds_the_chunk_that_means_the_same() {
             hits.iter().map(|h| (&h.document.path, h.score)).collect::<Vec<_>>()
         );
     }
+}
+
+/// The key these tests' stores are stamped with (one for every process of a test).
+fn test_key() -> std::sync::Arc<ragbox::datadir::owner::Key> {
+    std::sync::Arc::new(ragbox::datadir::owner::Key::from_bytes([7; 32]))
+}
+
+/// The store kept in the folder `dir`.
+fn open_store(dir: &std::path::Path) -> Result<Store, ragbox::store::StoreError> {
+    Store::open_at(dir, test_key())
 }

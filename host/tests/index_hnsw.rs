@@ -235,7 +235,7 @@ fn a_search_during_a_build_answers_from_what_is_there() {
 }
 
 fn open(dir: &Path) -> VectorIndex {
-    VectorIndex::open(dir, tuning())
+    VectorIndex::open(dir, tuning()).expect("open the index folder")
 }
 
 #[test]
@@ -292,7 +292,8 @@ fn child_that_builds_until_killed() {
     let Ok(dir) = std::env::var("RAGBOX_TEST_BUILD_DIR") else { return };
     let mut rng = Lcg(43);
     let (snap, _) = snapshot(1000, &mut rng);
-    let mut index = VectorIndex::open(Path::new(&dir), Tuning { seal_at: 10_000, segment_max: 10_000, ..tuning() });
+    let mut index = VectorIndex::open(Path::new(&dir), Tuning { seal_at: 10_000, segment_max: 10_000, ..tuning() })
+        .expect("open the index folder");
     index.apply(snap);
     while !Path::new(&dir).join("manifest").exists() {
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -324,7 +325,8 @@ fn a_build_killed_midway_resumes() {
     let (snap, centres) = snapshot(1000, &mut rng);
     let mut full = MemoryVectors::default();
     full.add(&snap);
-    let mut index = VectorIndex::open(dir.path(), Tuning { seal_at: 10_000, segment_max: 10_000, ..tuning() });
+    let mut index = VectorIndex::open(dir.path(), Tuning { seal_at: 10_000, segment_max: 10_000, ..tuning() })
+        .expect("open the index folder");
     assert_eq!((index.generation(), index.len()), (1, 10_000), "the saved segment is there");
     let query = queries(&centres, 1, &mut rng).remove(0);
     let before = keys(&index.search(&query, 10, &Filter::default(), &full).unwrap());

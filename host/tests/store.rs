@@ -38,7 +38,7 @@ fn doc(path: &str, chunks: usize, seed: f32) -> NewDocument {
 #[test]
 fn put_replace_remove_and_generations() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_store(dir.path()).unwrap();
     assert_eq!(store.stats().unwrap().generation, 0);
     let g1 = store.put_document(&doc("a.md", 3, 1.0)).unwrap();
     let g2 = store.put_document(&doc("b.md", 2, 5.0)).unwrap();
@@ -71,14 +71,14 @@ fn put_replace_remove_and_generations() {
     assert_eq!((texts.len(), texts[0].0.path.as_str(), b), (1, "b.md", vec!["b.md chunk 0", "b.md chunk 1"]));
 
     // Reopening sees the same state.
-    let again = Store::open(dir.path()).unwrap();
+    let again = open_store(dir.path()).unwrap();
     assert_eq!(again.stats().unwrap().documents, 1);
 }
 
 #[test]
 fn documents_come_in_pages_in_path_order() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_store(dir.path()).unwrap();
     assert!(store.documents_after(None, 10).unwrap().is_empty(), "nothing stored yet");
     for path in ["c.md", "a.md", "b/x.md", "b.md"] {
         store.put_document(&doc(path, 1, 1.0)).unwrap();
@@ -97,7 +97,7 @@ fn documents_come_in_pages_in_path_order() {
 #[test]
 fn deltas_name_only_what_changed() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_store(dir.path()).unwrap();
     for (i, path) in ["a.md", "b.md", "c.md"].into_iter().enumerate() {
         store.put_document(&doc(path, 2, i as f32)).unwrap();
     }
@@ -126,7 +126,7 @@ fn deltas_name_only_what_changed() {
 #[test]
 fn refuses_mixed_models_and_wrong_dimensions() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_store(dir.path()).unwrap();
     store.put_document(&doc("a.md", 1, 1.0)).unwrap();
     let mut other = doc("b.md", 1, 1.0);
     other.record.model_id = "other-model@2".into();
@@ -142,24 +142,42 @@ fn refuses_mixed_models_and_wrong_dimensions() {
 #[test]
 fn a_store_from_another_schema_asks_for_a_rebuild() {
     let dir = tempfile::tempdir().unwrap();
-    Store::open(dir.path()).unwrap();
+    open_store(dir.path()).unwrap();
     {
         let db = redb::Database::create(dir.path().join(ragbox::store::STORE_FILE)).unwrap();
         let txn = db.begin_write().unwrap();
         txn.open_table(redb::TableDefinition::<&str, u64>::new("meta")).unwrap().insert("schema_version", 99).unwrap();
         txn.commit().unwrap();
     }
-    let err = Store::open(dir.path()).unwrap_err();
+    let err = open_store(dir.path()).unwrap_err();
     assert!(err.to_string().contains("schema version 99"), "{err}");
 }
 
 #[test]
-fn garbage_file_is_reported_as_corrupt() {
+fn a_damaged_store_is_reported_and_a_foreign_one_replaced() {
+    // This user's store, its bytes damaged in place: reported, never a panic.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(ragbox::store::STORE_FILE), vec![0xAB; 4096]).unwrap();
-    let err = Store::open(dir.path()).unwrap_err();
+    let store = open_store(dir.path()).unwrap();
+    for i in 0..50 {
+        store.put_document(&doc(&format!("d/{i}.md"), 3, i as f32)).unwrap();
+    }
+    drop(store);
+    let file = dir.path().join(ragbox::store::STORE_FILE);
+    let mut bytes = std::fs::read(&file).unwrap();
+    for at in (4096..bytes.len()).step_by(997) {
+        bytes[at] ^= 0xff;
+    }
+    std::io::Write::write_all(&mut std::fs::OpenOptions::new().write(true).open(&file).unwrap(), &bytes).unwrap();
+    let read = open_store(dir.path()).and_then(|s| s.documents());
+    let err = read.expect_err("a damaged store is an error");
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
     assert!(err.to_string().contains("`ragbox doctor --reset` starts over"), "{err}");
+
+    // Garbage the folder came with (no stamp of this key) is never read: it is replaced.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(ragbox::store::STORE_FILE), vec![0xAB; 4096]).unwrap();
+    let store = open_store(dir.path()).unwrap();
+    assert_eq!(store.stats().unwrap().documents, 0);
 }
 
 /// Re-runs this test binary as a writer child: `STORE_CHILD=<dir>:<prefix>:<count>`.
@@ -179,7 +197,7 @@ fn child_writer() {
     let spec = std::env::var("STORE_CHILD").expect("run only as a child of the store tests");
     let mut parts = spec.rsplitn(3, ':');
     let (count, prefix, dir) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
-    let store = Store::open(Path::new(dir)).unwrap();
+    let store = open_store(Path::new(dir)).unwrap();
     for i in 0..count.parse::<usize>().unwrap() {
         // Every document of a child has i + 1 chunks: a torn write would show.
         store.put_document(&doc(&format!("{prefix}/{i}.md"), i % 7 + 1, i as f32)).unwrap();
@@ -205,7 +223,7 @@ fn sigkill_mid_write_leaves_no_half_written_document() {
     std::thread::sleep(Duration::from_millis(1500));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_store(dir.path()).unwrap();
     let written = assert_consistent(&store);
     assert!(written > 10, "the writer got somewhere before the kill ({written})");
     // The next writer carries on.
@@ -216,7 +234,7 @@ fn sigkill_mid_write_leaves_no_half_written_document() {
 #[test]
 fn two_writers_and_a_reader_at_once_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_store(dir.path()).unwrap();
     let mut writers = [spawn_writer(dir.path(), "one", 150), spawn_writer(dir.path(), "two", 150)];
     // Reads never fail while the writers run.
     let started = Instant::now();
@@ -237,7 +255,7 @@ fn two_writers_and_a_reader_at_once_lose_nothing() {
 #[test]
 fn a_held_store_is_opened_once_and_other_processes_wait_for_it() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open_store(dir.path()).unwrap();
     store.put_document(&doc("held/0.md", 1, 0.0)).unwrap();
     let held = store.hold().unwrap();
     let opens = store.times_opened();
@@ -264,7 +282,7 @@ fn a_held_store_is_opened_once_and_other_processes_wait_for_it() {
 fn child_holder() {
     let spec = std::env::var("STORE_HOLDER").expect("run only as a child of the store tests");
     let (dir, ms) = spec.rsplit_once(':').unwrap();
-    let held = Store::open(Path::new(dir)).unwrap().hold().unwrap();
+    let held = open_store(Path::new(dir)).unwrap().hold().unwrap();
     std::fs::write(Path::new(dir).join("holding"), b"").unwrap();
     std::thread::sleep(Duration::from_millis(ms.parse().unwrap()));
     drop(held);
@@ -273,7 +291,7 @@ fn child_holder() {
 #[test]
 fn waiting_for_one_store_does_not_delay_another() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (store_a, store_b) = (Store::open(a.path()).unwrap(), Store::open(b.path()).unwrap());
+    let (store_a, store_b) = (open_store(a.path()).unwrap(), open_store(b.path()).unwrap());
     store_b.put_document(&doc("b.md", 1, 0.0)).unwrap();
     let mut holder = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child_holder", "--ignored", "--nocapture", "--test-threads=1"])
@@ -299,4 +317,14 @@ fn waiting_for_one_store_does_not_delay_another() {
     assert!(t.elapsed() < Duration::from_millis(500), "store B waited {:?} behind store A", t.elapsed());
     assert!(waiting.join().unwrap() > Duration::from_millis(500), "store A did not wait for the holder");
     assert!(holder.wait().unwrap().success());
+}
+
+/// The key these tests' stores are stamped with (one for every process of a test).
+fn test_key() -> std::sync::Arc<ragbox::datadir::owner::Key> {
+    std::sync::Arc::new(ragbox::datadir::owner::Key::from_bytes([7; 32]))
+}
+
+/// The store kept in the folder `dir`.
+fn open_store(dir: &Path) -> Result<Store, StoreError> {
+    Store::open_at(dir, test_key())
 }

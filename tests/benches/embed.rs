@@ -20,7 +20,8 @@ fn main() {
     let rounds: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(1);
     let texts: Vec<String> =
         serde_json::from_str(&std::fs::read_to_string(file).expect("read texts")).expect("JSON list");
-    let dir = ModelDir::open(&default_model_dir()).unwrap_or_else(|e| panic!("{e}"));
+    let dir =
+        ModelDir::open(&default_model_dir().expect("a home folder or RAGBOX_MODEL")).unwrap_or_else(|e| panic!("{e}"));
     let embedder = Embedder::load(&dir).expect("load model");
     let about = serde_json::json!({
         "kernels": embedder.isa().name(),

@@ -16,7 +16,6 @@
 //! write them (its vector index is the database's; the keyword index is
 //! built locally in WORKSPACE/.ragbox).
 
-use ragbox::config::DATA_DIR;
 use ragbox::corpus::{Corpus, SharedEmbedder};
 use ragbox::embed::default_model_dir;
 use ragbox::index::Filter;
@@ -48,16 +47,15 @@ fn main() {
     assert_eq!(bytes.len() % (4 * DIM), 0, "{vectors} is not a whole number of {DIM}-float vectors");
     let mut floats = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
 
-    let data_dir = PathBuf::from(workspace).join(DATA_DIR);
-    std::fs::create_dir_all(&data_dir).expect("create the data dir");
-    let embedder = Arc::new(SharedEmbedder::new(default_model_dir()));
+    let workspace = PathBuf::from(workspace);
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
     let corpus = match std::env::var("RAGBOX_STORE") {
         Ok(url) => {
             let target = Target::new(&TargetSpec { url, ..Default::default() }).expect("the store URL");
             let name = std::env::var("RAGBOX_COLLECTION").unwrap_or_else(|_| "load".into());
-            Corpus::shared(data_dir, Arc::new(Collection::new(target, &name)), embedder)
+            Corpus::shared(workspace.clone(), Arc::new(Collection::new(target, &name)), embedder)
         }
-        Err(_) => Corpus::new(data_dir, embedder),
+        Err(_) => Corpus::new(workspace.clone(), embedder),
     };
 
     let started = Instant::now();

@@ -8,7 +8,7 @@
 use ragbox::config::{Config, Origin};
 use ragbox::corpus::{Corpora, SharedEmbedder};
 use ragbox::embed::default_model_dir;
-use ragbox::runtime::{Catalog, CompileCache, Outcome, Request, Runner, Setup, new_engine};
+use ragbox::runtime::{Catalog, CompileCache, Found, Outcome, Request, Runner, Setup, Source, new_engine};
 use ragbox::workspace::Workspaces;
 use ragbox_tests::{Fixture, hostile_wasm, ragbox_bin, repo_root};
 use std::fmt::Write as _;
@@ -164,11 +164,16 @@ fn main() {
     // Per-call overhead in process: fresh store + WASI context + instantiate + call.
     let config = Config::default();
     let limits = config.limits_for("hostile", false);
-    let dirs = [(fixture.config_dir.join("tools"), Origin::User)];
-    let catalog = Catalog::load(&engine, &disk, &[], &dirs, &limits, &|_, _, _| Ok(()));
+    let tool = fixture.config_dir.join("tools/hostile.wasm");
+    let found = vec![Found {
+        source: Source::File(tool.clone()),
+        origin: Origin::User,
+        bytes: Ok(std::fs::read(&tool).unwrap()),
+    }];
+    let catalog = Catalog::load(&engine, &disk, &[], found, &limits, &|_, _, _| Ok(()), &|_| true);
     assert!(catalog.get("hostile").is_some(), "hostile loaded");
     let workspaces = Workspaces::new(&fixture.workspace, &[]).unwrap();
-    let embedder = Arc::new(SharedEmbedder::new(default_model_dir()));
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
     let runner = Runner::new(Setup { config, workspaces, catalog }, None, Arc::new(Corpora::new(embedder)));
     let arguments = serde_json::json!({"op": "ok"}).as_object().cloned().unwrap();
     let mut calls = Vec::new();

@@ -14,7 +14,6 @@
 //! Run with `make bench` after bench/scale.py (or `cargo bench -p
 //! ragbox-tests --bench vectors`); writes `bench/results/vectors.md`.
 
-use ragbox::config::DATA_DIR;
 use ragbox::corpus::{Corpus, SharedEmbedder};
 use ragbox::embed::{EmbedKind, Embedder, ModelDir, cpu_features, default_model_dir};
 use ragbox::index::{Filter, GRAPH, GraphParams, MemoryVectors, Tuning, VectorIndex};
@@ -110,7 +109,8 @@ fn embed_queries() -> Vec<Vec<f32>> {
         .take(QUERIES)
         .map(|l| serde_json::from_str::<Value>(&l.expect("a line")).expect("JSON")["text"].as_str().unwrap().into())
         .collect();
-    let dir = ModelDir::open(&default_model_dir()).unwrap_or_else(|e| panic!("{e} (make model fetches it)"));
+    let dir = ModelDir::open(&default_model_dir().expect("a home folder or RAGBOX_MODEL"))
+        .unwrap_or_else(|e| panic!("{e} (make model fetches it)"));
     let embedder = Embedder::load(&dir).expect("load the model");
     embedder.embed(&texts, EmbedKind::Query).expect("embed the queries")
 }
@@ -279,8 +279,6 @@ fn document(path: String, vectors: &[f32]) -> NewDocument {
 fn million_chunks(report: &mut String, docs: &[(String, usize)], vectors: &[f32], queries: &[Vec<f32>]) {
     let workspace = repo_root().join("target/bench-vectors-1m");
     let _ = std::fs::remove_dir_all(&workspace);
-    let data_dir = workspace.join(DATA_DIR);
-    std::fs::create_dir_all(&data_dir).expect("create the data dir");
     // The million: copy c of document d is `c{c}/{path}`, its vectors the originals plus noise.
     let mut rng = Lcg(42);
     let mut all = Vec::with_capacity(COPIES * vectors.len());
@@ -301,7 +299,10 @@ fn million_chunks(report: &mut String, docs: &[(String, usize)], vectors: &[f32]
     let want = exact_top10(queries, &all, |c| keys[c].clone());
     drop(keys);
 
-    let corpus = Corpus::new(data_dir.clone(), Arc::new(SharedEmbedder::new(default_model_dir())));
+    let corpus = Corpus::new(
+        workspace.to_path_buf(),
+        Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL"))),
+    );
     let t = Instant::now();
     let (mut batch, mut at) = (Vec::with_capacity(BATCH), 0);
     for (path, n) in &paths {
@@ -409,8 +410,8 @@ fn serve(workspace: &Path, plan: &Path) {
         .collect();
     drop(plan);
     let corpus = Arc::new(Corpus::new(
-        PathBuf::from(workspace).join(DATA_DIR),
-        Arc::new(SharedEmbedder::new(default_model_dir())),
+        PathBuf::from(workspace),
+        Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL"))),
     ));
     // As a tool call does: the store held open for the call.
     let search = |q: &[f32]| -> Vec<Key> {

@@ -2,6 +2,7 @@
 //! can branch on and the message that says what to do.
 
 use crate::corpus::CorpusError;
+use crate::datadir::DataDirError;
 use crate::embed::EmbedError;
 use crate::fulltext::FulltextError;
 use crate::runtime::bindings::ragbox::tools::types::{Error, ErrorCode};
@@ -31,10 +32,13 @@ impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
         let code = match &e {
             StoreError::Busy(_) | StoreError::Unreachable { .. } | StoreError::Conflict { .. } => ErrorCode::Busy,
-            StoreError::Corrupt { .. } | StoreError::Schema { .. } => ErrorCode::Corrupt,
+            StoreError::Corrupt { .. }
+            | StoreError::Schema { .. }
+            | StoreError::DataDir(DataDirError::NotPlain { .. } | DataDirError::TooLarge { .. }) => ErrorCode::Corrupt,
             StoreError::ModelMismatch { .. } => ErrorCode::ModelMismatch,
             StoreError::Dimension { .. } | StoreError::Invalid { .. } => ErrorCode::Invalid,
             StoreError::Io { .. }
+            | StoreError::DataDir(DataDirError::Io { .. } | DataDirError::Key(_))
             | StoreError::Redb { .. }
             | StoreError::Setup { .. }
             | StoreError::Database { .. } => ErrorCode::Internal,

@@ -3,15 +3,16 @@
 //! (after a warning) so it can be built again.
 
 use super::open::open;
-use crate::config::DATA_DIR;
-use crate::corpus::{Corpus, FULLTEXT_DIR, OLD_FULLTEXT_DIR, OLD_VECTORS_FILE, SHARED_KEYWORD_DIR, VECTORS_DIR};
+use crate::corpus::Corpus;
+use crate::datadir::{DATA_DIR, DataDir, KEYWORD_DIR, SHARED_DIR, STORE_FILE, VECTORS_DIR};
 use crate::embed::ModelInfo;
 use crate::index::Filter;
 use crate::postgres::Collection;
-use crate::store::{STORE_FILE, Store};
+use crate::store::Store;
 use anyhow::bail;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Checks `workspace` and prints one line per part; fails when something is broken.
 pub fn check(workspace: &Path) -> anyhow::Result<()> {
@@ -44,55 +45,10 @@ pub fn check(workspace: &Path) -> anyhow::Result<()> {
         }
     };
 
-    let data_dir = served.join(DATA_DIR);
     if let Some(collection) = corpus.collection() {
         broken += check_shared(&corpus, collection, model.as_ref());
-    } else if !data_dir.join(STORE_FILE).exists() {
-        println!("ok      index   nothing embedded yet in {} (run `ragbox index`)", data_dir.display());
     } else {
-        match Store::open_existing(&data_dir).and_then(|s| s.map(|s| s.stats()).transpose()) {
-            Ok(Some(stats)) => {
-                println!(
-                    "ok      store   {} documents, {} chunks, generation {} in {}",
-                    stats.documents,
-                    stats.chunks,
-                    stats.generation,
-                    data_dir.join(STORE_FILE).display()
-                );
-                if let (Some(stored), Some(current)) = (&stats.model_id, &model)
-                    && *stored != current.id
-                {
-                    broken += 1;
-                    println!(
-                        "BROKEN  model   the index was built with {stored}, the current model is {}: \
-                         `ragbox doctor --reset` then `ragbox index` re-embeds with it",
-                        current.id
-                    );
-                }
-                // Loading the derived indexes brings them up to date, or says why not.
-                let mut probe = vec![0.0; model.as_ref().map_or(384, |m| m.dimension)];
-                probe[0] = 1.0; // a unit vector: any query will do
-                match corpus.search_vectors(&probe, 1, &Filter::default()) {
-                    Ok(_) => println!("ok      vectors {}", describe_vectors(&data_dir)),
-                    Err(e) => {
-                        broken += 1;
-                        println!("BROKEN  vectors {e}");
-                    }
-                }
-                match corpus.search_fulltext("ragbox", 1, &Filter::default()) {
-                    Ok(_) => println!("ok      keyword BM25 index in {}", data_dir.join(FULLTEXT_DIR).display()),
-                    Err(e) => {
-                        broken += 1;
-                        println!("BROKEN  keyword {e}");
-                    }
-                }
-            }
-            Ok(None) => println!("ok      index   nothing embedded yet"),
-            Err(e) => {
-                broken += 1;
-                println!("BROKEN  store   {e}");
-            }
-        }
+        broken += check_local(&corpus, &served, model.as_ref());
     }
     if broken > 0 {
         println!();
@@ -102,6 +58,84 @@ pub fn check(workspace: &Path) -> anyhow::Result<()> {
     }
     println!("everything is in order");
     Ok(())
+}
+
+/// Checks the local store and the indexes derived from it; returns the problems found.
+fn check_local(corpus: &Corpus, served: &Path, model: Option<&ModelInfo>) -> usize {
+    let data_dir = served.join(DATA_DIR);
+    let data = match DataDir::open(served) {
+        Ok(Some(data)) => Arc::new(data),
+        Ok(None) => {
+            println!("ok      index   nothing embedded yet in {} (run `ragbox index`)", data_dir.display());
+            return 0;
+        }
+        Err(e) => {
+            say!("BROKEN  data    {e}");
+            return 1;
+        }
+    };
+    match data.is_vouched() {
+        Ok(true) => {}
+        Ok(false) => {
+            say!(
+                "note    index   {} was not made by ragbox for you on this machine (it came with the folder, from a \
+                 copy, or from an earlier ragbox): it is never read, and `ragbox index` builds the index again",
+                data_dir.display()
+            );
+            return 0;
+        }
+        Err(e) => {
+            say!("BROKEN  data    {e}");
+            return 1;
+        }
+    }
+    let stats = match Store::open_existing(&data).and_then(|s| s.map(|s| s.stats()).transpose()) {
+        Ok(Some(stats)) => stats,
+        Ok(None) => {
+            println!("ok      index   nothing embedded yet in {} (run `ragbox index`)", data_dir.display());
+            return 0;
+        }
+        Err(e) => {
+            say!("BROKEN  store   {e}");
+            return 1;
+        }
+    };
+    let mut broken = 0;
+    println!(
+        "ok      store   {} documents, {} chunks, generation {} in {}",
+        stats.documents,
+        stats.chunks,
+        stats.generation,
+        data_dir.join(STORE_FILE).display()
+    );
+    if let (Some(stored), Some(current)) = (&stats.model_id, model)
+        && *stored != current.id
+    {
+        broken += 1;
+        println!(
+            "BROKEN  model   the index was built with {stored}, the current model is {}: \
+             `ragbox doctor --reset` then `ragbox index` re-embeds with it",
+            current.id
+        );
+    }
+    // Loading the derived indexes brings them up to date, or says why not.
+    let mut probe = vec![0.0; model.map_or(384, |m| m.dimension)];
+    probe[0] = 1.0; // a unit vector: any query will do
+    match corpus.search_vectors(&probe, 1, &Filter::default()) {
+        Ok(_) => println!("ok      vectors {}", describe_vectors(&data)),
+        Err(e) => {
+            broken += 1;
+            say!("BROKEN  vectors {e}");
+        }
+    }
+    match corpus.search_fulltext("ragbox", 1, &Filter::default()) {
+        Ok(_) => println!("ok      keyword BM25 index in {}", data_dir.join(KEYWORD_DIR).display()),
+        Err(e) => {
+            broken += 1;
+            say!("BROKEN  keyword {e}");
+        }
+    }
+    broken
 }
 
 /// Checks the shared store: the server, pgvector, the schema, the
@@ -191,10 +225,9 @@ fn check_shared(corpus: &Corpus, collection: &Collection, model: Option<&ModelIn
         }
     }
     match corpus.search_fulltext("ragbox", 1, &Filter::default()) {
-        Ok(_) => println!(
-            "ok      keyword BM25 index kept locally in {}",
-            corpus.data_dir().join(SHARED_KEYWORD_DIR).display()
-        ),
+        Ok(_) => {
+            println!("ok      keyword BM25 index kept locally in {}", corpus.data_dir().join(SHARED_DIR).display())
+        }
         Err(e) => {
             broken += 1;
             println!("BROKEN  keyword {e}");
@@ -203,16 +236,9 @@ fn check_shared(corpus: &Corpus, collection: &Collection, model: Option<&ModelIn
     broken
 }
 
-fn describe_vectors(data_dir: &Path) -> String {
-    let dir = data_dir.join(VECTORS_DIR);
-    let files: Vec<(String, u64)> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|e| Some((e.file_name().to_str()?.to_string(), e.metadata().ok()?.len())))
-                .collect()
-        })
-        .unwrap_or_default();
+fn describe_vectors(data: &DataDir) -> String {
+    let dir = data.path().join(VECTORS_DIR);
+    let files = data.file_sizes(VECTORS_DIR).unwrap_or_default();
     let count = |suffix: &str| files.iter().filter(|(n, _)| n.ends_with(suffix)).count();
     let bytes: u64 = files.iter().map(|(_, len)| len).sum();
     if count(".codes") == 0 {
@@ -228,67 +254,82 @@ fn describe_vectors(data_dir: &Path) -> String {
 }
 
 /// Deletes the store and the derived indexes of `workspace`, after a warning
-/// and a confirmation (`yes`, or an answer on a terminal).
+/// and a confirmation (`yes`, or an answer on a terminal); links and special
+/// files where ragbox keeps something go too, whatever they point at.
 pub fn reset(workspace: &Path, yes: bool) -> anyhow::Result<()> {
     let workspace = &std::fs::canonicalize(workspace)
         .map_err(|e| anyhow::anyhow!("workspace {} cannot be opened: {e}", workspace.display()))?;
-    let config = crate::config::Config::load(workspace)?;
-    if let Some(collection) = super::open::shared_collection(&config, workspace)? {
-        return reset_shared(workspace, &collection, yes);
+    // A data dir too broken to read its config from is reset locally: what
+    // is broken is here, whatever store the user's config names.
+    match crate::config::Config::load(workspace) {
+        Ok(config) => {
+            if let Some(collection) = super::open::shared_collection(&config, workspace)? {
+                return reset_shared(workspace, &collection, yes);
+            }
+        }
+        Err(e) => eprintln!("{}", crate::text::for_terminal(&format!("(the config cannot be read: {e})"))),
     }
     let data_dir = workspace.join(DATA_DIR);
-    let targets: Vec<_> = [STORE_FILE, VECTORS_DIR, OLD_VECTORS_FILE, FULLTEXT_DIR, OLD_FULLTEXT_DIR]
-        .iter()
-        .map(|name| data_dir.join(name))
-        .filter(|p| p.exists())
-        .collect();
+    let targets = match DataDir::open(workspace) {
+        Ok(Some(data)) => data.index_names().into_iter().map(|n| data_dir.join(n)).collect(),
+        Ok(None) => Vec::new(),
+        // The data dir itself is a link or special file: that is what goes.
+        Err(_) => vec![data_dir.clone()],
+    };
     if targets.is_empty() {
         println!("nothing to reset: no index in {}", data_dir.display());
         return Ok(());
     }
-    let documents = Store::open_existing(&data_dir)
+    let documents = DataDir::open(workspace)
         .ok()
         .flatten()
+        .filter(|data| data.is_vouched().unwrap_or(false))
+        .and_then(|data| Store::open_existing(&Arc::new(data)).ok().flatten())
         .and_then(|s| s.stats().ok())
         .map_or_else(|| "all".to_string(), |s| s.documents.to_string());
     eprintln!("This deletes the index of {}:", workspace.display());
     for t in &targets {
-        eprintln!("  {}", t.display());
+        eprintln!("  {}", crate::text::for_terminal(&t.display().to_string()));
     }
     eprintln!("The embeddings of {documents} documents are lost; `ragbox index` makes them again.");
-    eprintln!("The config and the tools folder in {} are kept.", data_dir.display());
+    eprintln!("A plain config.toml and tools folder in {} are kept.", data_dir.display());
     if !confirmed(yes)? {
         return Ok(());
     }
-    for t in &targets {
-        let removed = if t.is_dir() { std::fs::remove_dir_all(t) } else { std::fs::remove_file(t) };
-        removed.map_err(|e| anyhow::anyhow!("cannot delete {}: {e}", t.display()))?;
-    }
+    crate::datadir::reset(workspace)?;
     println!("index deleted; run `ragbox index` to embed the workspace again");
     Ok(())
 }
 
 /// Drops the shared collection of `workspace` (every machine's index of it)
-/// and this workspace's local keyword index of it, after a confirmation.
+/// after a confirmation, and this workspace's local keyword indexes of
+/// shared collections (a link there goes itself, never its target).
 fn reset_shared(workspace: &Path, collection: &Collection, yes: bool) -> anyhow::Result<()> {
-    let Some(row) = collection.row()? else {
-        println!("nothing to reset: no collection {:?} at {}", collection.name(), collection.target().shown());
-        return Ok(());
-    };
-    eprintln!("This drops the shared collection {:?} at {}:", collection.name(), collection.target().shown());
-    eprintln!(
-        "{} documents and {} chunks, for every machine that indexes into it; `ragbox index` makes them again.",
-        row.documents, row.chunks
-    );
-    if !confirmed(yes)? {
-        return Ok(());
+    match collection.row()? {
+        None => {
+            println!("no collection {:?} at {}", collection.name(), collection.target().shown());
+        }
+        Some(row) => {
+            eprintln!("This drops the shared collection {:?} at {}:", collection.name(), collection.target().shown());
+            eprintln!(
+                "{} documents and {} chunks, for every machine that indexes into it; `ragbox index` makes them again.",
+                row.documents, row.chunks
+            );
+            if !confirmed(yes)? {
+                return Ok(());
+            }
+            collection.drop_collection()?;
+            println!("collection dropped; run `ragbox index` to embed the workspace again");
+        }
     }
-    collection.drop_collection()?;
-    let local = workspace.join(DATA_DIR).join(SHARED_KEYWORD_DIR);
-    if local.exists() {
-        std::fs::remove_dir_all(&local).map_err(|e| anyhow::anyhow!("cannot delete {}: {e}", local.display()))?;
+    match DataDir::open(workspace) {
+        Ok(Some(data)) => data.remove_index_dir(SHARED_DIR)?,
+        Ok(None) => {}
+        // The data dir itself a link or special file: that goes.
+        Err(_) => {
+            crate::datadir::reset(workspace)?;
+        }
     }
-    println!("collection dropped; run `ragbox index` to embed the workspace again");
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 
 use super::open::shared_collection_at;
 use crate::config::{Config, DATA_DIR};
+use crate::datadir::DataDir;
 use crate::store::{NewChunk, NewDocument, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::Path;
@@ -19,7 +20,8 @@ pub fn run(workspace: &Path, url: &str, as_json: bool) -> anyhow::Result<()> {
     let config = Config::load(&workspace)?;
     let collection = shared_collection_at(&config, &workspace, url)?;
     let data_dir = workspace.join(DATA_DIR);
-    let Some(store) = Store::open_existing(&data_dir)? else {
+    let data = DataDir::open(&workspace)?.map(std::sync::Arc::new);
+    let Some(store) = data.map(|data| Store::open_existing(&data)).transpose()?.flatten() else {
         anyhow::bail!("nothing to migrate: {} holds no index (run `ragbox index` first)", data_dir.display());
     };
     let stats = store.stats()?;

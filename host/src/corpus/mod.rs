@@ -20,7 +20,7 @@ pub use embedder::SharedEmbedder;
 use keyword::Keyword;
 use records::Records;
 
-use crate::config::DATA_DIR;
+use crate::datadir::{DATA_DIR, DataDir, DataDirError, KEYWORD_DIR, SHARED_DIR};
 use crate::embed::EmbedError;
 use crate::fulltext::FulltextError;
 use crate::index::{DocumentHit, Filter, FullVectors, Hit, IndexState, Tuning, VectorIndex};
@@ -29,19 +29,6 @@ use crate::store::{ChunkRecord, DocumentRecord, NewDocument, Stats, Store, Store
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// Folder of the keyword index inside the data dir.
-pub const FULLTEXT_DIR: &str = "keyword";
-/// Where an earlier ragbox kept its chunks-only keyword index. Left alone
-/// (a server of that version may still be using it); `ragbox doctor --reset`
-/// and a new store remove it.
-pub const OLD_FULLTEXT_DIR: &str = "fulltext";
-
-/// The saved vector index (written once it has a segment) in the data dir.
-pub const VECTORS_DIR: &str = "vectors";
-/// Where an earlier ragbox saved its single-graph vector index: removed when
-/// this one saves its own.
-pub const OLD_VECTORS_FILE: &str = "vectors.idx";
 
 /// Errors a tool sees from the index; each says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +44,12 @@ pub enum CorpusError {
     Embed(#[from] EmbedError),
 }
 
+impl From<DataDirError> for CorpusError {
+    fn from(e: DataDirError) -> Self {
+        Self::Store(e.into())
+    }
+}
+
 /// A chunk hit with its text.
 #[derive(Debug, Clone)]
 pub struct ChunkHit {
@@ -66,30 +59,36 @@ pub struct ChunkHit {
     pub chunk: ChunkRecord,
 }
 
-/// The keyword index, locked, with the folder it is kept in.
-type KeywordSlot<'a> = MutexGuard<'a, Option<(PathBuf, Keyword)>>;
-
-/// Folder of the local keyword indexes of shared collections, inside the data dir.
-pub const SHARED_KEYWORD_DIR: &str = "shared";
+/// The keyword index, locked, with its folder in the data dir.
+type KeywordSlot<'a> = MutexGuard<'a, Option<(String, Keyword)>>;
 
 /// The index of one workspace, shared by every call in this process.
 pub struct Corpus {
+    /// `<workspace>/.ragbox`, for messages; opened through `data`.
     data_dir: PathBuf,
+    workspace: PathBuf,
+    /// The data dir, once it has been opened.
+    data: Mutex<Option<Arc<DataDir>>>,
+    /// The key its stamps are checked with, when not the user's (tests, tools).
+    key: Option<Arc<crate::datadir::owner::Key>>,
     /// The shared store, when configured; else the local one below.
     shared: Option<Arc<Collection>>,
     store: Mutex<Option<Store>>,
     vectors: Mutex<Option<VectorIndex>>,
-    /// The keyword index and the folder it is kept in.
-    keyword: Mutex<Option<(PathBuf, Keyword)>>,
+    /// The keyword index and its folder in the data dir.
+    keyword: Mutex<Option<(String, Keyword)>>,
     embedder: Arc<SharedEmbedder>,
     memo: memo::Memo,
 }
 
 impl Corpus {
-    /// The index kept in `data_dir`, embedding with `embedder`.
-    pub fn new(data_dir: PathBuf, embedder: Arc<SharedEmbedder>) -> Self {
+    /// The index of `workspace`, kept in its data dir, embedding with `embedder`.
+    pub fn new(workspace: PathBuf, embedder: Arc<SharedEmbedder>) -> Self {
         Self {
-            data_dir,
+            data_dir: workspace.join(DATA_DIR),
+            workspace,
+            data: Mutex::new(None),
+            key: None,
             shared: None,
             store: Mutex::new(None),
             vectors: Mutex::new(None),
@@ -99,10 +98,16 @@ impl Corpus {
         }
     }
 
-    /// The index kept in the shared `collection` (its keyword index in
-    /// `data_dir`), embedding with `embedder`.
-    pub fn shared(data_dir: PathBuf, collection: Arc<Collection>, embedder: Arc<SharedEmbedder>) -> Self {
-        Self { shared: Some(collection), ..Self::new(data_dir, embedder) }
+    /// The index of `workspace` kept in the shared `collection` (its keyword
+    /// index in the data dir), embedding with `embedder`.
+    pub fn shared(workspace: PathBuf, collection: Arc<Collection>, embedder: Arc<SharedEmbedder>) -> Self {
+        Self { shared: Some(collection), ..Self::new(workspace, embedder) }
+    }
+
+    /// This corpus, its data dir's stamps made and checked with `key`
+    /// instead of the user's (for tests and tools that keep no user config).
+    pub fn with_key(self, key: Arc<crate::datadir::owner::Key>) -> Self {
+        Self { key: Some(key), ..self }
     }
 
     /// The shared collection, when this index lives in one.
@@ -120,7 +125,7 @@ impl Corpus {
         &self.embedder
     }
 
-    /// The workspace's data folder (`.ragbox/`).
+    /// The workspace's data folder (`.ragbox/`), for messages.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
     }
@@ -128,6 +133,23 @@ impl Corpus {
     /// The store file (which may not exist yet).
     pub fn db_path(&self) -> PathBuf {
         self.data_dir.join(crate::store::STORE_FILE)
+    }
+
+    /// The data dir held open: `None` when there is none and `create` is false.
+    fn data(&self, create: bool) -> Result<Option<Arc<DataDir>>, CorpusError> {
+        let mut slot = lock(&self.data);
+        if slot.is_none() {
+            *slot = match create {
+                true => Some(Arc::new(DataDir::create_with(&self.workspace, self.key.clone())?)),
+                false => DataDir::open(&self.workspace)?
+                    .map(|d| match &self.key {
+                        Some(key) => d.with_key(key.clone()),
+                        None => d,
+                    })
+                    .map(Arc::new),
+            };
+        }
+        Ok(slot.clone())
     }
 
     /// Where the store is: the redb file, or the shared collection as
@@ -143,7 +165,8 @@ impl Corpus {
     fn existing_store(&self) -> Result<Option<Store>, CorpusError> {
         let mut slot = lock(&self.store);
         if slot.is_none() {
-            *slot = Store::open_existing(&self.data_dir)?;
+            let Some(data) = self.data(false)? else { return Ok(None) };
+            *slot = Store::open_existing(&data)?;
         }
         Ok(slot.clone())
     }
@@ -151,18 +174,16 @@ impl Corpus {
     /// The store, created when missing.
     fn store(&self) -> Result<Store, CorpusError> {
         let mut slot = lock(&self.store);
-        if slot.is_none() {
-            if !self.db_path().exists() {
-                // Derived indexes of an earlier store (deleted by the user) could
-                // claim the new store's generation by coincidence: drop them.
-                let _ = std::fs::remove_file(self.data_dir.join(OLD_VECTORS_FILE));
-                let _ = std::fs::remove_dir_all(self.data_dir.join(VECTORS_DIR));
-                let _ = std::fs::remove_dir_all(self.data_dir.join(FULLTEXT_DIR));
-                let _ = std::fs::remove_dir_all(self.data_dir.join(OLD_FULLTEXT_DIR));
-            }
-            *slot = Some(Store::open(&self.data_dir)?);
+        if let Some(store) = slot.as_ref() {
+            return Ok(store.clone());
         }
-        Ok(slot.clone().expect("just set"))
+        let data = self.data(true)?.ok_or_else(|| DataDirError::Io {
+            path: self.data_dir.clone(),
+            source: std::io::ErrorKind::NotFound.into(),
+        })?;
+        let store = Store::open(&data)?;
+        *slot = Some(store.clone());
+        Ok(store)
     }
 
     /// The store to read: the shared collection, or the local store if one
@@ -260,11 +281,15 @@ impl Corpus {
             *slot = None;
             return Ok((slot, None));
         };
-        let index = slot.get_or_insert_with(|| {
-            let index = VectorIndex::open(&self.data_dir.join(VECTORS_DIR), Tuning::standard());
-            let _ = std::fs::remove_file(self.data_dir.join(OLD_VECTORS_FILE));
-            index
-        });
+        if slot.is_none() {
+            let data = self.data(false)?.ok_or_else(|| DataDirError::Io {
+                path: self.data_dir.clone(),
+                source: std::io::ErrorKind::NotFound.into(),
+            })?;
+            let shown = self.data_dir.join(crate::datadir::VECTORS_DIR);
+            *slot = Some(VectorIndex::open_in(data.vectors_dir()?, &shown, Tuning::standard()));
+        }
+        let index = slot.as_mut().expect("just set");
         index.refresh();
         if store.generation()? != index.generation() {
             index.apply(store.vector_delta(index.generation())?);
@@ -327,43 +352,32 @@ impl Corpus {
     /// is a store.
     fn current_keyword(&self) -> Result<Option<KeywordSlot<'_>>, CorpusError> {
         let Some(store) = self.reader()? else { return Ok(None) };
-        let dir = match &self.shared {
+        let rel = match &self.shared {
             Some(shared) => {
                 let Some(row) = shared.row()? else { return Ok(None) };
-                crate::config::ensure_data_dir(&self.data_dir)
-                    .map_err(|source| StoreError::Io { path: self.data_dir.clone(), source })?;
-                self.shared_keyword_dir(&row, shared)
+                format!("{SHARED_DIR}/{}", shared_keyword_name(&row, shared))
             }
-            None => self.data_dir.join(FULLTEXT_DIR),
+            None => KEYWORD_DIR.to_string(),
         };
         let mut slot = lock(&self.keyword);
-        if slot.as_ref().is_none_or(|(open, _)| *open != dir) {
+        if slot.as_ref().is_none_or(|(open, _)| *open != rel) {
             *slot = None;
-            let keyword = Keyword::open(&dir)?;
-            *slot = Some((dir, keyword));
+            let data = self.data(true)?.ok_or_else(|| DataDirError::Io {
+                path: self.data_dir.clone(),
+                source: std::io::ErrorKind::NotFound.into(),
+            })?;
+            if self.shared.is_some() {
+                // One collection's index per workspace: the others' go.
+                let keep = rel.trim_start_matches(&format!("{SHARED_DIR}/")).to_string();
+                for name in data.index_entries(SHARED_DIR)?.into_iter().filter(|n| *n != keep) {
+                    data.remove_index_dir(&format!("{SHARED_DIR}/{name}"))?;
+                }
+            }
+            let keyword = Keyword::open(&data.index_dir(&rel)?)?;
+            *slot = Some((rel, keyword));
         }
         slot.as_mut().expect("just set").1.catch_up(store.as_ref())?;
         Ok(Some(slot))
-    }
-
-    /// The folder of a shared collection's local keyword index: one per
-    /// collection identity (a collection dropped and made again starts a new
-    /// one), the others of this workspace removed.
-    fn shared_keyword_dir(&self, row: &crate::postgres::Row, shared: &Collection) -> PathBuf {
-        let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
-        let identity = format!("{}\0{}\0{}\0{}", shared.target().shown(), shared.name(), row.id, row.created);
-        sha2::Digest::update(&mut hasher, identity.as_bytes());
-        let name = hex::encode(&sha2::Digest::finalize(hasher)[..8]);
-        let root = self.data_dir.join(SHARED_KEYWORD_DIR);
-        let dir = root.join(&name);
-        if !dir.exists()
-            && let Ok(entries) = std::fs::read_dir(&root)
-        {
-            for entry in entries.flatten() {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-        dir
     }
 
     /// The `k` best BM25 chunks for `query` among documents passing `filter`, with their text.
@@ -435,16 +449,24 @@ impl Corpora {
         lock(&self.open)
             .entry(workspace.to_path_buf())
             .or_insert_with(|| {
-                let data_dir = workspace.join(DATA_DIR);
+                let workspace = workspace.to_path_buf();
                 Arc::new(match &self.shared {
-                    Some((served, collection)) if served == workspace => {
-                        Corpus::shared(data_dir, collection.clone(), self.embedder.clone())
+                    Some((served, collection)) if *served == workspace => {
+                        Corpus::shared(workspace, collection.clone(), self.embedder.clone())
                     }
-                    _ => Corpus::new(data_dir, self.embedder.clone()),
+                    _ => Corpus::new(workspace, self.embedder.clone()),
                 })
             })
             .clone()
     }
+}
+
+/// The folder name of a shared collection's local keyword index: one per
+/// collection identity (a collection dropped and made again starts a new one).
+fn shared_keyword_name(row: &crate::postgres::Row, shared: &Collection) -> String {
+    use sha2::Digest as _;
+    let identity = format!("{}\0{}\0{}\0{}", shared.target().shown(), shared.name(), row.id, row.created);
+    hex::encode(&sha2::Sha256::digest(identity.as_bytes())[..8])
 }
 
 /// Locks `m`; a panic elsewhere while holding it leaves data that is still usable.

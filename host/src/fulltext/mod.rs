@@ -258,9 +258,21 @@ fn path_words(path: &str) -> &str {
     }
 }
 
+/// An error of tantivy's in a few words: some carry the content of the
+/// file they could not parse, which is no one's to print.
+fn brief(e: &dyn std::fmt::Display) -> String {
+    let full = e.to_string();
+    let head = full.split("Content").next().unwrap_or_default().trim_end();
+    let mut cut: String = head.chars().take(300).collect();
+    if cut.len() < head.len() {
+        cut.push('…');
+    }
+    crate::text::for_terminal(&cut).into_owned()
+}
+
 impl Part {
     fn open(dir: &Path) -> Result<Self, FulltextError> {
-        let fail = |e: &dyn std::fmt::Display| FulltextError::Index { path: dir.to_path_buf(), message: e.to_string() };
+        let fail = |e: &dyn std::fmt::Display| FulltextError::Index { path: dir.to_path_buf(), message: brief(e) };
         std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
         let mut schema = Schema::builder();
         let analyzed = TextOptions::default().set_indexing_options(
@@ -487,7 +499,7 @@ impl Part {
     }
 
     fn err(&self, e: impl std::fmt::Display) -> FulltextError {
-        FulltextError::Index { path: self.dir.clone(), message: e.to_string() }
+        FulltextError::Index { path: self.dir.clone(), message: brief(&e) }
     }
 }
 

@@ -169,11 +169,19 @@ impl VectorIndex {
         index
     }
 
-    /// The index saved in `dir` (empty at generation 0 when there is none),
-    /// saving itself there as it changes unless another process does.
-    pub fn open(dir: &Path, tuning: Tuning) -> Self {
-        let save = saved::SaveDir::take(dir);
-        let loaded = saved::load(dir);
+    /// The index saved in the folder `dir` (made when missing; empty at
+    /// generation 0 when nothing is saved there), saving itself there as it
+    /// changes unless another process does.
+    pub fn open(dir: &Path, tuning: Tuning) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let held = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())?;
+        Ok(Self::open_in(held, dir, tuning))
+    }
+
+    /// [`Self::open`] on a folder held open (shown as `path`).
+    pub fn open_in(dir: cap_std::fs::Dir, path: &Path, tuning: Tuning) -> Self {
+        let save = saved::SaveDir::take(&dir, path);
+        let loaded = saved::load(&dir, path);
         let next_id = loaded.as_ref().map_or(0, |l| l.manifest.next_id);
         let mut index = Self::empty(tuning, Worker::new(tuning.graph, tuning.build_threads, save), next_id);
         if let Some(loaded) = loaded {

@@ -10,15 +10,18 @@
 //! A loaded index catches up through the store's change log like one in
 //! memory; a segment without its graph file is queued for a build (a process
 //! killed mid-build resumes). Anything unreadable is ignored and the index
-//! rebuilt from the store: it is derived data.
+//! rebuilt from the store: it is derived data. The folder is used through a
+//! held handle (from [`crate::datadir`]): nothing here follows a link or
+//! opens a special file, and every read has a size cap.
 
 use super::hnsw::Graph;
 use super::quantized::Codes;
 use super::segment::Segment;
+use crate::platform;
 use crate::store::DocumentRecord;
+use cap_std::fs::{Dir, OpenOptions};
 use serde::{Deserialize, Serialize};
-use std::fs::File;
-use std::io::Write;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -26,6 +29,10 @@ use std::sync::Arc;
 pub(super) const VERSION: u32 = 2;
 const MANIFEST: &str = "manifest";
 const LOCK: &str = "lock";
+/// Largest manifest read: a million chunks' documents take tens of MB.
+const MAX_MANIFEST_BYTES: u64 = 1 << 30;
+/// Largest segment or graph file read (a full segment's are about 100 MB).
+const MAX_SEGMENT_BYTES: u64 = 4 << 30;
 
 /// What the manifest holds.
 #[derive(Serialize, Deserialize)]
@@ -55,18 +62,23 @@ struct SegmentFile {
 
 /// The folder this process writes the index to, held by its lock.
 pub(super) struct SaveDir {
+    dir: Dir,
+    /// Where it is, for messages.
     path: PathBuf,
     /// Unique per process: file names never collide with an earlier writer's.
     token: u64,
-    _lock: File,
+    _lock: std::fs::File,
 }
 
 impl SaveDir {
-    /// Takes the folder for writing; `None` when another process holds it or it cannot be made.
-    pub(super) fn take(path: &Path) -> Option<Self> {
-        std::fs::create_dir_all(path).ok()?;
-        let lock = File::options().create(true).truncate(false).write(true).open(path.join(LOCK)).ok()?;
-        if lock.try_lock().is_err() {
+    /// Takes the folder `dir` (shown as `path`) for writing; `None` when
+    /// another process holds it or its lock cannot be made.
+    pub(super) fn take(dir: &Dir, path: &Path) -> Option<Self> {
+        let mut options = OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        platform::no_follow_no_block(platform::private_file(&mut options));
+        let lock = dir.open_with(LOCK, &options).ok()?.into_std();
+        if !lock.metadata().ok()?.is_file() || lock.try_lock().is_err() {
             tracing::debug!(
                 "another process saves the vector index in {}; this one keeps it in memory",
                 path.display()
@@ -75,7 +87,7 @@ impl SaveDir {
         }
         use std::hash::BuildHasher;
         let token = std::collections::hash_map::RandomState::new().hash_one(std::process::id());
-        Some(Self { path: path.to_path_buf(), token, _lock: lock })
+        Some(Self { dir: dir.try_clone().ok()?, path: path.to_path_buf(), token, _lock: lock })
     }
 
     /// The file stem of segment `id` written by this process.
@@ -105,23 +117,60 @@ impl SaveDir {
         let bytes = postcard::to_stdvec(manifest).map_err(|e| e.to_string())?;
         self.write(MANIFEST, &bytes)?;
         let keep: std::collections::HashSet<&str> = manifest.segments.iter().map(|(s, _)| s.as_str()).collect();
-        for entry in std::fs::read_dir(&self.path).map_err(|e| e.to_string())?.flatten() {
+        for entry in self.dir.entries().map_err(|e| e.to_string())?.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
             let stem = name.strip_suffix(".codes").or_else(|| name.strip_suffix(".graph"));
             if stem.is_some_and(|s| s.starts_with("segment-") && !keep.contains(s)) {
-                let _ = std::fs::remove_file(entry.path());
+                let _ = self.dir.remove_file(name);
             }
         }
         Ok(())
     }
 
+    /// Writes `name` through a temporary file, so a reader sees the old
+    /// file or the new one.
     fn write(&self, name: &str, bytes: &[u8]) -> Result<(), String> {
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.path).map_err(|e| e.to_string())?;
-        tmp.write_all(bytes).map_err(|e| e.to_string())?;
-        tmp.persist(self.path.join(name)).map_err(|e| e.to_string())?;
-        Ok(())
+        // Unique per write: the worker and the index may write at once.
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = format!(".{name}-{:016x}-{n}", self.token);
+        let mut options = OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        platform::no_follow_no_block(platform::private_file(&mut options));
+        let written = self.dir.open_with(&tmp, &options).and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.sync_data()
+        });
+        let renamed = written.and_then(|()| self.dir.rename(&tmp, &self.dir, name));
+        if renamed.is_err() {
+            let _ = self.dir.remove_file(&tmp);
+        }
+        renamed.map_err(|e| format!("{}: {e}", self.path.join(name).display()))
     }
+}
+
+/// The regular file `name` in `dir`, at most `max` bytes; `Ok(None)` when
+/// there is none. A link or special file is an error, never followed.
+fn read(dir: &Dir, name: &str, max: u64) -> Result<Option<Vec<u8>>, String> {
+    let file = match dir.open_with(name, platform::no_follow_no_block(OpenOptions::new().read(true))) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{name}: {e}")),
+    };
+    let meta = file.metadata().map_err(|e| format!("{name}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{name} is not a regular file"));
+    }
+    if meta.len() > max {
+        return Err(format!("{name} is {} bytes, over the {max} ragbox reads", meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max + 1).read_to_end(&mut bytes).map_err(|e| format!("{name}: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(format!("{name} grew past the {max} bytes ragbox reads"));
+    }
+    Ok(Some(bytes))
 }
 
 /// A saved index as read back: the manifest and its segments (with graphs
@@ -131,20 +180,23 @@ pub(super) struct Loaded {
     pub(super) segments: Vec<Segment>,
 }
 
-/// Reads the index saved in `dir`; `None` (with a log line) when there is
-/// none or it cannot be used.
-pub(super) fn load(dir: &Path) -> Option<Loaded> {
-    let bytes = std::fs::read(dir.join(MANIFEST)).ok()?;
-    match read(dir, &bytes) {
-        Ok(loaded) => Some(loaded),
+/// Reads the index saved in `dir` (shown as `path`); `None` (with a log
+/// line) when there is none or it cannot be used.
+pub(super) fn load(dir: &Dir, path: &Path) -> Option<Loaded> {
+    let loaded = read(dir, MANIFEST, MAX_MANIFEST_BYTES).and_then(|bytes| match bytes {
+        Some(bytes) => parse(dir, &bytes).map(Some),
+        None => Ok(None),
+    });
+    match loaded {
+        Ok(loaded) => loaded,
         Err(e) => {
-            tracing::warn!("ignoring the saved vector index in {}: {e}; rebuilding it", dir.display());
+            tracing::warn!("ignoring the saved vector index in {}: {e}; rebuilding it", path.display());
             None
         }
     }
 }
 
-fn read(dir: &Path, bytes: &[u8]) -> Result<Loaded, String> {
+fn parse(dir: &Dir, bytes: &[u8]) -> Result<Loaded, String> {
     let manifest: Manifest = postcard::from_bytes(bytes).map_err(|e| e.to_string())?;
     if manifest.version != VERSION {
         return Err(format!("layout version {} (this ragbox writes {VERSION})", manifest.version));
@@ -162,11 +214,18 @@ fn read(dir: &Path, bytes: &[u8]) -> Result<Loaded, String> {
     if !fresh_ok {
         return Err("inconsistent fresh buffer".into());
     }
+    // Each segment file is read once: a manifest listing one many times
+    // (or naming a file elsewhere) was not written by ragbox.
+    let mut stems = std::collections::HashSet::new();
+    let plain = |stem: &str| !stem.is_empty() && !stem.contains(['/', '\\']) && stem != "..";
+    if !manifest.segments.iter().all(|(stem, _)| plain(stem) && stems.insert(stem.as_str())) {
+        return Err("a segment listed twice, or outside its folder".into());
+    }
     let mut segments = Vec::new();
     for (stem, len) in &manifest.segments {
-        let codes_path = dir.join(format!("{stem}.codes"));
-        let bytes = std::fs::read(&codes_path).map_err(|e| format!("{}: {e}", codes_path.display()))?;
-        let file: SegmentFile = postcard::from_bytes(&bytes).map_err(|e| format!("{}: {e}", codes_path.display()))?;
+        let codes_name = format!("{stem}.codes");
+        let bytes = read(dir, &codes_name, MAX_SEGMENT_BYTES)?.ok_or_else(|| format!("{codes_name} is missing"))?;
+        let file: SegmentFile = postcard::from_bytes(&bytes).map_err(|e| format!("{codes_name}: {e}"))?;
         let consistent = file.version == VERSION
             && file.chunks.len() as u64 == *len
             && file.codes.len() == file.chunks.len()
@@ -174,17 +233,19 @@ fn read(dir: &Path, bytes: &[u8]) -> Result<Loaded, String> {
             && file.codes.dimension() == dimension
             && valid_chunks(&file.chunks);
         if !consistent {
-            return Err(format!("{} does not match the manifest", codes_path.display()));
+            return Err(format!("{codes_name} does not match the manifest"));
         }
         let segment = Segment::new(file.id, file.chunks, file.codes);
-        let graph_path = dir.join(format!("{stem}.graph"));
-        if let Ok(bytes) = std::fs::read(&graph_path) {
-            match Graph::read(&bytes, segment.codes.clone()) {
+        let graph_name = format!("{stem}.graph");
+        match read(dir, &graph_name, MAX_SEGMENT_BYTES) {
+            Ok(Some(bytes)) => match Graph::read(&bytes, segment.codes.clone()) {
                 Ok(graph) => {
                     let _ = segment.graph.set(graph);
                 }
-                Err(e) => tracing::warn!("rebuilding the graph in {}: {e}", graph_path.display()),
-            }
+                Err(e) => tracing::warn!("rebuilding the graph in {graph_name}: {e}"),
+            },
+            Ok(None) => {}
+            Err(e) => tracing::warn!("rebuilding the graph in {graph_name}: {e}"),
         }
         segments.push(segment);
     }

@@ -19,9 +19,11 @@ mod records;
 
 pub use records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
 
+pub use crate::datadir::STORE_FILE;
+use crate::datadir::{DataDir, DataDirError};
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -40,9 +42,6 @@ pub const SCHEMA_VERSION: u64 = 2;
 /// more than the vectors. The index keeps what it needs in its own form, and
 /// a search reads a few pages, so a small cache costs no speed here.
 const CACHE_BYTES: usize = 32 << 20;
-
-/// File name of the store inside the data dir.
-pub const STORE_FILE: &str = "store.redb";
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const MODEL: TableDefinition<&str, &str> = TableDefinition::new("model");
@@ -149,6 +148,10 @@ pub enum StoreError {
         /// The server's message.
         message: String,
     },
+    /// The data dir holds a link or special file where the store belongs,
+    /// or cannot be used.
+    #[error(transparent)]
+    DataDir(#[from] DataDirError),
     /// redb refused an operation for another reason (a bug in ragbox, or a
     /// store written by a newer redb).
     #[error("the index at {path} failed: {source}")]
@@ -210,6 +213,7 @@ pub type TextDelta = Delta<ChunkRecord>;
 #[derive(Clone)]
 pub struct Store {
     path: PathBuf,
+    data: Arc<DataDir>,
     wait: Duration,
     held: Option<Arc<Database>>,
 }
@@ -229,11 +233,10 @@ static OPEN: Mutex<Option<HashMap<PathBuf, Opened>>> = Mutex::new(None);
 type Opened = (Weak<Database>, u64);
 
 impl Store {
-    /// Opens (creating if needed) the store in `data_dir`, checking its schema.
-    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
-        let path = data_dir.join(STORE_FILE);
-        crate::config::ensure_data_dir(data_dir).map_err(|e| io(data_dir, e))?;
-        let store = Self { path, wait: Duration::from_secs(30), held: None };
+    /// Opens (creating if needed) the store in `data`, checking its schema.
+    pub fn open(data: &Arc<DataDir>) -> Result<Self, StoreError> {
+        let path = data.path().join(STORE_FILE);
+        let store = Self { path, data: data.clone(), wait: Duration::from_secs(30), held: None };
         store.write(|txn| {
             let mut meta = txn.open_table(META).map_err(|e| store.err(e))?;
             let found = meta.get("schema_version").map_err(|e| store.err(e))?.map(|v| v.value());
@@ -248,20 +251,24 @@ impl Store {
             }
             Ok(())
         })?;
-        // The owner's only, like the folder (redb creates it with the umask's mode).
-        use std::os::unix::fs::PermissionsExt;
-        let private = std::fs::Permissions::from_mode(0o600);
-        std::fs::set_permissions(&store.path, private).map_err(|e| io(&store.path, e))?;
         Ok(store)
     }
 
-    /// Opens the store in `data_dir` if one was ever created there; `None`
-    /// otherwise (reading tools then see an empty index without creating files).
-    pub fn open_existing(data_dir: &Path) -> Result<Option<Self>, StoreError> {
-        if !data_dir.join(STORE_FILE).exists() {
+    /// The store in the folder `dir` (made when missing), its stamps made and
+    /// checked with `key`: for tools and tests that keep an index outside
+    /// any workspace.
+    pub fn open_at(dir: &std::path::Path, key: Arc<crate::datadir::owner::Key>) -> Result<Self, StoreError> {
+        Self::open(&Arc::new(DataDir::at(dir, key)?))
+    }
+
+    /// Opens the store in `data` if one was ever created there (and is this
+    /// user's); `None` otherwise (reading tools then see an empty index
+    /// without creating files).
+    pub fn open_existing(data: &Arc<DataDir>) -> Result<Option<Self>, StoreError> {
+        if data.store_file(false)?.is_none() {
             return Ok(None);
         }
-        Self::open(data_dir).map(Some)
+        Self::open(data).map(Some)
     }
 
     /// How many times this process has opened this store's file.
@@ -595,17 +602,28 @@ impl Store {
     /// Runs `f` in a write transaction and commits it.
     fn write<T>(&self, f: impl FnOnce(&redb::WriteTransaction) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let db = self.database()?;
-        let txn = db.begin_write().map_err(|e| self.err(e))?;
-        let value = f(&txn)?;
-        txn.commit().map_err(|e| self.err(e))?;
-        Ok(value)
+        self.guarded(|| {
+            let txn = db.begin_write().map_err(|e| self.err(e))?;
+            let value = f(&txn)?;
+            txn.commit().map_err(|e| self.err(e))?;
+            Ok(value)
+        })
     }
 
     /// Runs `f` in a read transaction.
     fn read<T>(&self, f: impl FnOnce(&redb::ReadTransaction) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let db = self.database()?;
-        let txn = db.begin_read().map_err(|e| self.err(e))?;
-        f(&txn)
+        self.guarded(|| {
+            let txn = db.begin_read().map_err(|e| self.err(e))?;
+            f(&txn)
+        })
+    }
+
+    /// Runs `f`, reporting a panic inside redb (a page it cannot make sense
+    /// of) as a damaged store instead of taking the process down.
+    fn guarded<T>(&self, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        quiet_panics(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)))
+            .unwrap_or_else(|panic| Err(self.corrupt(panic_message(&panic))))
     }
 
     /// The open database: this handle's, another handle's in this process, or
@@ -641,14 +659,25 @@ impl Store {
 
     /// Opens the database; `None` while another process holds it.
     fn try_connect(&self) -> Result<Option<Database>, StoreError> {
-        match redb::Builder::new().set_cache_size(CACHE_BYTES).create(&self.path) {
+        let vanished = || StoreError::Io { path: self.path.clone(), source: std::io::ErrorKind::NotFound.into() };
+        let file = self.data.store_file(true)?.ok_or_else(vanished)?;
+        // A damaged file must not take the process down: redb is not
+        // written to survive every byte a disk (or a person) can leave there.
+        let opened = quiet_panics(|| {
+            std::panic::catch_unwind(move || {
+                let backend = redb::backends::FileBackend::new(file)?;
+                redb::Builder::new().set_cache_size(CACHE_BYTES).create_with_backend(backend)
+            })
+        });
+        let opened = opened.map_err(|panic| self.corrupt(panic_message(&panic)))?;
+        match opened {
             Ok(db) => Ok(Some(db)),
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => Ok(None),
             // redb reports a file that is not a redb database as InvalidData.
             Err(redb::DatabaseError::Storage(redb::StorageError::Io(e)))
                 if e.kind() != std::io::ErrorKind::InvalidData =>
             {
-                Err(io(&self.path, e))
+                Err(StoreError::Io { path: self.path.clone(), source: e })
             }
             Err(e) => Err(self.corrupt(e.to_string())),
         }
@@ -726,8 +755,35 @@ fn check_path(path: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn io(path: &Path, source: std::io::Error) -> StoreError {
-    StoreError::Io { path: path.to_path_buf(), source }
+thread_local! {
+    /// Set while this thread runs redb under a catch: its panics are reported, not printed.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the panics it catches kept off stderr (logged at debug):
+/// the caller turns them into a clear error instead of a backtrace.
+fn quiet_panics<T>(f: impl FnOnce() -> T) -> T {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let printing = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if QUIET.with(std::cell::Cell::get) {
+                tracing::debug!("caught inside the store: {info}");
+            } else {
+                printing(info);
+            }
+        }));
+    });
+    let was = QUIET.with(|q| q.replace(true));
+    let out = f();
+    QUIET.with(|q| q.set(was));
+    out
+}
+
+/// What a caught panic said.
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    let said = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+    format!("the file is damaged ({})", said.unwrap_or_else(|| "redb stopped reading it".into()))
 }
 
 /// Bumps the generation and logs that `path` changed in it.

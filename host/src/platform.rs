@@ -1,0 +1,194 @@
+//! What differs between operating systems, behind one small interface: how a
+//! file is opened without following a link or blocking on a FIFO, how it is
+//! made private to its owner, and what identifies a file on its filesystem.
+//! The rest of the host does not `cfg` on the OS for these.
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
+use cap_std::fs::{DirBuilder, Metadata, OpenOptions};
+
+/// Sets `options` to open exactly the entry named (a link is refused, not
+/// followed) without waiting on it: a FIFO opened for reading would block
+/// until a writer came.
+pub fn no_follow_no_block(options: &mut OpenOptions) -> &mut OpenOptions {
+    options.follow(FollowSymlinks::No);
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt as _;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    options
+}
+
+/// Sets std `options` to open without waiting on what it opens (a FIFO);
+/// for paths the user gave, whose links are theirs.
+pub fn no_block(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    options
+}
+
+/// Makes files created through `options` readable by their owner only.
+pub fn private_file(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options
+}
+
+/// A builder of folders only their owner can enter.
+pub fn private_dir() -> DirBuilder {
+    #[allow(unused_mut)]
+    let mut builder = DirBuilder::new();
+    #[cfg(unix)]
+    {
+        use cap_std::fs::DirBuilderExt as _;
+        builder.mode(0o700);
+    }
+    builder
+}
+
+/// Whether users other than the owner may read or enter what `meta` describes.
+pub fn open_to_others(meta: &Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::PermissionsExt as _;
+        meta.permissions().mode() & 0o077 != 0
+    }
+    // Windows: a folder under the user's profile inherits its owner-only ACL.
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
+    }
+}
+
+/// Makes the folder held as `dir` private to its owner, through the handle
+/// (its name may have been swapped for a link meanwhile).
+pub fn make_dir_private(dir: &cap_std::fs::Dir) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let mode = rustix::fs::Mode::from_raw_mode(0o700);
+        match rustix::fs::fchmod(dir, mode) {
+            // Linux holds folders as O_PATH handles, which fchmod refuses;
+            // the handle's /proc entry is the same folder, whatever its name now.
+            #[cfg(target_os = "linux")]
+            Err(rustix::io::Errno::BADF) => {
+                use std::os::fd::{AsFd as _, AsRawFd as _};
+                let fd = dir.as_fd().as_raw_fd();
+                rustix::fs::chmod(format!("/proc/self/fd/{fd}"), mode)?;
+            }
+            other => other?,
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// The permissions that make a file (or, `dir`, a folder) private to its owner.
+pub fn private_permissions(meta: &Metadata, dir: bool) -> cap_std::fs::Permissions {
+    #[allow(unused_mut)]
+    let mut permissions = meta.permissions();
+    #[cfg(unix)]
+    {
+        use cap_std::fs::PermissionsExt as _;
+        permissions.set_mode(if dir { 0o700 } else { 0o600 });
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    permissions
+}
+
+/// What identifies a file on its filesystem: its inode (or Windows file
+/// index) and, where the filesystem keeps it, its birth time. It stays
+/// through a rename and changes when the file is replaced, as a `git pull`
+/// or a copy replaces it; the birth time tells a new file from an old one
+/// that left its inode number free for it. The device is left out: some
+/// filesystems (btrfs subvolumes) number it anew at every mount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FileId {
+    number: u64,
+    born_nanos: u64,
+}
+
+impl FileId {
+    /// No file.
+    pub const NONE: FileId = FileId { number: 0, born_nanos: 0 };
+
+    /// An identity from its parts (for tests and other platforms' callers).
+    pub const fn new(number: u64, born_nanos: u64) -> Self {
+        FileId { number, born_nanos }
+    }
+
+    /// The identity as bytes, for a MAC.
+    pub fn to_bytes(self) -> [u8; 16] {
+        let mut out = [0; 16];
+        out[..8].copy_from_slice(&self.number.to_le_bytes());
+        out[8..].copy_from_slice(&self.born_nanos.to_le_bytes());
+        out
+    }
+}
+
+/// The identity of the file `meta` describes.
+pub fn file_id(meta: &Metadata) -> FileId {
+    #[cfg(unix)]
+    let number = {
+        use cap_std::fs::MetadataExt as _;
+        meta.ino()
+    };
+    #[cfg(windows)]
+    let number = {
+        use cap_std::fs::MetadataExt as _;
+        meta.file_index().unwrap_or(0)
+    };
+    let born_nanos = meta
+        .created()
+        .ok()
+        .and_then(|t| t.into_std().duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
+    FileId { number, born_nanos }
+}
+
+/// How many names the file has (hard links); 1 where that cannot be told.
+pub fn links(meta: &Metadata) -> u64 {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::MetadataExt as _;
+        meta.nlink()
+    }
+    #[cfg(windows)]
+    {
+        use cap_std::fs::MetadataExt as _;
+        meta.number_of_links().map_or(1, u64::from)
+    }
+}
+
+/// What kind of entry `kind` is, in words, when it is neither a regular
+/// file nor a folder (`None` for those).
+pub fn special_kind(kind: &cap_std::fs::FileType) -> Option<&'static str> {
+    if kind.is_file() || kind.is_dir() {
+        return None;
+    }
+    if kind.is_symlink() {
+        return Some("a symbolic link");
+    }
+    #[cfg(unix)]
+    {
+        use cap_std::fs::FileTypeExt as _;
+        if kind.is_fifo() {
+            return Some("a FIFO");
+        }
+        if kind.is_socket() {
+            return Some("a socket");
+        }
+        if kind.is_block_device() || kind.is_char_device() {
+            return Some("a device");
+        }
+    }
+    Some("a special file")
+}
