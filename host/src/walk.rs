@@ -5,21 +5,45 @@
 //!
 //! The workspace may be a hostile clone, and this walk runs outside the
 //! sandbox, so it opens nothing but regular files beneath the workspace: it
-//! never follows a symlink, reads an ignore file only when it is a regular
-//! file of at most [`MAX_IGNORE_FILE_BYTES`], and never reads `.git` (so
-//! `.git/info/exclude`, which git lets point anywhere, is not honoured).
+//! goes from folder to folder through held handles, never following a symlink
+//! (a folder swapped for a link mid-walk is refused), reads an ignore file
+//! only when it is a regular file of at most [`MAX_IGNORE_FILE_BYTES`] (and
+//! at most [`MAX_IGNORE_BYTES_PER_WALK`] of them in all), never reads `.git`
+//! (so `.git/info/exclude`, which git lets point anywhere, is not honoured),
+//! keeps no recursion (a tree of any depth cannot exhaust the stack; past
+//! [`MAX_DEPTH`] levels it reports instead of listing), and stops when the
+//! call must.
 //! What it skips is shared with the guest SDK's single-folder listing
 //! (`ragbox_protocol::walk`).
 
+use crate::platform;
+use cap_fs_ext::DirExt as _;
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, FileType, OpenOptions};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ragbox_protocol::walk::{IGNORE_FILES, SKIPPED_DIRS};
+use std::ffi::OsString;
 use std::io::Read as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Component, Path, PathBuf};
 
-/// Larger ignore files are not read (and say so).
-const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
+/// Larger ignore files are not read (and say so). Compiling rules costs
+/// about 10 µs a byte and cannot be stopped halfway, so this bounds how late
+/// a walk stops when told to; real ignore files have a few KiB.
+const MAX_IGNORE_FILE_BYTES: u64 = 64 << 10;
+/// Ignore rules read in one walk, all files together; past it, further
+/// ignore files are not read (and say so). Real trees have tens of KiB.
+const MAX_IGNORE_BYTES_PER_WALK: u64 = 1 << 20;
+/// Folders nested deeper than this are not listed (and say so); no real
+/// tree goes near it (git's own default limit is 4,096).
+pub const MAX_DEPTH: usize = 1024;
+/// Folders the walk holds open at once besides the workspace's: deeper
+/// levels' ancestors are let go and opened again (beneath a held one, never
+/// through a link) when the walk comes back up to them, so a deep tree
+/// cannot use up the process's file descriptors (256 by default on macOS).
+const HELD_LEVELS: usize = 32;
+/// Entries handled between two looks at whether the call must stop.
+const STOP_EVERY: usize = 256;
 
 /// A file the walk found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +54,9 @@ pub struct FileEntry {
     pub size: u64,
     /// Modification time, seconds since the Unix epoch (0 when unknown).
     pub mtime: i64,
+    /// It has other names (hard links), perhaps outside the workspace,
+    /// through which it can change without a watch of the workspace seeing it.
+    pub linked: bool,
 }
 
 /// Something the walk could not list.
@@ -41,26 +68,47 @@ pub struct WalkError {
     pub message: String,
 }
 
-/// A root that is not a workspace-relative path.
+/// Why a walk gave no listing at all.
 #[derive(Debug, thiserror::Error)]
-#[error("{0:?} is not a path inside the workspace")]
-pub struct OutsideWorkspace(pub String);
+pub enum WalkFailed {
+    /// The root asked for is not a workspace-relative path.
+    #[error("{0:?} is not a path inside the workspace")]
+    Outside(String),
+    /// The workspace folder cannot be opened.
+    #[error("cannot open the workspace {0}: {1}")]
+    Workspace(PathBuf, std::io::Error),
+    /// The call was cancelled or ran out of time mid-walk.
+    #[error("the workspace walk stopped: the call was cancelled or ran out of time")]
+    Stopped,
+}
 
 /// The files at or under `root` (workspace-relative, `.` for all) of the
 /// workspace at `workspace`, in path order, and what could not be listed.
-/// Ignore files of every folder from the workspace down apply, none above it.
-pub fn files(workspace: &Path, root: &str) -> Result<(Vec<FileEntry>, Vec<WalkError>), OutsideWorkspace> {
+/// Ignore files of every folder from the workspace down apply, none above
+/// it. Folders in `hidden` (absolute) are passed over like data dirs.
+/// `stop` is asked as the walk goes: when it says so, the walk ends with
+/// [`WalkFailed::Stopped`].
+pub fn files(
+    workspace: &Path,
+    root: &str,
+    hidden: &[PathBuf],
+    stop: &dyn Fn() -> bool,
+) -> Result<(Vec<FileEntry>, Vec<WalkError>), WalkFailed> {
     let mut target = Vec::new();
     for part in Path::new(root).components() {
         match part {
             Component::CurDir => {}
             Component::Normal(name) => target.push(name.to_string_lossy().into_owned()),
-            _ => return Err(OutsideWorkspace(root.to_string())),
+            _ => return Err(WalkFailed::Outside(root.to_string())),
         }
     }
-    let mut walk = Walk { workspace, target, levels: Vec::new(), found: Vec::new(), errors: Vec::new() };
-    walk.dir(workspace.to_path_buf(), String::new());
-    if walk.found.is_empty() && walk.errors.is_empty() && !walk.reached() {
+    let top = Dir::open_ambient_dir(workspace, ambient_authority())
+        .map_err(|e| WalkFailed::Workspace(workspace.to_path_buf(), e))?;
+    let reached = target.is_empty() || top.symlink_metadata(target.join("/")).is_ok();
+    let mut walk =
+        Walk { workspace, hidden, target, levels: Vec::new(), found: Vec::new(), errors: Vec::new(), ignore_bytes: 0 };
+    walk.run(top, stop)?;
+    if walk.found.is_empty() && walk.errors.is_empty() && !reached {
         walk.errors.push(WalkError { path: Some(root.to_string()), message: "no such file or folder".into() });
     }
     Ok((walk.found, walk.errors))
@@ -68,39 +116,54 @@ pub fn files(workspace: &Path, root: &str) -> Result<(Vec<FileEntry>, Vec<WalkEr
 
 struct Walk<'a> {
     workspace: &'a Path,
+    hidden: &'a [PathBuf],
     /// The root asked for, as path components (empty: everything).
     target: Vec<String>,
     /// The ignore rules of each folder from the workspace down to the current one.
     levels: Vec<[Option<Gitignore>; 2]>,
     found: Vec<FileEntry>,
     errors: Vec<WalkError>,
+    /// Ignore rules read so far.
+    ignore_bytes: u64,
+}
+
+/// A folder being listed: held open (unless let go, see [`HELD_LEVELS`]),
+/// its entries sorted by name, and how far the walk is through them.
+struct Frame {
+    dir: Option<Dir>,
+    /// From the workspace, `/`-separated (empty at its root).
+    rel: String,
+    children: std::vec::IntoIter<(OsString, FileType)>,
 }
 
 impl Walk<'_> {
-    /// Whether the target itself exists (a missing root is reported).
-    fn reached(&self) -> bool {
-        self.workspace.join(self.target.join("/")).symlink_metadata().is_ok()
-    }
-
-    /// Lists `abs` (`rel` from the workspace, empty at its root) and what is under it.
-    fn dir(&mut self, abs: PathBuf, rel: String) {
-        let rules = IGNORE_FILES.map(|name| self.ignore_file(&abs, &rel, name));
-        self.levels.push(rules);
-        let mut children = Vec::new();
-        match std::fs::read_dir(&abs) {
-            Ok(entries) => {
-                for entry in entries {
-                    match entry.and_then(|e| Ok((e.file_name(), e.file_type()?))) {
-                        Ok(child) => children.push(child),
-                        Err(e) => self.error(&rel, format!("cannot list it: {e}")),
-                    }
-                }
+    /// Lists everything from `top` (the workspace folder) down, depth first
+    /// in name order, one frame per level: no recursion, so no tree is too
+    /// deep for the stack.
+    fn run(&mut self, top: Dir, stop: &dyn Fn() -> bool) -> Result<(), WalkFailed> {
+        let mut stack = vec![self.enter(top, String::new())];
+        let mut handled = 0usize;
+        loop {
+            // Levels below the workspace folder that the current frame is at.
+            let depth = stack.len().saturating_sub(1);
+            if let Err((rel, e)) = reopen_last(&mut stack) {
+                self.error(&rel, format!("cannot list it: {e}"));
+                stack.pop();
+                self.levels.pop();
+                continue;
             }
-            Err(e) => self.error(&rel, format!("cannot list it: {e}")),
-        }
-        children.sort_by(|a, b| a.0.cmp(&b.0));
-        let depth = rel.split('/').filter(|p| !p.is_empty()).count();
-        for (name, kind) in children {
+            let Some(frame) = stack.last_mut() else { break };
+            let Some(dir) = frame.dir.as_ref() else { break };
+            handled += 1;
+            if handled.is_multiple_of(STOP_EVERY) && stop() {
+                return Err(WalkFailed::Stopped);
+            }
+            let Some((name, kind)) = frame.children.next() else {
+                stack.pop();
+                self.levels.pop();
+                continue;
+            };
+            let rel = frame.rel.clone();
             // Only the folders on the way to the root asked for, then everything under it.
             if let Some(want) = self.target.get(depth)
                 && name.as_os_str() != std::ffi::OsStr::new(want)
@@ -118,33 +181,72 @@ impl Walk<'_> {
                 continue;
             };
             let child_rel = if rel.is_empty() { name.to_string() } else { format!("{rel}/{name}") };
-            let child_abs = abs.join(name);
+            let child_abs = self.workspace.join(&child_rel);
             // The root asked for is listed even when ignored (as a walk starting there would).
             let on_the_way = depth < self.target.len();
             if kind.is_dir() {
-                if SKIPPED_DIRS.contains(&name) || (!on_the_way && self.ignored(&child_abs, true)) {
+                if SKIPPED_DIRS.contains(&name)
+                    || self.hidden.contains(&child_abs)
+                    || (!on_the_way && self.ignored(&child_abs, true))
+                {
                     continue;
                 }
-                self.dir(child_abs, child_rel);
+                // Entering a folder may compile its ignore rules: look first.
+                if stop() {
+                    return Err(WalkFailed::Stopped);
+                }
+                if depth + 1 > MAX_DEPTH {
+                    let message = format!("folders nested deeper than {MAX_DEPTH} levels are not listed");
+                    self.error(&child_rel, message);
+                    continue;
+                }
+                // Opened through its parent, never through a link: a folder
+                // swapped for a link meanwhile is refused, not followed.
+                match dir.open_dir_nofollow(name) {
+                    Ok(dir) => {
+                        let child = self.enter(dir, child_rel);
+                        stack.push(child);
+                        if stack.len() > HELD_LEVELS + 1 {
+                            let far = stack.len() - HELD_LEVELS - 1;
+                            if far > 0 {
+                                stack[far].dir = None;
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => self.error(&child_rel, format!("cannot list it: {e}")),
+                }
             } else if kind.is_file() && (on_the_way || !self.ignored(&child_abs, false)) {
-                self.file(&child_abs, child_rel);
+                match dir.symlink_metadata(name) {
+                    Ok(meta) if meta.is_file() => self.found.push(entry(child_rel, &meta)),
+                    Ok(_) => {}
+                    // Gone since the folder was listed: not there.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => self.error(&child_rel, format!("cannot read its metadata: {e}")),
+                }
             }
         }
-        self.levels.pop();
+        Ok(())
     }
 
-    /// Records the regular file at `abs` with its size and mtime.
-    fn file(&mut self, abs: &Path, rel: String) {
-        match abs.symlink_metadata() {
-            Ok(meta) => {
-                let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-                let mtime = mtime.map_or(0, |d| d.as_secs() as i64);
-                self.found.push(FileEntry { path: rel, size: meta.len(), mtime });
+    /// The frame of the folder `dir` (`rel` from the workspace), its ignore rules pushed.
+    fn enter(&mut self, dir: Dir, rel: String) -> Frame {
+        let rules = IGNORE_FILES.map(|name| self.ignore_file(&dir, &rel, name));
+        self.levels.push(rules);
+        let mut children = Vec::new();
+        match dir.entries() {
+            Ok(entries) => {
+                for entry in entries {
+                    match entry.and_then(|e| Ok((e.file_name(), e.file_type()?))) {
+                        Ok(child) => children.push(child),
+                        Err(e) => self.error(&rel, format!("cannot list it: {e}")),
+                    }
+                }
             }
-            // Gone since the folder was listed: not there.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => self.error(&rel, format!("cannot read its metadata: {e}")),
+            Err(e) => self.error(&rel, format!("cannot list it: {e}")),
         }
+        children.sort_by(|a, b| a.0.cmp(&b.0));
+        Frame { dir: Some(dir), rel, children: children.into_iter() }
     }
 
     /// Whether the rules in force ignore `path`: the nearest folder's rule wins,
@@ -162,42 +264,48 @@ impl Walk<'_> {
         false
     }
 
-    /// The rules of `dir/name`, when it is a regular file small enough to read.
-    fn ignore_file(&mut self, dir: &Path, rel: &str, name: &str) -> Option<Gitignore> {
-        let path = dir.join(name);
+    /// The rules of `name` in `dir` (`rel` from the workspace), when it is
+    /// a regular file small enough to read.
+    fn ignore_file(&mut self, dir: &Dir, rel: &str, name: &str) -> Option<Gitignore> {
         let shown = if rel.is_empty() { name.to_string() } else { format!("{rel}/{name}") };
-        let meta = path.symlink_metadata().ok()?;
+        let meta = dir.symlink_metadata(name).ok()?;
         if !meta.is_file() {
             self.error(&shown, "not a regular file, so its rules are not read".into());
             return None;
         }
-        // O_NOFOLLOW | O_NONBLOCK: what was checked is what is opened, and nothing can block.
-        let opened = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32 | rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open(&path);
+        if meta.len() > MAX_IGNORE_FILE_BYTES {
+            let message = format!("over {} KiB, so its rules are not read", MAX_IGNORE_FILE_BYTES >> 10);
+            self.error(&shown, message);
+            return None;
+        }
+        if self.ignore_bytes + meta.len() > MAX_IGNORE_BYTES_PER_WALK {
+            let message = format!(
+                "its rules are not read: the ignore files read before it already hold {} MiB of rules",
+                MAX_IGNORE_BYTES_PER_WALK >> 20
+            );
+            self.error(&shown, message);
+            return None;
+        }
+        // No link followed, nothing that can block: what was checked is what is opened.
+        let opened = dir.open_with(name, platform::no_follow_no_block(OpenOptions::new().read(true)));
         let mut text = String::new();
         let read = opened.and_then(|f| {
             if !f.metadata()?.is_file() {
                 return Err(std::io::Error::other("not a regular file"));
             }
-            f.take(MAX_IGNORE_FILE_BYTES + 1).read_to_string(&mut text)
+            f.take(MAX_IGNORE_FILE_BYTES).read_to_string(&mut text)
         });
-        match read {
-            Ok(n) if n as u64 > MAX_IGNORE_FILE_BYTES => {
-                self.error(&shown, format!("over {} MiB, so its rules are not read", MAX_IGNORE_FILE_BYTES >> 20));
-                return None;
-            }
-            Ok(_) => {}
-            Err(e) => {
-                self.error(&shown, format!("cannot read its rules: {e}"));
-                return None;
-            }
+        if let Err(e) = read {
+            self.error(&shown, format!("cannot read its rules: {e}"));
+            return None;
         }
-        let mut builder = GitignoreBuilder::new(dir);
+        self.ignore_bytes += text.len() as u64;
+        let folder = self.workspace.join(rel);
+        let mut builder = GitignoreBuilder::new(&folder);
+        let from = folder.join(name);
         for line in text.lines() {
             // A bad pattern is skipped, as git does.
-            let _ = builder.add_line(Some(path.clone()), line);
+            let _ = builder.add_line(Some(from.clone()), line);
         }
         builder.build().ok()
     }
@@ -205,6 +313,43 @@ impl Walk<'_> {
     fn error(&mut self, rel: &str, message: String) {
         let path = if rel.is_empty() { ".".to_string() } else { rel.to_string() };
         self.errors.push(WalkError { path: Some(path), message });
+    }
+}
+
+/// Opens the last frame's folder again when it was let go: from the nearest
+/// held ancestor down, one name at a time, never through a link. On failure,
+/// the folder's path and why.
+fn reopen_last(stack: &mut [Frame]) -> Result<(), (String, std::io::Error)> {
+    let Some(last) = stack.len().checked_sub(1) else { return Ok(()) };
+    if stack[last].dir.is_some() {
+        return Ok(());
+    }
+    let rel = stack[last].rel.clone();
+    // The workspace's own frame is never let go.
+    let Some(held) = (0..last).rev().find(|&k| stack[k].dir.is_some()) else {
+        return Err((rel, std::io::Error::other("no folder above it is open")));
+    };
+    let mut dir: Option<Dir> = None;
+    for k in held + 1..=last {
+        let name = stack[k].rel.rsplit('/').next().unwrap_or_default();
+        let parent = match &dir {
+            Some(d) => d,
+            None => stack[held].dir.as_ref().ok_or_else(|| (rel.clone(), std::io::Error::other("let go")))?,
+        };
+        dir = Some(parent.open_dir_nofollow(name).map_err(|e| (rel.clone(), e))?);
+    }
+    stack[last].dir = dir;
+    Ok(())
+}
+
+/// The entry for a regular file at `rel` with metadata `meta`.
+fn entry(rel: String, meta: &cap_std::fs::Metadata) -> FileEntry {
+    let mtime = meta.modified().ok().and_then(|t| t.into_std().duration_since(std::time::UNIX_EPOCH).ok());
+    FileEntry {
+        path: rel,
+        size: meta.len(),
+        mtime: mtime.map_or(0, |d| d.as_secs() as i64),
+        linked: platform::links(meta) > 1,
     }
 }
 
@@ -244,7 +389,7 @@ mod tests {
         std::os::unix::fs::symlink(ws.join("notes/a.md"), ws.join("link.md")).unwrap();
         std::os::unix::fs::symlink(ws.join("notes"), ws.join("linked-dir")).unwrap();
 
-        let (found, errors) = files(ws, ".").unwrap();
+        let (found, errors) = files(ws, ".", &[], &|| false).unwrap();
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(
             paths(&found),
@@ -261,17 +406,17 @@ mod tests {
         assert_eq!(found[3].size, 1);
         assert!(found[3].mtime > 0);
 
-        let (found, _) = files(ws, "notes/sub").unwrap();
+        let (found, _) = files(ws, "notes/sub", &[], &|| false).unwrap();
         assert_eq!(paths(&found), ["notes/sub/.gitignore", "notes/sub/c.log"]);
-        let (found, _) = files(ws, "./notes/a.md").unwrap();
+        let (found, _) = files(ws, "./notes/a.md", &[], &|| false).unwrap();
         assert_eq!(paths(&found), ["notes/a.md"]);
         // Asked for by name, an ignored file is listed (as a walk from it would).
-        assert_eq!(paths(&files(ws, "build/out.md").unwrap().0), ["build/out.md"]);
-        assert!(files(ws, ".ragbox").unwrap().0.is_empty());
-        let (found, errors) = files(ws, "nowhere").unwrap();
+        assert_eq!(paths(&files(ws, "build/out.md", &[], &|| false).unwrap().0), ["build/out.md"]);
+        assert!(files(ws, ".ragbox", &[], &|| false).unwrap().0.is_empty());
+        let (found, errors) = files(ws, "nowhere", &[], &|| false).unwrap();
         assert!(found.is_empty() && errors.len() == 1, "{errors:?}");
-        assert!(files(ws, "../x").is_err());
-        assert!(files(ws, "/etc").is_err());
+        assert!(files(ws, "../x", &[], &|| false).is_err());
+        assert!(files(ws, "/etc", &[], &|| false).is_err());
     }
 
     #[test]
@@ -287,10 +432,10 @@ mod tests {
         std::fs::write(ws.join("c/.ignore"), "#".repeat(MAX_IGNORE_FILE_BYTES as usize + 1)).unwrap();
         std::fs::write(ws.join(std::ffi::OsStr::from_bytes(b"m-\xff.md")), "x").unwrap();
 
-        let (found, errors) = files(ws, "c").unwrap();
+        let (found, errors) = files(ws, "c", &[], &|| false).unwrap();
         assert_eq!(paths(&found), ["c/.ignore", "c/z.md"]);
         assert_eq!(errors.len(), 1, "only what lies on the way or under it: {errors:?}");
-        let (found, errors) = files(ws, ".").unwrap();
+        let (found, errors) = files(ws, ".", &[], &|| false).unwrap();
         assert_eq!(paths(&found), ["a/x.md", "b/y.md", "c/.ignore", "c/z.md"]);
         let said: Vec<String> =
             errors.iter().map(|e| format!("{}: {}", e.path.as_deref().unwrap(), e.message)).collect();
@@ -298,6 +443,63 @@ mod tests {
         assert!(said.iter().any(|s| s.starts_with(".: \"m-\\xFF.md\": a name that is not valid UTF-8")), "{said:?}");
         assert!(said.iter().any(|s| s.starts_with("a/.gitignore: not a regular file")), "{said:?}");
         assert!(said.iter().any(|s| s.starts_with("b/.gitignore: not a regular file")), "{said:?}");
-        assert!(said.iter().any(|s| s.starts_with("c/.ignore: over 1 MiB")), "{said:?}");
+        assert!(said.iter().any(|s| s.starts_with("c/.ignore: over 64 KiB")), "{said:?}");
+    }
+
+    #[test]
+    fn deep_trees_hidden_folders_and_stopping() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        // Deeper than the walk lists: reported, not a crash (a clone can be 1,700 deep).
+        let mut deep = ws.to_path_buf();
+        for _ in 0..MAX_DEPTH + 20 {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("bottom.md"), "x").unwrap();
+        write(ws, "d/top.md", "x");
+        write(ws, "config/ragbox/owner.key", "secret");
+        let hidden = [ws.join("config/ragbox")];
+        let (found, errors) = files(ws, ".", &hidden, &|| false).unwrap();
+        assert_eq!(paths(&found), ["d/top.md"]);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].message.contains("deeper than 1024"), "{errors:?}");
+
+        // Folders let go on the way down are opened again on the way up: a
+        // file after each level's subfolder (in name order) is still listed.
+        let chain = dir.path().join("chain");
+        let mut at = chain.clone();
+        let mut expected = Vec::new();
+        let mut rel = String::new();
+        for _ in 0..(HELD_LEVELS * 3) {
+            write(&at, "f.md", "x");
+            expected.push(format!("{rel}f.md"));
+            at.push("e");
+            rel.push_str("e/");
+        }
+        let (found, errors) = files(&chain, ".", &[], &|| false).unwrap();
+        expected.sort();
+        assert_eq!(paths(&found), expected);
+        assert!(errors.is_empty(), "{errors:?}");
+
+        let asked = std::cell::Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            true
+        };
+        assert!(matches!(files(ws, ".", &[], &stop), Err(WalkFailed::Stopped)));
+        assert_eq!(asked.get(), 1);
+    }
+
+    #[test]
+    fn hard_linked_files_are_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        write(&ws, "plain.md", "x");
+        write(dir.path(), "outside.md", "y");
+        std::fs::hard_link(dir.path().join("outside.md"), ws.join("linked.md")).unwrap();
+        let (found, _) = files(&ws, ".", &[], &|| false).unwrap();
+        let linked: Vec<_> = found.iter().map(|f| (f.path.as_str(), f.linked)).collect();
+        assert_eq!(linked, [("linked.md", true), ("plain.md", false)]);
     }
 }

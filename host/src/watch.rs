@@ -20,6 +20,8 @@ const QUIET: Duration = Duration::from_millis(300);
 const MAX_WAIT: Duration = Duration::from_secs(3);
 /// Polling interval when the kernel cannot watch the whole tree.
 const POLL: Duration = Duration::from_secs(1);
+/// At most one warning about the watch's own errors this often; the rest are counted.
+const WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// Why the workspace cannot be watched.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +57,9 @@ pub struct Watcher {
     events: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
     /// Set when the kernel watch could not start and the tree is polled instead.
     pub polling: bool,
+    /// When the last warning about the watch's errors went out, and how many since.
+    warned: Option<Instant>,
+    unwarned: u64,
 }
 
 /// Called on the watch's own thread as each change that matters arrives,
@@ -81,9 +86,12 @@ impl Watcher {
             }
         };
         let start_err = |source| WatchError::Start { path: root.clone(), source };
-        let mut native = notify::recommended_watcher(send(tx.clone())).map_err(start_err)?;
+        // Links are not followed: `up -> /` in a clone would watch the whole
+        // filesystem and use up the user's inotify watches.
+        let config = notify::Config::default().with_follow_symlinks(false);
+        let mut native = notify::RecommendedWatcher::new(send(tx.clone()), config).map_err(start_err)?;
         match native.watch(&root, RecursiveMode::Recursive) {
-            Ok(()) => Ok(Self { root, _watcher: Box::new(native), events, polling: false }),
+            Ok(()) => Ok(Self { root, _watcher: Box::new(native), events, polling: false, warned: None, unwarned: 0 }),
             Err(e) if !poll => Err(start_err(e)),
             Err(e) => {
                 drop(native);
@@ -93,10 +101,10 @@ impl Watcher {
                     root.display(),
                     POLL.as_secs()
                 );
-                let config = notify::Config::default().with_poll_interval(POLL);
+                let config = notify::Config::default().with_poll_interval(POLL).with_follow_symlinks(false);
                 let mut poll = notify::PollWatcher::new(send(tx), config).map_err(start_err)?;
                 poll.watch(&root, RecursiveMode::Recursive).map_err(start_err)?;
-                Ok(Self { root, _watcher: Box::new(poll), events, polling: true })
+                Ok(Self { root, _watcher: Box::new(poll), events, polling: true, warned: None, unwarned: 0 })
             }
         }
     }
@@ -123,11 +131,11 @@ impl Watcher {
     }
 
     /// Adds what `event` changed to `changes`; false when it changed nothing that is indexed.
-    fn add(&self, changes: &mut Changes, event: notify::Result<notify::Event>) -> bool {
+    fn add(&mut self, changes: &mut Changes, event: notify::Result<notify::Event>) -> bool {
         let event = match event {
             Ok(event) => event,
             Err(e) => {
-                tracing::warn!("file watch: {e}; indexing the whole workspace to catch up");
+                self.report(&e);
                 changes.rescan = true;
                 return true;
             }
@@ -158,6 +166,31 @@ impl Watcher {
             relevant = true;
         }
         relevant
+    }
+}
+
+impl Watcher {
+    /// Logs a watch error: a folder gone before its watch was set (a rename
+    /// storm makes thousands) at debug level; others as a warning at most
+    /// once every [`WARN_EVERY`], with a count of those held back.
+    fn report(&mut self, e: &notify::Error) {
+        let vanished = match &e.kind {
+            notify::ErrorKind::PathNotFound | notify::ErrorKind::WatchNotFound => true,
+            notify::ErrorKind::Io(io) => io.kind() == std::io::ErrorKind::NotFound,
+            _ => false,
+        };
+        if vanished {
+            tracing::debug!("file watch: {e} (gone before it could be watched); the next batch looks at everything");
+            return;
+        }
+        if self.warned.is_some_and(|at| at.elapsed() < WARN_EVERY) {
+            self.unwarned += 1;
+            return;
+        }
+        let held_back = std::mem::take(&mut self.unwarned);
+        let more = if held_back > 0 { format!(" ({held_back} more since the last warning)") } else { String::new() };
+        tracing::warn!("file watch: {e}{more}; indexing the whole workspace to catch up");
+        self.warned = Some(Instant::now());
     }
 }
 

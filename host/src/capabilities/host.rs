@@ -55,9 +55,18 @@ impl host::Host for HostState {
             Ok(path) => path.clone(),
             Err(reason) => return Err(super::denied(reason.clone())),
         };
-        self.timed(Stage::Walk, |_| {
+        // The user's config dir (the key, the HTTP token) is never listed, wherever it is.
+        let hidden: Vec<_> = crate::config::user_config_dir().and_then(|d| d.canonicalize().ok()).into_iter().collect();
+        self.timed(Stage::Walk, |this| {
+            let guard = &this.guard;
             let (found, errors) =
-                crate::walk::files(&workspace, &root).map_err(|e| super::error::invalid(e.to_string()))?;
+                crate::walk::files(&workspace, &root, &hidden, &|| guard.must_stop()).map_err(|e| match e {
+                    crate::walk::WalkFailed::Stopped => super::error::error(types::ErrorCode::Cancelled, e.to_string()),
+                    other => super::error::invalid(other.to_string()),
+                })?;
+            if let Ok(corpus) = this.corpus_of_call() {
+                corpus.memo().track_linked(found.iter().filter(|f| f.linked).map(|f| workspace.join(&f.path)));
+            }
             let found = found.into_iter().map(|f| host::FileEntry { path: f.path, size: f.size, mtime: f.mtime });
             let errors = errors.into_iter().map(|e| host::WalkError { path: e.path, message: e.message });
             Ok((found.collect(), errors.collect()))

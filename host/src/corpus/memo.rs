@@ -3,15 +3,23 @@
 //! generation is the same and the server's watch of the workspace saw no
 //! change. Without a watch (the command line, a workspace a call names, a
 //! tree too big for the kernel's watch limit) nothing is kept.
+//!
+//! A file with other names (a hard link from outside the workspace) can be
+//! written through one the watch does not see: the walk reports such files,
+//! and each stamp looks at them again.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::SystemTime;
 
 /// Largest value kept.
 pub const MAX_VALUE_BYTES: usize = 1 << 20;
 /// Values kept per workspace, all tools together; past it the oldest go.
 const MAX_ENTRIES: usize = 64;
+/// Hard-linked files looked at again per stamp; with more, nothing is kept.
+const MAX_LINKED: usize = 1024;
 
 /// One workspace's kept values.
 #[derive(Default)]
@@ -20,6 +28,23 @@ pub struct Memo {
     /// Bumped by every change the watch sees.
     epoch: AtomicU64,
     entries: Mutex<HashMap<(String, String), Entry>>,
+    linked: Mutex<Linked>,
+}
+
+/// The workspace's files with other names, as last seen.
+#[derive(Default)]
+struct Linked {
+    files: HashMap<PathBuf, Seen>,
+    /// More than [`MAX_LINKED`]: too many to look at on every stamp.
+    too_many: bool,
+}
+
+/// What a file looked like: changed when any of it changes.
+type Seen = Option<(u64, Option<SystemTime>)>;
+
+fn seen(path: &std::path::Path) -> Seen {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()))
 }
 
 /// The state of things a value was made from.
@@ -48,9 +73,46 @@ impl Memo {
         self.epoch.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Now, for a store at `generation`; `None` while nothing watches the workspace.
+    /// Now, for a store at `generation`; `None` while nothing watches the
+    /// workspace (or it has too many hard-linked files to look at).
     pub fn stamp(&self, generation: u64) -> Option<Stamp> {
-        self.watched.load(Ordering::SeqCst).then(|| Stamp { epoch: self.epoch.load(Ordering::SeqCst), generation })
+        if !self.watched.load(Ordering::SeqCst) {
+            return None;
+        }
+        {
+            let mut linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
+            if linked.too_many {
+                return None;
+            }
+            let mut moved = false;
+            for (path, was) in linked.files.iter_mut() {
+                let now = seen(path);
+                if now != *was {
+                    *was = now;
+                    moved = true;
+                }
+            }
+            if moved {
+                self.changed();
+            }
+        }
+        Some(Stamp { epoch: self.epoch.load(Ordering::SeqCst), generation })
+    }
+
+    /// Files of the workspace a walk found to have other names: looked at
+    /// again on every stamp (see the module's note).
+    pub fn track_linked(&self, paths: impl IntoIterator<Item = PathBuf>) {
+        let mut linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
+        for path in paths {
+            if linked.files.len() >= MAX_LINKED {
+                linked.too_many = true;
+                return;
+            }
+            if let std::collections::hash_map::Entry::Vacant(slot) = linked.files.entry(path) {
+                let now = seen(slot.key());
+                slot.insert(now);
+            }
+        }
     }
 
     /// `tool`'s value for `key`, when it was made at `now` and the watch has seen nothing since.
@@ -105,6 +167,22 @@ mod tests {
         assert_eq!(memo.get("status", "big", memo.stamp(1).unwrap()), None, "too big to keep");
         memo.set_watched(false);
         assert_eq!(memo.stamp(1), None);
+    }
+
+    #[test]
+    fn hard_linked_files_are_looked_at_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join("note.md");
+        std::fs::write(&inside, "v1").unwrap();
+        let memo = Memo::default();
+        memo.set_watched(true);
+        memo.track_linked([inside.clone()]);
+        let at = memo.stamp(1).unwrap();
+        memo.put("status", "all", "v1".into(), at);
+        assert_eq!(memo.get("status", "all", memo.stamp(1).unwrap()).as_deref(), Some("v1"));
+        // Written through another name: no watch event, but the size moved.
+        std::fs::write(&inside, "version 2").unwrap();
+        assert_eq!(memo.get("status", "all", memo.stamp(1).unwrap()), None);
     }
 
     #[test]
