@@ -1,5 +1,5 @@
 //! Which folders a tool call may run in: the served workspace, plus folders the
-//! workspace config allows. A tool never sees more than the one it runs for.
+//! user's config allows. A tool never sees more than the one it runs for.
 
 use std::path::{Path, PathBuf};
 
@@ -73,8 +73,9 @@ impl Workspaces {
         } else {
             Err(format!(
                 "Workspace not allowed: {requested} (this server serves {}; list other folders under \
-                 allowed_workspaces in .ragbox/config.toml)",
-                self.served.display()
+                 allowed_workspaces in your config, {})",
+                self.served.display(),
+                crate::config::user_config_shown()
             ))
         }
     }

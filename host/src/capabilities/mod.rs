@@ -57,8 +57,9 @@ impl HostState {
         }
         Err(denied(format!(
             "tool '{0}' may not change the index: it lacks the corpus-write grant \
-             (add grants = [\"corpus-write\"] under [tools.{0}] in .ragbox/config.toml to allow it)",
-            self.tool
+             (add grants = [\"corpus-write\"] under [tools.{0}] in your config, {1}, to allow it)",
+            self.tool,
+            crate::config::user_config_shown()
         )))
     }
 }

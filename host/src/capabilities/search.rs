@@ -14,6 +14,24 @@ use std::time::Instant;
 /// Most hits one search returns.
 const MAX_K: u32 = 10_000;
 
+/// Bytes of a keyword query read: every word becomes a term of one query,
+/// so a megabyte "query" would cost the host gigabytes and seconds. Far more
+/// than any question holds; the rest is left out.
+const MAX_KEYWORD_QUERY_BYTES: usize = 16 << 10;
+
+/// The first [`MAX_KEYWORD_QUERY_BYTES`] of `query`, cut after a word.
+fn keyword_query(query: &str) -> &str {
+    if query.len() <= MAX_KEYWORD_QUERY_BYTES {
+        return query;
+    }
+    let mut end = MAX_KEYWORD_QUERY_BYTES;
+    while !query.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = &query[..end];
+    cut.rfind(char::is_whitespace).map_or(cut, |at| &cut[..at])
+}
+
 fn check_k(k: u32) -> Result<usize, Error> {
     if k > MAX_K {
         return Err(invalid(format!("k = {k} is over the limit of {MAX_K} hits per search")));
@@ -105,8 +123,23 @@ impl fulltext::Host for HostState {
     fn search(&mut self, query: String, k: u32, filter: Filter) -> Result<Vec<vectors::Hit>, Error> {
         self.timed(Stage::KeywordSearch, |this| {
             let k = check_k(k)?;
-            let hits = this.corpus()?.search_fulltext(&query, k, &convert::filter(filter))?;
+            let hits = this.corpus()?.search_fulltext(keyword_query(&query), k, &convert::filter(filter))?;
             Ok(hits.into_iter().map(convert::hit).collect())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyword_queries_are_cut_after_a_word() {
+        assert_eq!(keyword_query("two words"), "two words");
+        let long = "pelican ".repeat(10_000);
+        let cut = keyword_query(&long);
+        assert!(cut.len() <= MAX_KEYWORD_QUERY_BYTES && cut.ends_with("pelican"), "{}", cut.len());
+        let unbroken = "é".repeat(MAX_KEYWORD_QUERY_BYTES);
+        assert!(keyword_query(&unbroken).len() <= MAX_KEYWORD_QUERY_BYTES);
     }
 }

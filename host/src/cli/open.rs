@@ -4,10 +4,12 @@
 use crate::builtins::BUILTIN_TOOLS;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Origin, user_config_dir};
 use crate::corpus::{Corpora, SharedEmbedder};
-use crate::embed::default_model_dir;
-use crate::postgres::{Collection, Target, TargetSpec};
+use crate::datadir::{DataDir, TOOLS_DIR, ToolFile, owner};
+use crate::embed::default_model_dir_or_err;
+use crate::postgres::{Binding, Collection, Target, TargetSpec};
 use crate::runtime::{
-    Catalog, CompileCache, Fingerprint, Outcome, Reload, Request, Runner, Setup, fingerprint, new_engine,
+    Catalog, CompileCache, Fingerprint, Found, Outcome, Reload, Request, Runner, Setup, Source, fingerprint,
+    new_engine, read_component, untrusted, wasm_files,
 };
 use crate::workspace::Workspaces;
 use anyhow::Context;
@@ -51,14 +53,20 @@ pub fn shared_collection(config: &Config, served: &Path) -> anyhow::Result<Optio
 }
 
 /// `served`'s collection on the server at `url`: named by `--collection`, the
-/// user's `[store] collection`, or the workspace folder's name; logged in
-/// with the user's `[store]` password and CA settings.
+/// user's `[store] collection`, or the workspace folder's name with a short
+/// hash of its identity (so two folders of one name never meet by default);
+/// bound to the workspace unless the user's config shares it; logged in with
+/// the user's `[store]` password and CA settings.
 pub fn shared_collection_at(config: &Config, served: &Path, url: &str) -> anyhow::Result<Arc<Collection>> {
     let args = store_args();
     let file = config.store().cloned().unwrap_or_default();
+    let identity = owner::Key::user()?.workspace_id(served);
     let name = match args.collection.or(file.collection) {
         Some(name) => name,
-        None => served.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        None => {
+            let folder = served.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            format!("{folder}-{}", &identity[..8])
+        }
     };
     if name.trim().is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
         anyhow::bail!(
@@ -73,15 +81,43 @@ pub fn shared_collection_at(config: &Config, served: &Path, url: &str) -> anyhow
             "the shared store's connection is not encrypted; add ?sslmode=require to the URL"
         );
     }
-    Ok(Arc::new(Collection::new(target, &name)))
+    let shared = config.shared_collections().contains(&name);
+    let binding = Binding { id: identity, shown: served.display().to_string(), shared };
+    Ok(Arc::new(Collection::new(target, &name).bound_to(binding)))
 }
 
 /// Folders searched for extra components: the workspace's (trusted only
 /// where the user pinned a component's bytes), then the user's.
-pub fn tool_dirs(workspace: &Path) -> Vec<(PathBuf, Origin)> {
-    let mut dirs = vec![(workspace.join(DATA_DIR).join("tools"), Origin::Workspace)];
-    dirs.extend(user_config_dir().map(|d| (d.join("tools"), Origin::User)));
+pub fn tool_dirs(workspace: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![workspace.join(DATA_DIR).join(TOOLS_DIR)];
+    dirs.extend(user_config_dir().map(|d| d.join("tools")));
     dirs
+}
+
+/// The extra components of `workspace`: its own (read through its data dir:
+/// no link followed; bytes kept only where `trusted` knows their sha256),
+/// then the user's.
+pub fn components(workspace: &Path, trusted: &dyn Fn(&str) -> bool) -> Vec<Found> {
+    let mut found = Vec::new();
+    match DataDir::open(workspace).and_then(|d| d.map(|d| d.tool_components(trusted)).transpose()) {
+        Ok(files) => found.extend(files.into_iter().flatten().map(|(path, read)| {
+            let bytes = read.and_then(|file| match file {
+                ToolFile::Trusted(bytes) => Ok(bytes),
+                ToolFile::Untrusted(sha256) => Err(untrusted(&path.display(), &sha256)),
+            });
+            Found { source: Source::File(path), origin: Origin::Workspace, bytes }
+        })),
+        Err(e) => found.push(Found {
+            source: Source::File(workspace.join(DATA_DIR).join(TOOLS_DIR)),
+            origin: Origin::Workspace,
+            bytes: Err(e.to_string()),
+        }),
+    }
+    for path in user_config_dir().map(|d| wasm_files(&d.join("tools"))).unwrap_or_default() {
+        let bytes = read_component(&path).map_err(|e| e.to_string());
+        found.push(Found { source: Source::File(path), origin: Origin::User, bytes });
+    }
+    found
 }
 
 /// Loads one workspace's config and tools.
@@ -97,9 +133,10 @@ impl Loader {
         let config = Config::load(&self.served)?;
         let workspaces = Workspaces::new(&self.served, config.allowed_workspaces())?;
         let policy = |tool: &str, sha256: &str, origin| config.admits(tool, sha256, origin);
-        let dirs = tool_dirs(&self.served);
-        let catalog =
-            Catalog::load(&self.engine, &self.cache, BUILTIN_TOOLS, &dirs, &super::tools::describe_limits(), &policy);
+        let pinned = |sha256: &str| config.pins(sha256);
+        let found = components(&self.served, &pinned);
+        let limits = super::tools::describe_limits();
+        let catalog = Catalog::load(&self.engine, &self.cache, BUILTIN_TOOLS, found, &limits, &policy, &pinned);
         Ok(Setup { config, workspaces, catalog })
     }
 }
@@ -124,7 +161,8 @@ pub fn open(workspace: &Path) -> anyhow::Result<Runner> {
     let cache = CompileCache::new(&engine, CompileCache::default_dir());
     let loader = Arc::new(Loader { served: served.served().to_path_buf(), engine, cache });
     let setup = loader.setup()?;
-    let model = setup.config.model().map(|m| served.served().join(m)).unwrap_or_else(default_model_dir);
+    // Only the user picks the model: the host parses its files outside the sandbox.
+    let model = setup.config.model().map(Path::to_path_buf).map_or_else(default_model_dir_or_err, Ok)?;
     let mut corpora = Corpora::new(Arc::new(SharedEmbedder::new(model)));
     if let Some(collection) = shared_collection(&setup.config, served.served())? {
         corpora = corpora.with_shared(served.served().to_path_buf(), collection);

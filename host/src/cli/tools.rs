@@ -181,7 +181,8 @@ pub fn trust(file: &Path) -> anyhow::Result<()> {
     let cache = CompileCache::new(&engine, CompileCache::default_dir());
     let tool = describe(&engine, &cache, file, &bytes).map_err(anyhow::Error::msg)?;
     let name = tool.name().to_string();
-    let builtins = Catalog::load(&engine, &cache, BUILTIN_TOOLS, &[], &describe_limits(), &|_, _, _| Ok(()));
+    let builtins =
+        Catalog::load(&engine, &cache, BUILTIN_TOOLS, Vec::new(), &describe_limits(), &|_, _, _| Ok(()), &|_| true);
     // Pinned or not, a built-in's name is never another component's.
     if let Err(reason) = builtins.verdict(&tool, Origin::User, &|_, _, _| Ok(())) {
         anyhow::bail!("{}: {reason}", file.display());

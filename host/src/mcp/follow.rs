@@ -85,7 +85,7 @@ async fn index(server: &RagboxServer, changes: &Changes, stop: &CancellationToke
             Ok(Ok(called)) => called.outcome,
             Ok(Err(unknown)) => {
                 return tracing::error!(
-                    "--watch: {unknown} (is it disabled under [tools.{INDEXER}] in a config.toml?)"
+                    "--watch: {unknown} (is it disabled under [tools.{INDEXER}] in your config or the workspace's?)"
                 );
             }
             Err(failure) => return tracing::error!("--watch: indexing failed: {failure}"),

@@ -3,7 +3,9 @@
 //! that the policy refuses (disabled, not its pinned bytes, or a workspace's
 //! component nobody trusted) or whose tool name is taken is rejected with a
 //! reason; the rest still load. A built-in's name is never taken by another
-//! component, even while the built-in is disabled.
+//! component, even while the built-in is disabled. A workspace's component
+//! whose bytes the user has not pinned is refused before it is compiled or
+//! asked anything.
 
 use super::RuntimeError;
 use super::cache::CompileCache;
@@ -14,7 +16,17 @@ use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 
 /// Largest component file accepted.
-const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+const MAX_COMPONENT_BYTES: u64 = crate::datadir::MAX_COMPONENT_BYTES;
+
+/// A component file found in a tools folder: its bytes, or why they were not read.
+pub struct Found {
+    /// Where it is.
+    pub source: Source,
+    /// Which folder, which decides how far it is trusted.
+    pub origin: Origin,
+    /// Its bytes.
+    pub bytes: Result<Vec<u8>, String>,
+}
 
 /// A component that was not loaded, and why.
 #[derive(Debug, Clone)]
@@ -33,13 +45,14 @@ pub type Admit<'a> = &'a dyn Fn(&str, &str, Origin) -> Result<(), String>;
 /// file's path, size and modification time.
 pub type Fingerprint = Vec<(PathBuf, u64, Option<std::time::SystemTime>)>;
 
-/// The fingerprint of the components in `dirs` and of `files`.
-pub fn fingerprint(dirs: &[(PathBuf, Origin)], files: &[PathBuf]) -> Fingerprint {
+/// The fingerprint of the components in `dirs` and of `files` (links are
+/// described, not followed).
+pub fn fingerprint(dirs: &[PathBuf], files: &[PathBuf]) -> Fingerprint {
     dirs.iter()
-        .flat_map(|(d, _)| wasm_files(d))
+        .flat_map(|d| wasm_files(d))
         .chain(files.iter().cloned())
         .map(|p| {
-            let meta = std::fs::metadata(&p).ok();
+            let meta = std::fs::symlink_metadata(&p).ok();
             let size = meta.as_ref().map_or(0, |m| m.len());
             (p, size, meta.and_then(|m| m.modified().ok()))
         })
@@ -66,15 +79,17 @@ fn name_taken(name: &str, by: &Source) -> String {
 }
 
 impl Catalog {
-    /// Loads `builtins`, then every `*.wasm` in each of `dirs` (missing folders
-    /// are skipped), keeping those `admit` lets in.
+    /// Loads `builtins`, then every component `found`, keeping those `admit`
+    /// lets in; a workspace's component whose sha256 `pinned` does not know
+    /// is refused unread.
     pub fn load(
         engine: &Engine,
         cache: &CompileCache,
         builtins: &[(&str, &[u8])],
-        dirs: &[(PathBuf, Origin)],
+        found: Vec<Found>,
         describe_limits: &Limits,
         admit: Admit,
+        pinned: &dyn Fn(&str) -> bool,
     ) -> Self {
         let mut catalog = Self::default();
         let add = |catalog: &mut Self, source: Source, origin: Origin, bytes: &[u8]| {
@@ -93,14 +108,22 @@ impl Catalog {
         for (name, bytes) in builtins {
             add(&mut catalog, Source::BuiltIn((*name).to_string()), Origin::BuiltIn, bytes);
         }
-        for (dir, origin) in dirs {
-            for path in wasm_files(dir) {
-                let source = Source::File(path.clone());
-                match read_component(&path) {
-                    Ok(bytes) => add(&mut catalog, source, *origin, &bytes),
-                    Err(e) => catalog.reject(source, e.to_string()),
+        for Found { source, origin, bytes } in found {
+            let bytes = match bytes {
+                Ok(bytes) => bytes,
+                Err(why) => {
+                    catalog.reject(source, why);
+                    continue;
                 }
+            };
+            let sha256 = hex::encode(Sha256::digest(&bytes));
+            if origin == Origin::Workspace && !pinned(&sha256) {
+                // Compiling and describing would already run its code: neither happens.
+                let reason = untrusted(&source, &sha256);
+                catalog.reject(source, reason);
+                continue;
             }
+            add(&mut catalog, source, origin, &bytes);
         }
         catalog
     }
@@ -173,8 +196,20 @@ pub fn load_one(
         .map_err(|e| e.to_string())
 }
 
-/// `*.wasm` files directly in `dir`, sorted; none when the folder is missing.
-fn wasm_files(dir: &Path) -> Vec<PathBuf> {
+/// Why a workspace's component at `source` with bytes `sha256` is refused
+/// before it is compiled, and how to trust it.
+pub fn untrusted(source: &impl std::fmt::Display, sha256: &str) -> String {
+    format!(
+        "came with this workspace and is not trusted, so it is neither compiled nor run: a workspace's \
+         components load only once you trust their bytes. If you do, run `ragbox tools trust {source}` (it \
+         records sha256 = \"{sha256}\" in {})",
+        crate::config::user_config_shown()
+    )
+}
+
+/// `*.wasm` files directly in `dir` (the user's own folder: links to
+/// components are theirs to make), sorted; none when the folder is missing.
+pub fn wasm_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
@@ -185,15 +220,22 @@ fn wasm_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// A component file's bytes, refused above the size limit.
+/// A component file's bytes: a regular file (opened without waiting on a
+/// FIFO), refused above the size limit.
 pub fn read_component(path: &Path) -> Result<Vec<u8>, RuntimeError> {
+    use std::io::Read as _;
     let read_err = |source| RuntimeError::Read { path: path.to_path_buf(), source };
-    let len = std::fs::metadata(path).map_err(read_err)?.len();
-    if len > MAX_COMPONENT_BYTES {
+    let file = crate::platform::no_block(std::fs::OpenOptions::new().read(true)).open(path).map_err(read_err)?;
+    if !file.metadata().map_err(read_err)?.is_file() {
+        return Err(read_err(std::io::Error::other("not a regular file")));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_COMPONENT_BYTES + 1).read_to_end(&mut bytes).map_err(read_err)?;
+    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
         return Err(read_err(std::io::Error::other(format!(
-            "{len} bytes is over the {} MiB limit for a component",
+            "over the {} MiB limit for a component",
             MAX_COMPONENT_BYTES >> 20
         ))));
     }
-    std::fs::read(path).map_err(read_err)
+    Ok(bytes)
 }

@@ -1,19 +1,20 @@
 //! The workspace as a component sees it: WASI's filesystem with ragbox's data
-//! dir taken out, and nothing but regular files and folders to open.
+//! dirs taken out, and nothing but regular files and folders to open.
 //!
 //! wasmtime-wasi keeps every path beneath its preopen, so a component cannot
-//! leave the workspace; inside it, though, everything is reachable, `.ragbox/`
-//! (the store, the HTTP token) included, and opening a FIFO blocks the host
-//! thread until a writer comes. This layer stands in front of
-//! `wasi:filesystem/types`: the host opens every path itself with
-//! `openat2(RESOLVE_BENEATH)` and `O_NONBLOCK`, then checks where the path
-//! really landed (`/proc/self/fd`), so no symlink or `..` reaches the data dir
-//! and no FIFO, socket or device is ever handed to a guest. Everything else
-//! is passed to wasmtime-wasi unchanged (the preopens are read-only, so every
-//! write is refused there).
+//! leave the workspace; inside it, though, everything is reachable: every
+//! `.ragbox/` (the served workspace's, a sub-workspace's, the served one's
+//! when a parent folder is the preopen), the user's config dir when it lies
+//! inside, and, under a grant covering `/proc`, the host's own environment.
+//! Opening a FIFO would also block the host thread until a writer came. This
+//! layer stands in front of `wasi:filesystem/types`: the host opens every
+//! path itself with `openat2(RESOLVE_BENEATH)` and `O_NONBLOCK`, then checks
+//! where the path really landed (`/proc/self/fd`), so no symlink or `..`
+//! reaches a hidden folder and no FIFO, socket or device is ever handed to a
+//! guest. Everything else is passed to wasmtime-wasi unchanged (the preopens
+//! are read-only, so every write is refused there).
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use wasmtime::component::{HasData, Resource};
@@ -24,37 +25,58 @@ use wasmtime_wasi::p2::bindings::sync::io::streams;
 use wasmtime_wasi::p2::{FsError, FsResult};
 use wasmtime_wasi::{FsPerms, OpenMode};
 
-/// What the guard knows for one call: the folders no path may reach, and the
-/// state of each directory listing in progress.
+/// What the guard knows for one call: the preopened folders, the folders no
+/// path may reach, and the state of each directory listing in progress.
 #[derive(Default)]
 pub struct FsGuard {
+    /// The preopens, as the kernel names them.
+    roots: Vec<PathBuf>,
+    /// Folders hidden wherever they are (the user's config dir).
     hidden: Vec<PathBuf>,
     listings: HashMap<u32, Listing>,
 }
 
-/// One directory listing: the entry to leave out, and whether a name that is
-/// not UTF-8 was passed over (reported when the listing ends, so one bad name
-/// does not end the listing early).
+/// One directory listing: the folder listed (as the kernel names it), and
+/// whether a name that is not UTF-8 was passed over (reported when the
+/// listing ends, so one bad name does not end the listing early).
 struct Listing {
-    hide: Option<OsString>,
+    dir: PathBuf,
     skipped_illegal: bool,
 }
 
 impl FsGuard {
-    /// A guard hiding each of `dirs` (and what they resolve to) from every path.
-    pub fn hiding(dirs: impl IntoIterator<Item = PathBuf>) -> Self {
-        let mut hidden = Vec::new();
-        for dir in dirs {
-            if let Ok(real) = dir.canonicalize() {
-                hidden.push(real);
-            }
-            hidden.push(dir);
+    /// A guard for a guest whose preopens are `roots`, hiding every data
+    /// dir beneath them and each of `hidden` (and what they resolve to).
+    pub fn new(roots: &[PathBuf], hidden: impl IntoIterator<Item = PathBuf>) -> Self {
+        let real = |dir: &PathBuf| dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        let mut hidden_dirs = Vec::new();
+        for dir in hidden {
+            hidden_dirs.push(real(&dir));
+            hidden_dirs.push(dir);
         }
-        Self { hidden, listings: HashMap::new() }
+        Self { roots: roots.iter().map(real).collect(), hidden: hidden_dirs, listings: HashMap::new() }
     }
 
+    /// Whether a guest may not reach `real` (a path as the kernel names it):
+    /// a data dir at any depth below its preopen, a hidden folder, a
+    /// process's folder in `/proc` (its environment and memory), or
+    /// anything outside every preopen (the guard fails closed).
     fn is_hidden(&self, real: &Path) -> bool {
-        self.hidden.iter().any(|h| real.starts_with(h))
+        if self.hidden.iter().any(|h| real.starts_with(h)) {
+            return true;
+        }
+        let Some(root) = self.roots.iter().filter(|r| real.starts_with(r)).max_by_key(|r| r.as_os_str().len()) else {
+            return true;
+        };
+        let below = real.strip_prefix(root).unwrap_or(real);
+        if below.components().any(|c| c.as_os_str() == crate::datadir::DATA_DIR) {
+            return true;
+        }
+        let mut parts = real.components().skip(1).map(|c| c.as_os_str().to_str().unwrap_or(""));
+        parts.next() == Some("proc")
+            && parts.next().is_some_and(|p| {
+                p == "self" || p == "thread-self" || (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            })
     }
 }
 
@@ -238,10 +260,8 @@ impl fs::HostDescriptor for GuardedFs<'_> {
         if self.guard.is_hidden(&real) {
             return Err(code(ErrorCode::NoEntry));
         }
-        let hide =
-            self.guard.hidden.iter().find(|h| h.parent() == Some(&real)).and_then(|h| h.file_name()).map(Into::into);
         let stream = fs::HostDescriptor::read_directory(&mut self.view, fd)?;
-        self.guard.listings.insert(stream.rep(), Listing { hide, skipped_illegal: false });
+        self.guard.listings.insert(stream.rep(), Listing { dir: real, skipped_illegal: false });
         Ok(stream)
     }
 
@@ -366,9 +386,16 @@ impl fs::HostDirectoryEntryStream for GuardedFs<'_> {
         let rep = stream.rep();
         loop {
             let next = fs::HostDirectoryEntryStream::read_directory_entry(&mut self.view, Resource::new_borrow(rep));
-            let Some(listing) = self.guard.listings.get_mut(&rep) else { return next };
+            let hidden = match (&next, self.guard.listings.get(&rep)) {
+                (_, None) => return next,
+                (Ok(Some(entry)), Some(listing)) => self.guard.is_hidden(&listing.dir.join(&entry.name)),
+                _ => false,
+            };
+            if hidden {
+                continue;
+            }
+            let listing = self.guard.listings.get_mut(&rep).expect("looked up above");
             match next {
-                Ok(Some(entry)) if listing.hide.as_deref().is_some_and(|h| h == entry.name.as_str()) => continue,
                 Err(e) if matches!(e.downcast_ref(), Some(ErrorCode::IllegalByteSequence)) => {
                     listing.skipped_illegal = true;
                     continue;

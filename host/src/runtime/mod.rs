@@ -16,7 +16,9 @@ mod tool;
 
 pub use bindings::ragbox::tools::host::Level;
 pub use cache::CompileCache;
-pub use catalog::{Admit, Catalog, Fingerprint, Rejected, fingerprint, load_one, read_component};
+pub use catalog::{
+    Admit, Catalog, Fingerprint, Found, Rejected, fingerprint, load_one, read_component, untrusted, wasm_files,
+};
 pub use engine::new_engine;
 use linker::capabilities_linker;
 pub use runner::{Called, Reload, Request, Runner, Setup, UnknownTool};

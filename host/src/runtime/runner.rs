@@ -7,13 +7,18 @@
 use super::catalog::{Catalog, Fingerprint};
 use super::sandbox::{CallEnv, Caller, ProgressSink};
 use super::stages::StagesSink;
-use super::tool::{LoadedTool, Outcome};
+use super::tool::{Failure, LoadedTool, Outcome};
 use crate::config::{Config, Grants, Limits};
 use crate::corpus::Corpora;
 use crate::workspace::{WORKSPACE_ARG, Workspaces};
 use serde_json::{Map, Value};
 use std::sync::{Arc, RwLock};
 use tokio_util::sync::CancellationToken;
+
+/// Largest arguments object a call may send, as JSON. Every byte is copied
+/// into the component and may reach the host's tokenizer or keyword query
+/// parser; no tool needs more.
+pub const MAX_ARGUMENTS_BYTES: usize = 1 << 20;
 
 /// What a server serves: the config in force, the folders calls may name,
 /// and the loaded tools.
@@ -139,7 +144,16 @@ impl Runner {
             caller: request.caller,
             timings: request.timings,
         };
-        let outcome = tool.call(&Value::Object(arguments).to_string(), env, &setup.limits(tool));
+        let arguments = Value::Object(arguments).to_string();
+        if arguments.len() > MAX_ARGUMENTS_BYTES {
+            let failure = Failure::ArgumentsTooLarge {
+                tool: name.to_string(),
+                size_kib: arguments.len().div_ceil(1024),
+                limit_kib: MAX_ARGUMENTS_BYTES >> 10,
+            };
+            return Ok(Called { tool: tool.clone(), outcome: Outcome::Failed(failure) });
+        }
+        let outcome = tool.call(&arguments, env, &setup.limits(tool));
         Ok(Called { tool: tool.clone(), outcome })
     }
 }

@@ -6,7 +6,7 @@ use super::fs_guard::{FsGuard, GuardedFs};
 use super::guard::{Guard, Interrupt};
 use super::stages::{Stages, StagesSink};
 use super::stderr::StderrCapture;
-use crate::config::{DATA_DIR, Grants, Limits};
+use crate::config::{Grants, Limits};
 use crate::corpus::Corpus;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -152,7 +152,11 @@ pub fn new_store(engine: &Engine, tool: Arc<str>, env: CallEnv, limits: &Limits)
         // Folders granted in config, read-only, each where it is on the host.
         for extra in &env.grants.read_dirs {
             let granted = |e: &dyn std::fmt::Display| {
-                format!("cannot open {} (read_dirs of [tools.{tool}] in .ragbox/config.toml): {e}", extra.display())
+                format!(
+                    "cannot open {} (read_dirs of [tools.{tool}] in {}): {e}",
+                    extra.display(),
+                    crate::config::user_config_shown()
+                )
             };
             let dir = extra.canonicalize().map_err(|e| granted(&e))?;
             let guest = dir.to_str().ok_or_else(|| granted(&"the path is not UTF-8"))?;
@@ -162,7 +166,8 @@ pub fn new_store(engine: &Engine, tool: Arc<str>, env: CallEnv, limits: &Limits)
     }
     wasi.stderr(stderr.clone()).allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
     let guard = Guard::new(limits.memory_bytes, limits.timeout, env.cancel.clone());
-    let fs = FsGuard::hiding(preopened.iter().map(|d| d.join(DATA_DIR)));
+    // The user's config dir holds the key that vouches for indexes and the HTTP token.
+    let fs = FsGuard::new(&preopened, crate::config::user_config_dir());
     let state = HostState {
         wasi: wasi.build(),
         table: ResourceTable::new(),

@@ -66,8 +66,8 @@ pub enum Outcome {
 pub enum Failure {
     /// Ran past its wall-clock limit.
     #[error("tool '{tool}' was stopped after {secs:.1} s: it exceeded its time limit of {limit_secs} s \
-             (raise [limits] timeout_secs or [tools.{tool}] timeout_secs in .ragbox/config.toml)",
-             secs = elapsed.as_secs_f64(), limit_secs = limit.as_secs())]
+             (raise [limits] timeout_secs or [tools.{tool}] timeout_secs in your config, {config})",
+             secs = elapsed.as_secs_f64(), limit_secs = limit.as_secs(), config = crate::config::user_config_shown())]
     Timeout {
         /// The tool.
         tool: String,
@@ -85,7 +85,8 @@ pub enum Failure {
     /// Tried to grow memory past its limit.
     #[error(
         "tool '{tool}' ran out of memory: it asked for {asked_mib} MiB, over its limit of {limit_mib} MiB \
-             (raise [limits] memory_mib in .ragbox/config.toml)"
+             (raise [limits] memory_mib in your config, {config})",
+        config = crate::config::user_config_shown()
     )]
     OutOfMemory {
         /// The tool.
@@ -94,6 +95,19 @@ pub enum Failure {
         asked_mib: usize,
         /// The limit, MiB.
         limit_mib: usize,
+    },
+    /// Sent more arguments than a call may carry.
+    #[error(
+        "the arguments to tool '{tool}' are {size_kib} KiB, over the {limit_kib} KiB a call may send; \
+         send less (a query is a few words, a reference text a few pages)"
+    )]
+    ArgumentsTooLarge {
+        /// The tool.
+        tool: String,
+        /// Their size, KiB.
+        size_kib: usize,
+        /// The limit, KiB.
+        limit_kib: usize,
     },
     /// Returned more than the output limit.
     #[error("tool '{tool}' returned {size_mib:.1} MiB, over the {limit_mib} MiB result limit; result discarded")]
