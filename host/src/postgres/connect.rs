@@ -24,6 +24,20 @@ pub struct Target {
     /// `user@host:port/db`, for messages and logs.
     shown: String,
     ca_file: Option<PathBuf>,
+    tls: Tls,
+}
+
+/// How the connection is protected, from libpq's `sslmode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tls {
+    /// `disable`, `allow`, `prefer` (the default): not encrypted.
+    Off,
+    /// `verify-ca`: encrypted, the certificate chain checked against the
+    /// trusted roots, the host name not.
+    Chain,
+    /// `require`, `verify-full`: encrypted, chain and host name checked
+    /// (stricter than libpq's `require`, which checks neither).
+    Full,
 }
 
 impl std::fmt::Debug for Target {
@@ -48,9 +62,11 @@ impl Target {
     /// (it would sit in argv, a shell history or a config file in plain sight).
     pub fn new(spec: &TargetSpec) -> Result<Self, StoreError> {
         let refused = |message: String| StoreError::Setup { server: redacted(&spec.url), message };
-        let mut config = postgres::Config::from_str(&spec.url).map_err(|e| {
+        let (url, tls) = take_sslmode(&spec.url).map_err(refused)?;
+        let mut config = postgres::Config::from_str(&url).map_err(|e| {
             refused(format!("the store URL does not parse ({e}); write it as postgres://USER@HOST:PORT/DATABASE"))
         })?;
+        config.ssl_mode(if tls == Tls::Off { SslMode::Disable } else { SslMode::Require });
         if config.get_password().is_some() {
             return Err(refused(
                 "the store URL holds a password; remove it and put the password in PGPASSWORD, \
@@ -73,7 +89,7 @@ impl Target {
         if let Some(password) = find_password(&config, spec.password_env.as_deref()) {
             config.password(password);
         }
-        Ok(Self { config, shown, ca_file: spec.ca_file.clone() })
+        Ok(Self { config, shown, ca_file: spec.ca_file.clone(), tls })
     }
 
     /// `user@host:port/db`: what messages name (no password, ever).
@@ -83,7 +99,7 @@ impl Target {
 
     /// Whether the connection is encrypted.
     pub fn tls(&self) -> bool {
-        self.config.get_ssl_mode() == SslMode::Require
+        self.tls != Tls::Off
     }
 
     /// Whether every host is this machine (an unencrypted connection then stays on it).
@@ -120,12 +136,18 @@ impl Target {
             }
         }
         let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
+        let setup = |message: String| StoreError::Setup { server: self.shown.clone(), message };
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| StoreError::Setup { server: self.shown.clone(), message: e.to_string() })?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        Ok(config)
+            .map_err(|e| setup(e.to_string()))?;
+        if self.tls == Tls::Chain {
+            let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(roots.into(), provider)
+                .build()
+                .map_err(|e| setup(e.to_string()))?;
+            let chain_only = std::sync::Arc::new(ChainOnly(verifier));
+            return Ok(builder.dangerous().with_custom_certificate_verifier(chain_only).with_no_client_auth());
+        }
+        Ok(builder.with_root_certificates(roots).with_no_client_auth())
     }
 
     /// Sorts a driver error into what the user can act on.
@@ -176,6 +198,91 @@ impl Target {
         }
         StoreError::Database { server, message }
     }
+}
+
+/// `sslmode=verify-ca`: the certificate must chain to a trusted root; the
+/// name it was issued for is not compared with the host's.
+#[derive(Debug)]
+struct ChainOnly(std::sync::Arc<rustls::client::WebPkiServerVerifier>);
+
+impl rustls::client::danger::ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        use rustls::{CertificateError, Error};
+        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            Err(Error::InvalidCertificate(CertificateError::NotValidForName))
+            | Err(Error::InvalidCertificate(CertificateError::NotValidForNameContext { .. })) => {
+                Ok(rustls::client::danger::ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// `url` without its `sslmode`, and the protection that mode asks for.
+/// libpq's modes are all understood (the driver knows only three).
+fn take_sslmode(url: &str) -> Result<(String, Tls), String> {
+    let mut mode = None;
+    let rest = if let Some((base, query)) = url.split_once('?').filter(|_| url.contains("://")) {
+        let mut kept = Vec::new();
+        for pair in query.split('&') {
+            match pair.split_once('=') {
+                Some(("sslmode", value)) => mode = Some(value.to_string()),
+                _ => kept.push(pair),
+            }
+        }
+        if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) }
+    } else if !url.contains("://") {
+        let mut kept = Vec::new();
+        for word in url.split_whitespace() {
+            match word.split_once('=') {
+                Some(("sslmode", value)) => mode = Some(value.trim_matches('\'').to_string()),
+                _ => kept.push(word),
+            }
+        }
+        kept.join(" ")
+    } else {
+        url.to_string()
+    };
+    let tls = match mode.as_deref() {
+        None | Some("disable" | "allow" | "prefer") => Tls::Off,
+        Some("require" | "verify-full") => Tls::Full,
+        Some("verify-ca") => Tls::Chain,
+        Some(other) => {
+            return Err(format!(
+                "sslmode={other} is not one of disable, allow, prefer, require, verify-ca, verify-full"
+            ));
+        }
+    };
+    Ok((rest, tls))
 }
 
 /// Connections reused between operations, each operation on one of them.
@@ -304,12 +411,24 @@ fn show(config: &postgres::Config) -> String {
     format!("{user}@{host}:{port}/{db}")
 }
 
-/// A URL that may not parse, shown without anything after `://` up to `@`.
+/// A store URL that may not parse, shown with nothing that could be a
+/// password: no user info, no query (`?password=` is libpq's too), and in
+/// the `key=value` form only the host, port, database and user.
 fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => format!("{}://…@{}", &url[..scheme], &url[at + 1..]),
-        _ => url.to_string(),
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+        return match rest.split_once('?') {
+            Some((place, _)) => format!("{scheme}://{place}?…"),
+            None => format!("{scheme}://{rest}"),
+        };
     }
+    let shown: Vec<&str> = url
+        .split_whitespace()
+        .filter(|word| {
+            word.split_once('=').is_some_and(|(k, _)| matches!(k, "host" | "hostaddr" | "port" | "dbname" | "user"))
+        })
+        .collect();
+    if shown.is_empty() { "the store URL".to_string() } else { shown.join(" ") }
 }
 
 /// The password from the variable `password_env`, else `PGPASSWORD`, else
@@ -380,6 +499,49 @@ mod tests {
         let target = Target::new(&spec).expect("parses");
         assert_eq!(target.shown(), "ana@db.example:5433/notes");
         assert!(!target.tls() && !target.local());
+    }
+
+    #[test]
+    fn a_password_is_never_echoed_from_a_url_that_does_not_parse() {
+        for url in [
+            "postgres://ana:s3cret@db.example:5433/notes?sslmode=bogus",
+            "postgres://db.example/notes?password=s3cret&sslmode=bogus",
+            "postgres://db.example/notes?sslmode=bogus&password=s3cret",
+            "host=db.example password=s3cret sslmode=bogus",
+            "host=db.example password='s3 cret' port=nope",
+            "postgresql://ana:s3cret@/notes?host=/tmp&port=x",
+        ] {
+            let message =
+                Target::new(&TargetSpec { url: url.into(), ..Default::default() }).expect_err("refused").to_string();
+            assert!(!message.contains("s3") && !message.contains("cret"), "{url}: {message}");
+        }
+    }
+
+    #[test]
+    fn every_libpq_sslmode_is_understood() {
+        for (mode, tls) in [
+            ("disable", false),
+            ("allow", false),
+            ("prefer", false),
+            ("require", true),
+            ("verify-ca", true),
+            ("verify-full", true),
+        ] {
+            for url in [
+                format!("postgres://ana@db.example/notes?sslmode={mode}"),
+                format!("host=db.example user=ana sslmode={mode}"),
+            ] {
+                let target = Target::new(&TargetSpec { url: url.clone(), ..Default::default() })
+                    .unwrap_or_else(|e| panic!("{url}: {e}"));
+                assert_eq!(target.tls(), tls, "{url}");
+            }
+        }
+        let target = Target::new(&TargetSpec {
+            url: "postgres://ana@db.example/notes?sslmode=verify-ca&connect_timeout=3".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(target.tls_config().is_ok(), "a verify-ca client config builds");
     }
 
     #[test]

@@ -32,6 +32,20 @@ pub struct Collection {
     name: String,
     /// What the server offers, once read.
     server: Mutex<Option<Server>>,
+    /// The workspace using it, when bound to one.
+    binding: Option<Binding>,
+}
+
+/// Whom a collection serves: the one workspace that made it, unless the
+/// user's config shares it between several.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The workspace's identity (only its user's key gives a folder this one).
+    pub id: String,
+    /// Where it is, for messages.
+    pub shown: String,
+    /// The user's config lists the collection as shared by several workspaces.
+    pub shared: bool,
 }
 
 /// The collection's row as last read.
@@ -51,6 +65,10 @@ pub struct Row {
     pub documents: i64,
     /// Chunks stored.
     pub chunks: i64,
+    /// The identity of the workspace it belongs to (none: not bound yet, or shared).
+    pub workspace: Option<String>,
+    /// That workspace's path, for messages.
+    pub workspace_path: Option<String>,
 }
 
 /// A chunk found by a search, with its document and text.
@@ -60,7 +78,13 @@ impl Collection {
     /// The collection `name` on the server at `target` (nothing is read or
     /// created until the first operation).
     pub fn new(target: Target, name: &str) -> Self {
-        Self { pool: Pool::new(target), name: name.to_string(), server: Mutex::new(None) }
+        Self { pool: Pool::new(target), name: name.to_string(), server: Mutex::new(None), binding: None }
+    }
+
+    /// This collection as used by the workspace `binding` names: refused
+    /// when it belongs to another one (unless shared), claimed on first write.
+    pub fn bound_to(self, binding: Binding) -> Self {
+        Self { binding: Some(binding), ..self }
     }
 
     /// The collection's name.
@@ -100,12 +124,63 @@ impl Collection {
         Ok(server)
     }
 
-    /// The collection's row; `None` before anything was written to it.
+    /// The collection's row; `None` before anything was written to it. A
+    /// collection of another workspace is refused (see [`Binding`]).
     pub fn row(&self) -> Result<Option<Row>, StoreError> {
-        if self.inspect()?.schema == 0 {
+        let server = self.inspect()?;
+        if server.schema == 0 {
             return Ok(None);
         }
-        self.pool.run(|c| read_row(c, &self.name).map_err(|e| self.err(e)))
+        if server.schema < SCHEMA_VERSION {
+            self.ensure_schema()?;
+        }
+        let row = self.pool.run(|c| read_row(c, &self.name).map_err(|e| self.err(e)))?;
+        if let Some(row) = &row {
+            self.check_binding(row)?;
+        }
+        Ok(row)
+    }
+
+    /// Refuses a collection that belongs to another workspace than this
+    /// one, unless the user shares it.
+    fn check_binding(&self, row: &Row) -> Result<(), StoreError> {
+        let Some(binding) = &self.binding else { return Ok(()) };
+        match &row.workspace {
+            Some(owner) if *owner != binding.id && !binding.shared => Err(StoreError::Setup {
+                server: self.target().shown().to_string(),
+                message: format!(
+                    "collection {:?} belongs to another workspace ({}), not to {}: a collection serves one \
+                     workspace, so a folder of the same name (a clone, a copy) never reads or replaces another's \
+                     documents. If these folders are meant to share one index, list it in your config ({}): \
+                     shared_collections = [{:?}] under [store]; otherwise give this one its own with \
+                     --collection NAME",
+                    self.name,
+                    row.workspace_path.as_deref().unwrap_or("unknown"),
+                    binding.shown,
+                    crate::config::user_config_shown(),
+                    self.name,
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// In a write transaction holding the row's lock: refuses another
+    /// workspace's collection, and binds an unbound one to this workspace
+    /// (unless the user shares it).
+    fn claim(&self, txn: &mut postgres::Transaction<'_>, row: &mut Row) -> Result<(), StoreError> {
+        self.check_binding(row)?;
+        let Some(binding) = self.binding.as_ref().filter(|b| !b.shared) else { return Ok(()) };
+        if row.workspace.is_none() {
+            txn.execute(
+                "UPDATE ragbox_collections SET workspace = $2, workspace_path = $3 WHERE id = $1",
+                &[&row.id, &binding.id, &binding.shown],
+            )
+            .map_err(|e| self.err(e))?;
+            row.workspace = Some(binding.id.clone());
+            row.workspace_path = Some(binding.shown.clone());
+        }
+        Ok(())
     }
 
     /// Counts, generation and model id (zeros before anything is stored).
@@ -216,6 +291,7 @@ impl Collection {
         self.pool.run(|c| {
             let mut txn = c.transaction().map_err(|e| self.err(e))?;
             let mut row = lock_row(&mut txn, &self.name).map_err(|e| self.err(e))?;
+            self.claim(&mut txn, &mut row)?;
             if row.model_id.is_none() {
                 // The collection's first write: its model and HNSW index are set
                 // up in a transaction of their own. CREATE INDEX holds a SHARE
@@ -225,6 +301,7 @@ impl Collection {
                 self.set_up(c, model_id, dimension)?;
                 txn = c.transaction().map_err(|e| self.err(e))?;
                 row = lock_row(&mut txn, &self.name).map_err(|e| self.err(e))?;
+                self.claim(&mut txn, &mut row)?;
             }
             match (&row.model_id, row.dimension) {
                 (Some(stored), _) if stored != model_id => {
@@ -267,7 +344,8 @@ impl Collection {
     /// another writer did first; in a transaction of its own.
     fn set_up(&self, c: &mut postgres::Client, model_id: &str, dimension: i32) -> Result<(), StoreError> {
         let mut txn = c.transaction().map_err(|e| self.err(e))?;
-        let row = lock_row(&mut txn, &self.name).map_err(|e| self.err(e))?;
+        let mut row = lock_row(&mut txn, &self.name).map_err(|e| self.err(e))?;
+        self.claim(&mut txn, &mut row)?;
         if row.model_id.is_none() {
             txn.execute(
                 "UPDATE ragbox_collections SET model_id = $2, dimension = $3 WHERE id = $1",
@@ -286,7 +364,8 @@ impl Collection {
         }
         self.pool.run(|c| {
             let mut txn = c.transaction().map_err(|e| self.err(e))?;
-            let row = lock_row(&mut txn, &self.name).map_err(|e| self.err(e))?;
+            let mut row = lock_row(&mut txn, &self.name).map_err(|e| self.err(e))?;
+            self.claim(&mut txn, &mut row)?;
             let removed = txn
                 .query_opt(
                     "DELETE FROM ragbox_documents WHERE collection = $1 AND path = $2 RETURNING chunk_count",
@@ -650,7 +729,7 @@ fn lock_row(txn: &mut postgres::Transaction<'_>, name: &str) -> Result<Row, post
 }
 
 const ROW_SELECT: &str = "SELECT id, (extract(epoch FROM created_at) * 1000000)::int8, model_id, dimension, generation,
-                                 documents, chunks FROM ragbox_collections";
+                                 documents, chunks, workspace, workspace_path FROM ragbox_collections";
 
 fn read_row(c: &mut impl postgres::GenericClient, name: &str) -> Result<Option<Row>, postgres::Error> {
     Ok(c.query_opt(&format!("{ROW_SELECT} WHERE name = $1"), &[&name])?.as_ref().map(row_of))
@@ -665,6 +744,8 @@ fn row_of(r: &postgres::Row) -> Row {
         generation: r.get(4),
         documents: r.get(5),
         chunks: r.get(6),
+        workspace: r.get(7),
+        workspace_path: r.get(8),
     }
 }
 

@@ -11,7 +11,7 @@ use crate::store::StoreError;
 use postgres::Client;
 
 /// The schema this ragbox writes; a database at a newer one is refused.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// The oldest pgvector with what ragbox needs (HNSW with cosine, binary I/O).
 pub const MIN_PGVECTOR: (u32, u32) = (0, 7);
@@ -72,8 +72,14 @@ CREATE TABLE ragbox_changes (
 INSERT INTO ragbox_schema (id, version) VALUES (1, 1);
 "#;
 
+/// Version 2: each collection remembers the workspace it belongs to (an
+/// identity only that user's key gives the folder, and its path for messages).
+const V2: &str = r#"
+ALTER TABLE ragbox_collections ADD COLUMN workspace text, ADD COLUMN workspace_path text;
+"#;
+
 /// Each version's script, in order: `MIGRATIONS[v - 1]` brings v - 1 to v.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1];
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2];
 
 /// What the database offers, read when a process first uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,8 +156,11 @@ pub fn ensure(client: &mut Client, server: &str) -> Result<Server, StoreError> {
     if found.standby {
         return Err(StoreError::Setup {
             server: server.to_string(),
-            message: "this server is a read-only replica and holds no ragbox schema yet; index against the primary"
-                .into(),
+            message: format!(
+                "this server is a read-only replica and its ragbox schema is at version {} (this ragbox needs \
+                 {SCHEMA_VERSION}); run ragbox once against the primary to create or upgrade it",
+                found.schema
+            ),
         });
     }
     let setup = |message: String| StoreError::Setup { server: server.to_string(), message };
