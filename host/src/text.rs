@@ -3,11 +3,15 @@
 
 use std::borrow::Cow;
 
-/// True for characters a terminal acts on or that reorder what is shown:
-/// C0 controls and DEL, C1 controls (U+0080–U+009F, e.g. CSI), and the
-/// bidirectional overrides and isolates.
+/// True for characters a terminal acts on, that break a line, or that
+/// reorder what is shown: C0 controls and DEL, C1 controls (U+0080–U+009F,
+/// e.g. CSI and NEL), the line and paragraph separators (U+2028, U+2029: new
+/// lines to many log readers and editors), and the bidirectional
+/// embeddings, overrides and isolates.
 fn is_unsafe(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `text` for a terminal or a plain-text file: every unsafe character except
@@ -71,6 +75,7 @@ mod tests {
         assert_eq!(for_terminal("\x1b]0;pwned\x07x\r"), "\\x1b]0;pwned\\x07x\\x0d");
         assert_eq!(for_terminal("a\u{9b}2Jb\u{202e}c"), "a\\x9b2Jb\\u{202e}c");
         assert_eq!(for_log("one\nFAKE line\t\x1b"), "one\\nFAKE line\\t\\u{1b}");
+        assert_eq!(for_log("a\u{2028}FAKE\u{2029}b\u{85}c"), "a\\u{2028}FAKE\\u{2029}b\\u{85}c");
         let json = serde_json::to_string_pretty(&serde_json::json!({"t": "a\u{9b}b\u{1b}"})).unwrap();
         let shown = for_json(&json);
         assert_eq!(shown, "{\n  \"t\": \"a\\u009bb\\u001b\"\n}");

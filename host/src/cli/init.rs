@@ -5,6 +5,7 @@
 //! to add by hand.
 
 use crate::config::DATA_DIR;
+use crate::mcp::http::TOKEN_FILE;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -88,11 +89,7 @@ pub fn run(workspace: &Path, agents: &[Agent], http: Option<&str>) -> anyhow::Re
     let mut edits = Vec::new();
     for agent in &chosen {
         let path = inside(&workspace, agent.config_file())?;
-        let existing = match std::fs::read_to_string(&path) {
-            Ok(text) => Some(text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => bail!("cannot read {}: {e}", path.display()),
-        };
+        let existing = read_text(&path)?;
         let text = merge(*agent, existing.as_deref(), &launch).map_err(|e| {
             anyhow::anyhow!(
                 "{} is not valid {}: {e}\nNothing was written. Fix the file, or add this entry by hand:\n{}",
@@ -103,12 +100,14 @@ pub fn run(workspace: &Path, agents: &[Agent], http: Option<&str>) -> anyhow::Re
         })?;
         edits.push((*agent, path, existing.is_some(), text));
     }
+    let gitignore = ignore_data_dir(&workspace)?;
     for (agent, path, existed, text) in edits {
         write_atomically(&path, &text)?;
         let verb = if existed { "updated" } else { "created" };
         println!("{verb} {} ({})", agent.config_file(), agent.name());
     }
-    if ignore_data_dir(&workspace)? {
+    if let Some((path, text)) = gitignore {
+        write_atomically(&path, &text)?;
         println!("added {DATA_DIR}/ to .gitignore");
     }
     match &launch {
@@ -118,9 +117,10 @@ pub fn run(workspace: &Path, agents: &[Agent], http: Option<&str>) -> anyhow::Re
         ),
         Launch::Remote { url } => println!(
             "The agents connect to {url}. Before starting them, give them the server's token:\n  \
-             export {TOKEN_VAR}=$(cat {}/{DATA_DIR}/http-token)\n\
-             (the token file of the workspace the server serves, or its --token-file).",
-            workspace.display()
+             export {TOKEN_VAR}=$(cat {})\n\
+             (the server's token file: this one unless it was started with --token-file).",
+            crate::config::user_config_dir()
+                .map_or_else(|| "~/.config/ragbox/http-token".into(), |d| d.join(TOKEN_FILE).display().to_string())
         ),
     }
     Ok(())
@@ -242,28 +242,44 @@ fn merge_codex(existing: Option<&str>, launch: &Launch) -> Result<String, String
     Ok(doc.to_string())
 }
 
-/// Adds `.ragbox/` to the workspace's `.gitignore` unless it is there; true when added.
-fn ignore_data_dir(workspace: &Path) -> anyhow::Result<bool> {
+/// The workspace's `.gitignore` with `.ragbox/` added, unless it is there
+/// already (`None`); nothing is written here, so a refusal comes before any write.
+fn ignore_data_dir(workspace: &Path) -> anyhow::Result<Option<(PathBuf, String)>> {
     let path = inside(workspace, ".gitignore")?;
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => bail!("cannot read {}: {e}", path.display()),
-    };
+    let text = read_text(&path)?.unwrap_or_default();
     let already = text.lines().map(str::trim).any(|l| {
         let l = l.trim_start_matches('/').trim_end_matches('/');
         l == DATA_DIR
     });
     if already {
-        return Ok(false);
+        return Ok(None);
     }
     let mut new = text.clone();
     if !new.is_empty() && !new.ends_with('\n') {
         new.push('\n');
     }
     new.push_str(&format!("# ragbox's index (rebuilt by `ragbox index`)\n{DATA_DIR}/\n"));
-    write_atomically(&path, &new)?;
-    Ok(true)
+    Ok(Some((path, new)))
+}
+
+/// The text of the file at `path` (resolved by [`inside`]); `None` when
+/// there is none. A FIFO or device (which could block or never end) or a
+/// file over 4 MiB is refused: nothing is written then.
+fn read_text(path: &Path) -> anyhow::Result<Option<String>> {
+    use std::io::Read as _;
+    const MAX_BYTES: u64 = 4 << 20;
+    let refuse = |why: &str| anyhow::anyhow!("cannot read {}: {why}; nothing was written", path.display());
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(refuse(&e.to_string())),
+        Ok(meta) if !meta.is_file() => return Err(refuse("it is not a regular file")),
+        Ok(meta) if meta.len() > MAX_BYTES => return Err(refuse("it is larger than 4 MiB")),
+        Ok(_) => {}
+    }
+    let mut text = String::new();
+    let file = std::fs::File::open(path).map_err(|e| refuse(&e.to_string()))?;
+    file.take(MAX_BYTES).read_to_string(&mut text).map_err(|e| refuse(&e.to_string()))?;
+    Ok(Some(text))
 }
 
 /// `rel` under `workspace` (canonical) with every symlink on the way

@@ -27,7 +27,7 @@ Examples:
   ragbox serve                         serve the current folder over MCP (stdio)
   ragbox serve --workspace ~/notes     serve another folder
   ragbox serve --watch                 serve, and index files as they change
-  ragbox serve --http 127.0.0.1:8765   one server for several agents (bearer token in .ragbox/http-token)
+  ragbox serve --http 127.0.0.1:8765   one server for several agents (token: ~/.config/ragbox/http-token)
   ragbox index                         embed the current folder (new and changed files only)
   ragbox index notes/                  embed one folder or file
   ragbox index --skills ~/skills       index a skills library (SKILL.md) on its own
@@ -82,8 +82,8 @@ enum Command {
         /// for several agents at once (e.g. 127.0.0.1:8765). Needs the bearer token.
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
-        /// The bearer token file for --http (default: .ragbox/http-token,
-        /// created with a fresh token on first start).
+        /// The bearer token file for --http (default: http-token in your
+        /// config folder, created with a fresh token on first start).
         #[arg(long, value_name = "FILE", requires = "http")]
         token_file: Option<PathBuf>,
         /// Let --http bind an address other machines can reach.

@@ -1,8 +1,7 @@
 //! `ragbox serve`: MCP over stdio, or Streamable HTTP with `--http`.
 
 use super::open::open;
-use crate::config::DATA_DIR;
-use crate::mcp::http::{HttpOptions, load_or_create_token, serve_http};
+use crate::mcp::http::{HttpOptions, TOKEN_FILE, load_or_create_token, serve_http};
 use crate::mcp::{RagboxServer, serve_stdio};
 use anyhow::Context;
 use std::net::SocketAddr;
@@ -16,7 +15,7 @@ pub struct ServeArgs {
     pub watch: bool,
     /// Serve over HTTP on this address instead of stdio.
     pub http: Option<SocketAddr>,
-    /// The bearer token file (default: the data dir's `http-token`).
+    /// The bearer token file (default: `http-token` in the user's config dir).
     pub token_file: Option<PathBuf>,
     /// Allow a non-loopback `http` address.
     pub allow_public: bool,
@@ -30,7 +29,7 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let runner = open(workspace)?;
     let setup = runner.setup();
-    let served = setup.workspaces.served().to_path_buf();
+    let served = setup.workspaces.served();
     tracing::info!(
         workspace = %served.display(),
         tools = setup.catalog.tools().len(),
@@ -45,15 +44,12 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let Some(addr) = args.http else {
         return runtime.block_on(serve_stdio(server, args.watch));
     };
+    // The user's, never the workspace's: a repository could ship a token it knows.
     let token_file = match args.token_file {
         Some(file) => file,
-        None => {
-            // Made as the store makes it (owner-only, no symlink), before the token goes in.
-            let data_dir = served.join(DATA_DIR);
-            crate::config::ensure_data_dir(&data_dir)
-                .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
-            data_dir.join("http-token")
-        }
+        None => crate::config::user_config_dir()
+            .map(|dir| dir.join(TOKEN_FILE))
+            .context("no config dir is known for this user (HOME is unset): pass --token-file FILE")?,
     };
     let (token, fresh) = load_or_create_token(&token_file)?;
     if fresh {

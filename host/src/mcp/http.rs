@@ -2,14 +2,18 @@
 //! one warm server and index. Every request needs the bearer token; `Host`
 //! and `Origin` are checked against DNS rebinding; loopback unless asked.
 //! A flood is bounded: at most [`MAX_SESSIONS`] sessions, each closed after
-//! [`SESSION_IDLE`] without traffic; at most [`MAX_CONNECTIONS`] connections,
-//! and one that does not send its headers within [`HEADER_TIMEOUT`] is closed.
+//! [`SESSION_IDLE`] without traffic, or [`SESSION_INIT`] after its
+//! `initialize` when nothing follows it; at most [`MAX_CONNECTIONS`]
+//! connections, and one that does not send its headers within
+//! [`HEADER_TIMEOUT`] is closed.
 
 use super::server::RagboxServer;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use rmcp::transport::common::server_side_http::SessionId;
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::io::Write;
@@ -26,8 +30,10 @@ pub const ENDPOINT: &str = "/mcp";
 pub const MAX_SESSIONS: usize = 64;
 /// A session with no traffic for this long is closed.
 pub const SESSION_IDLE: Duration = Duration::from_secs(300);
-/// A session that is not initialized within this long is closed.
-const SESSION_INIT: Duration = Duration::from_secs(10);
+/// A session that is not initialized within this long is closed, and so is
+/// one whose client sends nothing after `initialize` for this long (a real
+/// client sends `notifications/initialized` at once).
+pub const SESSION_INIT: Duration = Duration::from_secs(10);
 /// Connections open at once; more wait to be accepted.
 pub const MAX_CONNECTIONS: usize = 256;
 /// A connection that does not send a request's headers within this long is closed.
@@ -74,12 +80,17 @@ pub struct HttpOptions {
 
 /// The shortest token accepted (a fresh one is 64 hex digits).
 const MIN_TOKEN_CHARS: usize = 32;
+/// The most of a token file read.
+const MAX_TOKEN_FILE_BYTES: u64 = 4096;
+
+/// The token file's name in the user's config dir (the default).
+pub const TOKEN_FILE: &str = "http-token";
 
 /// The token in `path`, or a fresh one written there (readable by the owner
 /// only); true when it was just made and should be shown once.
 pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
     let err = |source| HttpError::Token { path: path.to_path_buf(), source };
-    match std::fs::read_to_string(path) {
+    match read_token_file(path) {
         Ok(text) => {
             let token = text.trim().to_string();
             if token.is_empty() {
@@ -119,6 +130,19 @@ pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
     }
 }
 
+/// A token file's text: a regular file (not a FIFO or a device a link might
+/// lead to), read up to its cap.
+fn read_token_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let file = std::fs::File::open(path)?;
+    let mut text = String::new();
+    file.take(MAX_TOKEN_FILE_BYTES).read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// 32 random bytes from the OS, hex.
 fn new_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
@@ -151,9 +175,10 @@ pub async fn serve_http(
     sessions.session_config = session;
     let sessions = Arc::new(sessions);
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+    let limits = Sessions { manager: sessions, fresh: Arc::default() };
     let router = axum::Router::new()
         .nest_service(ENDPOINT, service)
-        .layer(middleware::from_fn_with_state(sessions, limit_sessions))
+        .layer(middleware::from_fn_with_state(limits, limit_sessions))
         .layer(middleware::from_fn_with_state(Arc::<str>::from(token), require_token));
     // Tests and scripts read this line to learn the port when they asked for port 0.
     tracing::info!("serving MCP over HTTP on http://{bound}{ENDPOINT}");
@@ -203,10 +228,27 @@ async fn accept(listener: tokio::net::TcpListener, router: axum::Router, stop: C
     }
 }
 
-/// Answers 503 to a new session's `initialize` while [`MAX_SESSIONS`] are open.
-async fn limit_sessions(State(sessions): State<Arc<LocalSessionManager>>, request: Request, next: Next) -> Response {
-    let new_session = request.method() == axum::http::Method::POST && !request.headers().contains_key("mcp-session-id");
-    if new_session && sessions.sessions.read().await.len() >= MAX_SESSIONS {
+/// The sessions, and those that have sent nothing since their `initialize`.
+#[derive(Clone)]
+struct Sessions {
+    manager: Arc<LocalSessionManager>,
+    fresh: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+}
+
+/// The session id a request or response carries.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Answers 503 to a new session's `initialize` while [`MAX_SESSIONS`] are
+/// open, and closes a new session that sends nothing within [`SESSION_INIT`]
+/// (without this, one `initialize` would hold a slot for [`SESSION_IDLE`]).
+async fn limit_sessions(State(sessions): State<Sessions>, request: Request, next: Next) -> Response {
+    let fresh = |s: &Sessions| s.fresh.lock().unwrap_or_else(|p| p.into_inner()).len();
+    if let Some(id) = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+        sessions.fresh.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+        return next.run(request).await;
+    }
+    let new_session = request.method() == axum::http::Method::POST;
+    if new_session && sessions.manager.sessions.read().await.len() >= MAX_SESSIONS {
         let mut response = (
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
@@ -219,7 +261,21 @@ async fn limit_sessions(State(sessions): State<Arc<LocalSessionManager>>, reques
         response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("10"));
         return response;
     }
-    next.run(request).await
+    let response = next.run(request).await;
+    let made = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+    if let Some(id) = made {
+        sessions.fresh.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone());
+        tracing::debug!(fresh = fresh(&sessions), "new HTTP session");
+        tokio::spawn(async move {
+            tokio::time::sleep(SESSION_INIT).await;
+            let silent = sessions.fresh.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            if silent {
+                tracing::debug!("closing HTTP session {id}: nothing came after its initialize");
+                let _ = sessions.manager.close_session(&SessionId::from(id.as_str())).await;
+            }
+        });
+    }
+    response
 }
 
 /// Hosts a browser may name to reach this server: loopback names with the

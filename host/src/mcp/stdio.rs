@@ -11,8 +11,9 @@ use tokio::sync::mpsc;
 /// Largest message accepted, in bytes (rmcp's own limit).
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 
-/// Deepest nesting accepted (serde_json's own limit).
-const MAX_DEPTH: usize = 128;
+/// Deepest nesting accepted: serde_json (and so rmcp) reads at most 127
+/// levels; a message nested deeper would get no reply at all.
+const MAX_DEPTH: usize = 127;
 
 /// Bytes of rmcp's pipes; a message larger than this just takes several writes.
 const PIPE_BYTES: usize = 1 << 20;
@@ -263,6 +264,20 @@ mod tests {
         let reply = check(deep.as_bytes()).unwrap_err();
         assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!("x1"), &json!(-32600)));
         assert_eq!(depth(br#"{"a":"[[[[","b":[1]}"#), 2, "brackets in strings do not count");
+        // Every line let through is one serde_json (so rmcp) reads, the deepest included.
+        let at = |levels: usize| {
+            let inner = levels - 2; // the message object and `params`
+            format!(
+                r#"{{"jsonrpc":"2.0","id":9,"method":"ping","params":{{"x":{}1{}}}}}"#,
+                "[".repeat(inner),
+                "]".repeat(inner)
+            )
+        };
+        assert_eq!(depth(at(MAX_DEPTH).as_bytes()), MAX_DEPTH);
+        assert_eq!(check(at(MAX_DEPTH).as_bytes()), Ok(()));
+        assert!(serde_json::from_str::<Value>(&at(MAX_DEPTH)).is_ok(), "the deepest accepted line parses");
+        let reply = check(at(MAX_DEPTH + 1).as_bytes()).unwrap_err();
+        assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!(9), &json!(-32600)));
         assert_eq!(id_in(br#"{"params":{"id":3},"id":4}"#), Value::Null, "a nested id is not the request's");
         assert_eq!(id_in(br#"{"jsonrpc":"2.0","id": 12,"#), json!(12));
     }
