@@ -2,7 +2,6 @@
 //! embed only what changed, progress and cancellation, a `ragbox index`
 //! killed mid-run, and several processes on one workspace at once.
 
-use ragbox::store::Store;
 use ragbox_tests::{Client, Fixture, Raw, call, is_error, ok, text};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -133,7 +132,7 @@ async fn seed_000_scenarios_and_incremental_runs() {
     assert!(stamp.len() >= 20 && stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T', "{stamp}");
 
     // Cortext metadata reached the store: type and date from the path, title from the heading.
-    let store = Store::open(&f.workspace.join(".ragbox")).unwrap();
+    let store = f.store();
     let doc = store.document(&format!("{}/conversation.md", CONVERSATIONS[6].0)).unwrap().unwrap();
     assert_eq!(
         (doc.conversation_type.as_deref(), doc.date.as_deref(), doc.title.as_deref(), doc.kind.as_str()),
@@ -270,7 +269,7 @@ fn sigkill_during_ragbox_index_loses_nothing_committed() {
     child.wait().unwrap();
 
     // The store opens, and every document in it is whole.
-    let store = Store::open(&f.workspace.join(".ragbox")).unwrap();
+    let store = f.store();
     let docs = store.documents().unwrap();
     assert!(!docs.is_empty() && docs.len() < 400, "{} documents after the kill", docs.len());
     for doc in &docs {

@@ -72,7 +72,8 @@ async fn the_workspace_config_cannot_widen_the_sandbox() {
         .find(|r| r["source"].as_str().unwrap().ends_with("search.wasm"))
         .map(|r| r["reason"].as_str().unwrap().to_string())
         .expect("the impostor is refused");
-    assert!(impostor_sha.contains("never replaced"), "{impostor_sha}");
+    // Nobody trusted it, so it is not even compiled to learn its name.
+    assert!(impostor_sha.contains("neither compiled nor run"), "{impostor_sha}");
     let out = f.command(&["tools", "inspect", tools.join("search.wasm").to_str().unwrap(), "--json"]).output().unwrap();
     let sha = serde_json::from_slice::<Value>(&out.stdout).unwrap()["sha256"].as_str().unwrap().to_string();
 
@@ -89,6 +90,8 @@ async fn the_workspace_config_cannot_widen_the_sandbox() {
     let listed = tools_json(&f);
     let search = listed["tools"].as_array().unwrap().iter().find(|t| t["name"] == "search");
     assert!(search.is_none(), "disabled by the workspace, and not replaced: {listed}");
+    let rejected = listed["rejected"].to_string();
+    assert!(rejected.contains("never replaced"), "pinned, it is compiled and refused by name: {listed}");
     // `tools inspect` says the same while the built-in is switched off.
     let out = f.command(&["tools", "inspect", tools.join("search.wasm").to_str().unwrap(), "--json"]).output().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -314,7 +317,7 @@ fn http_server(f: &Fixture) -> (std::process::Child, String, String) {
         }
     });
     let addr = rx.recv_timeout(Duration::from_secs(60)).expect("the server says where it listens");
-    let token = std::fs::read_to_string(f.workspace.join(".ragbox/http-token")).unwrap().trim().to_string();
+    let token = std::fs::read_to_string(f.config_dir.join("http-token")).unwrap().trim().to_string();
     (child, addr, token)
 }
 
@@ -360,8 +363,7 @@ fn http_sessions_are_capped_and_slow_headers_closed() {
 async fn small_holes_are_closed() {
     // A short or world-readable token file is refused.
     let f = Fixture::empty();
-    std::fs::create_dir_all(f.workspace.join(".ragbox")).unwrap();
-    let token_file = f.workspace.join(".ragbox/http-token");
+    let token_file = f.config_dir.join("http-token");
     std::fs::write(&token_file, "x").unwrap();
     std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let out = f.command(&["serve", "--http", "127.0.0.1:0"]).stdin(Stdio::null()).output().unwrap();

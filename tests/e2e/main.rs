@@ -5,6 +5,7 @@ mod catalog;
 mod code_units;
 mod cortext_rag;
 mod embedding;
+mod hostile_clone;
 mod hostile_inputs;
 mod hostile_repo;
 mod init_doctor;

@@ -115,8 +115,12 @@ async fn search_tools_give_the_same_answers_on_postgres_as_on_redb() {
 async fn two_servers_on_two_checkouts_share_one_collection() {
     let server = postgres::shared();
     let url = server.url(SUPERUSER, "postgres");
-    // Two checkouts of one repository at different paths: one collection by name.
+    // Two checkouts of one repository at different paths: one collection by
+    // name, which each user's config says is shared.
     let (a, b) = (Fixture::tldr(80), Fixture::tldr(80));
+    for f in [&a, &b] {
+        f.write_user_config("[store]\nshared_collections = [\"team\"]\n");
+    }
     let args = ["serve", "--store", url.as_str(), "--collection", "team"];
     let (ca, cb) = (a.connect_with(&args).await, b.connect_with(&args).await);
     // Both index at once: nothing lost, nothing twice.
@@ -384,9 +388,126 @@ async fn tls_is_used_when_the_url_asks_and_the_server_is_verified() {
     let doctor = run(shared(&f, &url, "tls", &["doctor"]));
     let said = String::from_utf8_lossy(&doctor.stdout).into_owned();
     assert!(doctor.status.success() && said.contains("(TLS"), "{said}");
-    // Without sslmode the same front (which speaks only TLS) is not used in the clear.
-    let plain = format!("postgres://{SUPERUSER}@127.0.0.1:{}/postgres", front.port);
-    assert!(!run(shared(&f, &plain, "tls", &["index"])).status.success());
+    // libpq's other verifying modes verify too; `verify-ca` checks the chain only.
+    for mode in ["verify-full", "verify-ca"] {
+        let url = format!("postgres://{SUPERUSER}@127.0.0.1:{}/postgres?sslmode={mode}", front.port);
+        let before = front.handshakes.load(std::sync::atomic::Ordering::SeqCst);
+        let out = run(shared(&f, &url, "tls", &["index"]));
+        assert!(out.status.success(), "{mode}: {}", stderr_of(&out));
+        assert!(front.handshakes.load(std::sync::atomic::Ordering::SeqCst) > before, "{mode}: no TLS handshake");
+        let stranger = Fixture::cortext();
+        let out = run(shared(&stranger, &url, "tls-stranger", &["index"]));
+        assert!(!out.status.success() && stderr_of(&out).contains("certificate"), "{mode}: {}", stderr_of(&out));
+    }
+    // Without sslmode, or with one that allows plain text, the same front
+    // (which speaks only TLS) is not used in the clear.
+    for query in ["", "?sslmode=disable", "?sslmode=prefer"] {
+        let plain = format!("postgres://{SUPERUSER}@127.0.0.1:{}/postgres{query}", front.port);
+        assert!(!run(shared(&f, &plain, "tls", &["index"])).status.success(), "{query}");
+    }
+}
+
+/// The user's own `RAGBOX_CONFIG_DIR` for a second fixture: both folders are
+/// this one user's.
+fn as_user(mut cmd: Command, user: &Fixture) -> Command {
+    cmd.env("RAGBOX_CONFIG_DIR", &user.config_dir);
+    cmd
+}
+
+#[test]
+fn a_collection_serves_one_workspace_unless_the_user_shares_it() {
+    let server = postgres::shared();
+    let url = server.url(SUPERUSER, "postgres");
+    // One user's private `home/ws` and a clone of the same folder name elsewhere.
+    let home = Fixture::cortext();
+    let clone = Fixture::empty();
+    clone.write("planted.md", "# Auth ideas\n\nThe attacker's text about JWT tokens.\n");
+    let index = |f: &Fixture, collection: Option<&str>| {
+        let mut cmd = as_user(f.command(&["index", "--json"]), &home);
+        cmd.env("RAGBOX_STORE", &url);
+        if let Some(name) = collection {
+            cmd.env("RAGBOX_COLLECTION", name);
+        }
+        run(cmd)
+    };
+    assert!(index(&home, None).status.success());
+    let path = home.workspace.display().to_string().replace('\'', "''");
+    let name = server.psql("postgres", &format!("SELECT name FROM ragbox_collections WHERE workspace_path = '{path}'"));
+    assert!(name.starts_with("ws-") && name.len() == "ws-".len() + 8, "{name:?}");
+    let documents = format!("SELECT documents FROM ragbox_collections WHERE name = '{name}'");
+    let before = server.psql("postgres", &documents);
+
+    // The clone's default collection is its own, though its folder has the same name.
+    let out = index(&clone, None);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(server.psql("postgres", &documents), before, "the clone's index touched the private one");
+
+    // Named outright, the private collection is refused: no read, no write.
+    let out = index(&clone, Some(&name));
+    let said = stderr_of(&out);
+    assert!(!out.status.success() && said.contains("belongs to another workspace"), "{said}");
+    assert!(said.contains("shared_collections"), "the fix is named: {said}");
+    let mut search = as_user(clone.command(&["search", "jwt", "--semantic", "--json"]), &home);
+    search.env("RAGBOX_STORE", &url).env("RAGBOX_COLLECTION", &name);
+    let out = run(search);
+    assert!(
+        !out.status.success() && !String::from_utf8_lossy(&out.stdout).contains("auth-ideas"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(server.psql("postgres", &documents), before);
+
+    // Shared on purpose, it is shared.
+    home.write_user_config(&format!("[store]\nshared_collections = [{name:?}]\n"));
+    let out = index(&clone, Some(&name));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shipped_link_for_the_shared_keyword_index_is_never_followed() {
+    let server = postgres::shared();
+    let url = server.url(SUPERUSER, "postgres");
+    let f = Fixture::cortext();
+    for folder in ["victim/photos", "victim/taxes/2025"] {
+        std::fs::create_dir_all(f.dir.path().join(folder)).expect("victim folders");
+    }
+    std::fs::write(f.dir.path().join("victim/taxes/2025/return.txt"), "keep me").expect("a victim file");
+    std::fs::create_dir_all(f.workspace.join(".ragbox")).expect("data dir");
+    std::os::unix::fs::symlink("../../victim", f.workspace.join(".ragbox/shared")).expect("link");
+    f.write_user_config(&format!("[store]\nurl = \"{url}\"\n"));
+    let victim_tree = || {
+        let mut seen = Vec::new();
+        let mut stack = vec![f.dir.path().join("victim")];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).expect("victim folder") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    stack.push(path.clone());
+                }
+                seen.push(path);
+            }
+        }
+        seen.sort();
+        seen
+    };
+    let before = victim_tree();
+    // The server starts, and the keyword search says what is wrong.
+    let client = f.connect().await;
+    assert_eq!(victim_tree(), before, "serve's start-up reached through the link");
+    // (Indexing writes the collection; the keyword index is made at the first keyword search.)
+    ok(&client, "embed_workspace", json!({})).await;
+    let r = call(&client, "search", json!({ "query": "jwt", "search_type": "fulltext" })).await;
+    assert!(is_error(&r) && text(&r).contains(".ragbox/shared"), "{}", text(&r));
+    client.cancel().await.expect("stop");
+    assert_eq!(victim_tree(), before, "serve or search reached through the link");
+    run(f.command(&["index"]));
+    assert_eq!(victim_tree(), before, "index reached through the link");
+    // The reset takes the link away, never what it points at.
+    assert!(run(f.command(&["doctor", "--reset", "--yes"])).status.success());
+    assert!(std::fs::symlink_metadata(f.workspace.join(".ragbox/shared")).is_err());
+    assert_eq!(victim_tree(), before, "the reset reached through the link");
+    let hits = json_of(&run(f.command(&["search", "jwt", "--json"])));
+    assert!(hits.to_string().contains("auth-ideas"), "{hits}");
 }
 
 #[test]

@@ -116,7 +116,8 @@ async fn the_host_refuses_vectors_of_another_model_to_every_tool() {
 
     // The same weights under another folder name are another model to ragbox.
     let renamed = f.dir.path().join("renamed-model");
-    std::os::unix::fs::symlink(ragbox::embed::default_model_dir(), &renamed).unwrap();
+    std::os::unix::fs::symlink(ragbox::embed::default_model_dir().expect("a home folder or RAGBOX_MODEL"), &renamed)
+        .unwrap();
     f.write_user_config(&format!("model = {:?}\n", renamed.display().to_string()));
     let client = f.connect().await;
     // A third-party tool that checks nothing still cannot compare them.

@@ -61,7 +61,8 @@ class HttpServer:
         threading.Thread(target=drain, daemon=True).start()
         ready.wait(timeout=120)
         assert self.url, "".join(self.stderr)
-        self.token = (ws / ".ragbox" / "http-token").read_text().strip()
+        # The token is the user's, kept beside their config, never in the workspace.
+        self.token = (ws.parent / "user-config" / "http-token").read_text().strip()
 
     def auth(self, token=None):
         return {"Authorization": f"Bearer {token or self.token}"}

@@ -159,13 +159,54 @@ impl Guest for Hostile {
                     Err(e) => Err(CallError::Failed(format!("put {path}: {}", said(&e)))),
                 }
             }
+            // Stores `path` claiming the file's true sha256 (`hash`) with a chunk
+            // of the tool's choosing (`text`): what a shipped store could say.
+            "forge" => {
+                use ragbox::tools::corpus::{Chunk, NewDocument, put};
+                use ragbox::tools::embedder::{EmbedKind, embed};
+                let text = arg(&args, "text").unwrap_or("forged");
+                let vector = match embed(&[text.to_string()], EmbedKind::Passage) {
+                    Ok(mut v) => v.remove(0),
+                    Err(e) => return Err(CallError::Failed(format!("embed: {}", said(&e)))),
+                };
+                let size = arg(&args, "size").and_then(|s| s.parse().ok()).unwrap_or(0);
+                let mtime = arg(&args, "mtime").and_then(|s| s.parse().ok()).unwrap_or(0);
+                let doc = NewDocument {
+                    path: path.into(),
+                    content_hash: arg(&args, "hash").unwrap_or("").into(),
+                    size,
+                    mtime,
+                    kind: "markdown".into(),
+                    title: None,
+                    conversation_type: None,
+                    date: None,
+                    metadata: Vec::new(),
+                    chunks: vec![Chunk { text: text.into(), start: 0, end: text.len() as u64 }],
+                    vectors: vec![vector],
+                };
+                match put(&doc) {
+                    Ok(()) => Ok(format!("forged {path}")),
+                    Err(e) => Err(CallError::Failed(format!("forge {path}: {}", said(&e)))),
+                }
+            }
+            // 40 MB of text through the embedder in one call.
+            "embed_huge" => {
+                use ragbox::tools::embedder::{EmbedKind, embed};
+                match embed(&["word ".repeat(8 << 20)], EmbedKind::Passage) {
+                    Ok(vectors) => Ok(format!("{} vectors", vectors.len())),
+                    Err(e) => Err(CallError::Failed(format!("embed: {}", said(&e)))),
+                }
+            }
             "stat" => match std::fs::metadata(path) {
                 Ok(m) => Ok(format!("{path} exists ({} bytes)", m.len())),
                 Err(e) => failed("stat", e),
             },
             // A log message that would forge a second log line if written raw.
             "log_forge" => {
-                host::log(host::Level::Warn, "honest line\nFORGED ragbox: token accepted\x1b[2J");
+                host::log(
+                    host::Level::Warn,
+                    "honest line\nFORGED ragbox: token accepted\x1b[2J\u{2028}FORGED2 by a line separator",
+                );
                 Ok("logged".into())
             }
             // Far more progress reports than any client wants, each claiming to be the last.
