@@ -14,6 +14,32 @@ fn is_unsafe(c: char) -> bool {
         || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
+/// The first `max` bytes of `text`, cut back to a character boundary.
+pub fn head(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Where a piece of `text` starting at `from` and at most `max` bytes long
+/// ends: after the last whitespace within reach (at a character boundary
+/// when there is none).
+pub fn word_end(text: &str, from: usize, max: usize) -> usize {
+    if text.len() - from <= max {
+        return text.len();
+    }
+    let end = from + head(&text[from..], max).len();
+    match text[from..end].char_indices().rev().find(|(_, c)| c.is_whitespace()) {
+        Some((at, c)) if at > 0 => from + at + c.len_utf8(),
+        _ => end,
+    }
+}
+
 /// `text` for a terminal or a plain-text file: every unsafe character except
 /// newline and tab becomes a visible escape (`\x1b`, `\u{202e}`), so file
 /// content cannot move the cursor, set the title or hide text.
@@ -68,6 +94,22 @@ fn escape(text: &str, unsafe_char: impl Fn(char) -> bool, write: impl Fn(char, &
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heads_end_on_character_boundaries() {
+        assert_eq!(head("abc", 10), "abc");
+        assert_eq!(head("abcdef", 3), "abc");
+        assert_eq!(head("aé", 2), "a", "é is two bytes");
+    }
+
+    #[test]
+    fn pieces_end_after_whitespace_on_character_boundaries() {
+        assert_eq!(word_end("abc def", 0, 100), 7);
+        assert_eq!(word_end("abc def ghi", 0, 9), 8);
+        assert_eq!(word_end("ab\u{3000}cdefgh", 0, 7), 5, "after a 3-byte space");
+        assert_eq!(word_end("ééééé", 0, 5), 4, "no whitespace: a character boundary");
+        assert_eq!(word_end("abc def ghi", 4, 5), 8);
+    }
 
     #[test]
     fn escapes_what_a_terminal_would_act_on() {

@@ -92,12 +92,5 @@ impl HostState {
 }
 
 fn clip(s: &str) -> &str {
-    if s.len() <= MAX_MESSAGE_BYTES {
-        return s;
-    }
-    let mut end = MAX_MESSAGE_BYTES;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    crate::text::head(s, MAX_MESSAGE_BYTES)
 }

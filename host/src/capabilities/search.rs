@@ -21,15 +21,7 @@ const MAX_KEYWORD_QUERY_BYTES: usize = 16 << 10;
 
 /// The first [`MAX_KEYWORD_QUERY_BYTES`] of `query`, cut after a word.
 fn keyword_query(query: &str) -> &str {
-    if query.len() <= MAX_KEYWORD_QUERY_BYTES {
-        return query;
-    }
-    let mut end = MAX_KEYWORD_QUERY_BYTES;
-    while !query.is_char_boundary(end) {
-        end -= 1;
-    }
-    let cut = &query[..end];
-    cut.rfind(char::is_whitespace).map_or(cut, |at| &cut[..at])
+    query[..crate::text::word_end(query, 0, MAX_KEYWORD_QUERY_BYTES)].trim_end()
 }
 
 fn check_k(k: u32) -> Result<usize, Error> {

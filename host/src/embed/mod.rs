@@ -177,7 +177,8 @@ impl Embedder {
                 bytes += rest[take].len().min(reach);
                 take += 1;
             }
-            let inputs: Vec<String> = rest[..take].iter().map(|t| format!("{prefix}{}", head(t, reach))).collect();
+            let inputs: Vec<String> =
+                rest[..take].iter().map(|t| format!("{prefix}{}", crate::text::head(t, reach))).collect();
             let encodings =
                 self.tokenizer.encode_batch(inputs, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
             all_ids.extend(encodings.iter().map(|e| e.get_ids().to_vec()));
@@ -218,7 +219,7 @@ impl Embedder {
             if stop() {
                 return Err(EmbedError::Stopped);
             }
-            let to = piece_end(text, from, TOKENIZE_PIECE_BYTES);
+            let to = crate::text::word_end(text, from, TOKENIZE_PIECE_BYTES);
             let encoding =
                 self.untruncated.encode(&text[from..to], false).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
             starts.extend(encoding.get_offsets().iter().map(|(start, _)| (from + *start) as u32));
@@ -278,57 +279,8 @@ pub(crate) fn read_capped(path: &std::path::Path, max: u64) -> Result<Vec<u8>, E
     Ok(bytes)
 }
 
-/// The first `max` bytes of `text`, cut back to a character boundary.
-fn head(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
 /// Largest text `token_offsets_until` takes: the indexer's file size limit.
 pub const MAX_TOKENIZE_BYTES: usize = 8 << 20;
 
 /// Bytes tokenized at a time.
 const TOKENIZE_PIECE_BYTES: usize = 64 << 10;
-
-/// Where the piece of `text` starting at `from` ends: after the last
-/// whitespace within `max` bytes (or at a character boundary when there is none).
-fn piece_end(text: &str, from: usize, max: usize) -> usize {
-    if text.len() - from <= max {
-        return text.len();
-    }
-    let mut end = from + max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    match text[from..end].char_indices().rev().find(|(_, c)| c.is_whitespace()) {
-        Some((at, c)) if at > 0 => from + at + c.len_utf8(),
-        _ => end,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{head, piece_end};
-
-    #[test]
-    fn heads_end_on_character_boundaries() {
-        assert_eq!(head("abc", 10), "abc");
-        assert_eq!(head("abcdef", 3), "abc");
-        assert_eq!(head("aé", 2), "a", "é is two bytes");
-    }
-
-    #[test]
-    fn pieces_end_after_whitespace_on_character_boundaries() {
-        assert_eq!(piece_end("abc def", 0, 100), 7);
-        assert_eq!(piece_end("abc def ghi", 0, 9), 8);
-        assert_eq!(piece_end("ab\u{3000}cdefgh", 0, 7), 5, "after a 3-byte space");
-        assert_eq!(piece_end("ééééé", 0, 5), 4, "no whitespace: a character boundary");
-        assert_eq!(piece_end("abc def ghi", 4, 5), 8);
-    }
-}
