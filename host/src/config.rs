@@ -358,8 +358,8 @@ impl Config {
     /// Whether the user's config pins these bytes for some tool (so a
     /// workspace's component with them may be loaded and asked its name).
     pub fn pins(&self, sha256: &str) -> bool {
-        // Pins are hex: any case means the same bytes.
-        self.user.tools.values().any(|o| o.sha256.as_deref().is_some_and(|pin| pin.eq_ignore_ascii_case(sha256)))
+        // Pins are lowercased when parsed, as `hex` writes a digest.
+        self.user.tools.values().any(|o| o.sha256.as_deref() == Some(sha256))
     }
 
     /// The limits for a call to `tool`. `indexing` (a built-in tool that

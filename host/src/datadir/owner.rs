@@ -81,32 +81,37 @@ impl Key {
         Self(bytes)
     }
 
-    /// HMAC-SHA256 of `parts` (each length-prefixed, so no two lists of
-    /// parts give the same input).
-    pub fn mac(&self, parts: &[&[u8]]) -> [u8; 32] {
+    /// HMAC-SHA256 over `parts` (each length-prefixed, so no two lists of
+    /// parts give the same input), not yet finished.
+    fn hmac(&self, parts: &[&[u8]]) -> HmacSha256 {
         let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC takes a key of any length");
         for part in parts {
             mac.update(&(part.len() as u64).to_le_bytes());
             mac.update(part);
         }
-        mac.finalize().into_bytes().into()
+        mac
     }
 
     /// The stamp line for a data dir and store of these identities.
     pub fn stamp(&self, dir_id: FileId, store_id: FileId) -> String {
-        let mac = self.mac(&[STAMP_DOMAIN, &dir_id.to_bytes(), &store_id.to_bytes()]);
+        let mac = self.hmac(&[STAMP_DOMAIN, &dir_id.to_bytes(), &store_id.to_bytes()]).finalize().into_bytes();
         format!("{STAMP_TAG} {}\n", hex::encode(mac))
     }
 
-    /// Whether `stamp` (a stamp file's text) was made by this key for these identities.
+    /// Whether `stamp` (a stamp file's text) was made by this key for these
+    /// identities (compared in constant time, by the hmac crate).
     pub fn verifies(&self, stamp: &str, dir_id: FileId, store_id: FileId) -> bool {
-        same(stamp.trim().as_bytes(), self.stamp(dir_id, store_id).trim().as_bytes())
+        let Some(mac) = stamp.trim().strip_prefix(STAMP_TAG).and_then(|m| hex::decode(m.trim()).ok()) else {
+            return false;
+        };
+        self.hmac(&[STAMP_DOMAIN, &dir_id.to_bytes(), &store_id.to_bytes()]).verify_slice(&mac).is_ok()
     }
 
     /// A short name for `workspace` (a canonical path) that only this key
     /// gives it: what binds a workspace to its shared-store collection.
     pub fn workspace_id(&self, workspace: &Path) -> String {
-        let mac = self.mac(&[b"ragbox workspace v1", workspace.as_os_str().as_encoded_bytes()]);
+        let mac =
+            self.hmac(&[b"ragbox workspace v1", workspace.as_os_str().as_encoded_bytes()]).finalize().into_bytes();
         hex::encode(&mac[..16])
     }
 }
@@ -144,11 +149,6 @@ fn create_key(dir: &Path, path: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-/// Compares without stopping at the first difference.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
