@@ -6,7 +6,7 @@
 
 use ragbox_tests::{Fixture, Raw, call, hostile_wasm, is_error, ok, text};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -143,6 +143,64 @@ fn links_and_special_files_in_the_data_dir_are_refused_not_followed() {
     let found = run(&f, &["search", "fish pouch", "--semantic", "--json"]);
     assert!(found.status.success(), "{}", said(&found));
     assert!(said(&found).contains("pelicans.md"), "{}", said(&found));
+}
+
+/// (1–2, continued) Where a shipped entry is not needed to run (a component,
+/// what older versions kept, a half-removed folder, a keyword-index file),
+/// a link, FIFO or `/dev/zero` there is passed over or reported, never
+/// followed or waited on; the command ends and nothing outside changes.
+#[test]
+fn links_and_special_files_ragbox_can_do_without_are_never_followed() {
+    type Plant = fn(&Fixture, &Path);
+    let cases: [(&str, Plant); 7] = [
+        ("tools/zero.wasm", |f, _| symlink("/dev/zero", f.workspace.join(".ragbox/tools/zero.wasm"))),
+        ("tools/fifo.wasm", |f, _| mkfifo(&f.workspace.join(".ragbox/tools/fifo.wasm"))),
+        ("tools/secret.wasm", |f, out| symlink(out.join("secret.txt"), f.workspace.join(".ragbox/tools/secret.wasm"))),
+        ("tools", |f, out| {
+            std::fs::remove_dir(f.workspace.join(".ragbox/tools")).unwrap();
+            symlink(out, f.workspace.join(".ragbox/tools"));
+        }),
+        ("http-token", |f, out| symlink(out.join("secret.txt"), f.workspace.join(".ragbox/http-token"))),
+        ("fulltext", |f, out| symlink(out, f.workspace.join(".ragbox/fulltext"))),
+        (".discard-0000000000000001", |f, out| symlink(out, f.workspace.join(".ragbox/.discard-0000000000000001"))),
+    ];
+    for (name, plant) in cases {
+        let f = notes();
+        let out = outside(&f);
+        std::fs::create_dir_all(f.workspace.join(".ragbox/tools")).unwrap();
+        plant(&f, &out);
+        let before = tree(&out);
+        for args in [&["tools", "--json"][..], &["index"], &["search", "pelicans", "--fulltext"], &["status"]] {
+            let ran = run(&f, args);
+            assert!(!said(&ran).contains("TOP SECRET"), "{name} {args:?}: read through the link: {}", said(&ran));
+            assert_eq!(tree(&out), before, "{name} {args:?}: something outside changed");
+        }
+        let listed = run(&f, &["tools", "--json"]);
+        if name.starts_with("tools") {
+            let body: Value = serde_json::from_slice(&listed.stdout).unwrap();
+            assert!(body["rejected"].to_string().contains("tools"), "{name}: not reported: {body}");
+        }
+        assert!(run(&f, &["doctor", "--reset", "--yes"]).status.success(), "{name}");
+        assert_eq!(tree(&out), before, "{name}: the reset reached outside");
+        assert!(run(&f, &["index"]).status.success(), "{name} after the reset");
+    }
+
+    // A keyword-index file of the user's own index swapped for a FIFO or
+    // /dev/zero: the search says the index is damaged, and does not wait.
+    for plant in [|p: &Path| mkfifo(p), |p: &Path| symlink("/dev/zero", p)] {
+        let f = notes();
+        assert!(run(&f, &["index"]).status.success());
+        assert!(run(&f, &["search", "pelicans", "--fulltext"]).status.success());
+        let meta = std::fs::read_dir(f.workspace.join(".ragbox/keyword"))
+            .unwrap()
+            .map(|e| e.unwrap().path().join("meta.json"))
+            .find(|p| p.exists())
+            .expect("a tantivy meta.json");
+        std::fs::remove_file(&meta).unwrap();
+        plant(&meta);
+        let searched = run(&f, &["search", "pelicans", "--fulltext"]);
+        assert!(!searched.status.success() && said(&searched).contains("doctor --reset"), "{}", said(&searched));
+    }
 }
 
 /// (3) The model is the user's choice only: a workspace's `model` (here a
@@ -374,57 +432,14 @@ fn the_http_token_is_the_users() {
     std::fs::write(&shipped, format!("{}\n", "a".repeat(64))).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&shipped, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let mut child = f
-        .command(&["serve", "--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut addr = None;
-    let mut token_said = String::new();
-    while addr.is_none() {
-        let line = rx.recv_timeout(Duration::from_secs(60)).expect("the server starts");
-        if line.contains("token") {
-            token_said.push_str(&line);
-        }
-        if let Some(at) = line.find("http://") {
-            addr = line[at + 7..].split_whitespace().next().map(|a| a.trim_end_matches("/mcp").to_string());
-        }
-    }
-    let addr = addr.unwrap();
+    let server = f.serve_http();
+    let token_said: String = server.started.iter().filter(|l| l.contains("token")).cloned().collect();
     let token_file = f.config_dir.join("http-token");
     assert!(token_said.contains(&token_file.display().to_string()), "{token_said}");
     let token = std::fs::read_to_string(&token_file).unwrap().trim().to_string();
     assert_ne!(token, "a".repeat(64));
-    assert_eq!(initialize(&addr, &"a".repeat(64)), 401, "the shipped token is refused");
-    assert_eq!(initialize(&addr, &token), 200);
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// One `initialize` over HTTP; its status code.
-fn initialize(addr: &str, token: &str) -> u16 {
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(
-        stream,
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut status = String::new();
-    BufReader::new(stream).read_line(&mut status).unwrap();
-    status.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+    assert_eq!(server.initialize(&"a".repeat(64)), 401, "the shipped token is refused");
+    assert_eq!(server.initialize(&token), 200);
 }
 
 /// (9) Data dirs are hidden from components at every depth: a sub-workspace's,

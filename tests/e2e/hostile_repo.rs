@@ -5,7 +5,7 @@
 
 use ragbox_tests::{Fixture, Raw, call, hostile_wasm, impostor_wasm, is_error, ok, text};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -297,65 +297,25 @@ async fn corpus_put_refuses_bad_vectors_and_paths() {
     client.cancel().await.unwrap();
 }
 
-/// Starts `ragbox serve --http 127.0.0.1:0`; returns the child, its address and token.
-fn http_server(f: &Fixture) -> (std::process::Child, String, String) {
-    let mut child = f
-        .command(&["serve", "--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(at) = line.find("http://") {
-                let url = line[at + 7..].split_whitespace().next().unwrap_or_default().trim_end_matches("/mcp");
-                let _ = tx.send(url.to_string());
-            }
-        }
-    });
-    let addr = rx.recv_timeout(Duration::from_secs(60)).expect("the server says where it listens");
-    let token = std::fs::read_to_string(f.config_dir.join("http-token")).unwrap().trim().to_string();
-    (child, addr, token)
-}
-
-/// One HTTP/1.1 request; the status code of the reply.
-fn post_initialize(addr: &str, token: &str) -> u16 {
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"0"}}}"#;
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(
-        stream,
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut status = String::new();
-    BufReader::new(stream).read_line(&mut status).unwrap();
-    status.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
-}
-
 /// 9. HTTP sessions are capped, and a connection that sends no headers is closed.
 #[test]
 fn http_sessions_are_capped_and_slow_headers_closed() {
     let f = Fixture::empty();
-    let (mut child, addr, token) = http_server(&f);
-    let statuses: Vec<u16> = (0..80).map(|_| post_initialize(&addr, &token)).collect();
+    let server = f.serve_http();
+    let statuses: Vec<u16> = (0..80).map(|_| server.initialize(&server.token)).collect();
     assert!(statuses[..64].iter().all(|&s| s == 200), "{statuses:?}");
     assert!(statuses[64..].iter().all(|&s| s == 503), "{statuses:?}");
+    // Sessions that only sent `initialize` give their slots back within seconds.
+    std::thread::sleep(Duration::from_secs(11));
+    assert_eq!(server.initialize(&server.token), 200, "the unused sessions still hold every slot");
 
-    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    let mut slow = std::net::TcpStream::connect(&server.addr).unwrap();
     slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: ").unwrap();
     slow.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let started = Instant::now();
     let mut rest = Vec::new();
     let _ = slow.read_to_end(&mut rest);
     assert!(started.elapsed() < Duration::from_secs(25), "slow headers held the connection {:?}", started.elapsed());
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// 10. The smaller holes.
