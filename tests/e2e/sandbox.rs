@@ -63,6 +63,34 @@ async fn filesystem_escapes_are_denied() {
     client.cancel().await.unwrap();
 }
 
+/// No link is followed, not even one that stays inside the workspace: the
+/// guard resolves every path itself, one folder at a time, the same way on
+/// every OS (a junction on Windows is refused the same way).
+#[tokio::test]
+async fn links_inside_the_workspace_are_not_followed() {
+    let (f, _) = hostile_fixture();
+    std::os::unix::fs::symlink("notes/README.md", f.workspace.join("link-in")).unwrap();
+    std::os::unix::fs::symlink("notes", f.workspace.join("dir-in")).unwrap();
+    let client = f.connect().await;
+    for (args, expected) in [
+        (json!({"op": "read", "path": "link-in"}), "not permitted"),
+        (json!({"op": "read", "path": "dir-in/README.md"}), "not permitted"),
+        (json!({"op": "list", "path": "dir-in"}), "not permitted"),
+        (json!({"op": "stat", "path": "link-in"}), "not permitted"),
+    ] {
+        let message = attempt(&client, args.clone()).await;
+        assert!(message.contains(expected), "{args}: {message}");
+    }
+    // `..` is taken by name, never above the folder it starts from.
+    let r = call(&client, "hostile", json!({"op": "read", "path": "notes/../notes/./README.md"})).await;
+    assert!(text(&r).starts_with("General notes."), "{}", text(&r));
+    // A listing still shows the links themselves.
+    let r = call(&client, "hostile", json!({"op": "list", "path": "."})).await;
+    assert!(text(&r).contains("link-in") && text(&r).contains("dir-in"), "{}", text(&r));
+    still_serving(&client).await;
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn writes_are_denied_and_nothing_is_written() {
     let (f, _) = hostile_fixture();

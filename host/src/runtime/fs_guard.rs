@@ -1,21 +1,28 @@
 //! The workspace as a component sees it: WASI's filesystem with ragbox's data
-//! dirs taken out, and nothing but regular files and folders to open.
+//! dirs taken out, no link followed, and nothing but regular files and
+//! folders to open.
 //!
 //! wasmtime-wasi keeps every path beneath its preopen, so a component cannot
 //! leave the workspace; inside it, though, everything is reachable: every
 //! `.ragbox/` (the served workspace's, a sub-workspace's, the served one's
 //! when a parent folder is the preopen), the user's config dir when it lies
 //! inside, and, under a grant covering `/proc`, the host's own environment.
-//! Opening a FIFO would also block the host thread until a writer came. This
-//! layer stands in front of `wasi:filesystem/types`: the host opens every
-//! path itself with `openat2(RESOLVE_BENEATH)` and `O_NONBLOCK`, then checks
-//! where the path really landed (`/proc/self/fd`), so no symlink or `..`
-//! reaches a hidden folder and no FIFO, socket or device is ever handed to a
-//! guest. Everything else is passed to wasmtime-wasi unchanged (the preopens
-//! are read-only, so every write is refused there).
+//! Opening a FIFO would also block the host thread until a writer came.
+//!
+//! This layer stands in front of `wasi:filesystem/types` and does the same on
+//! every OS, with cap-std only: the host resolves a guest's path itself, one
+//! name at a time through held folder handles, and never follows a link or
+//! junction (a link is refused; only a `stat` that does not follow sees the link itself). With no link
+//! on the way, the path as written is where it lands, so hidden folders are
+//! recognised by name (without regard to case, for case-insensitive
+//! filesystems) and, for names that alias them (Windows' short names), by
+//! file identity. No FIFO, socket or device is ever handed to a guest.
+//! Everything else goes to wasmtime-wasi unchanged (the preopens are
+//! read-only, so every write is refused there).
 
+use crate::platform::{self, FileId};
+use cap_fs_ext::DirExt as _;
 use std::collections::HashMap;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use wasmtime::component::{HasData, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File, WasiFilesystemCtxView};
@@ -26,22 +33,38 @@ use wasmtime_wasi::p2::{FsError, FsResult};
 use wasmtime_wasi::{FsPerms, OpenMode};
 
 /// What the guard knows for one call: the preopened folders, the folders no
-/// path may reach, and the state of each directory listing in progress.
+/// path may reach, where each folder handed to the guest is, and the state
+/// of each directory listing in progress.
 #[derive(Default)]
 pub struct FsGuard {
-    /// The preopens, as the kernel names them.
-    roots: Vec<PathBuf>,
-    /// Folders hidden wherever they are (the user's config dir).
+    /// The preopens: where each really is, and its identity.
+    roots: Vec<(PathBuf, FileId)>,
+    /// Folders hidden wherever they are (the user's config dir), by path.
     hidden: Vec<PathBuf>,
+    /// The same folders by identity, for names that alias them.
+    hidden_ids: Vec<FileId>,
+    /// Where each folder descriptor the guest holds is (real paths).
+    places: HashMap<u32, PathBuf>,
     listings: HashMap<u32, Listing>,
 }
 
-/// One directory listing: the folder listed (as the kernel names it), and
-/// whether a name that is not UTF-8 was passed over (reported when the
-/// listing ends, so one bad name does not end the listing early).
+/// One directory listing: the folder listed, and whether a name that is not
+/// UTF-8 was passed over (reported when the listing ends, so one bad name
+/// does not end the listing early).
 struct Listing {
     dir: PathBuf,
     skipped_illegal: bool,
+}
+
+/// The identity of the folder at `path`, when it can be opened.
+fn dir_id(path: &Path) -> Option<FileId> {
+    let dir = cap_std::fs::Dir::open_ambient_dir(path, cap_std::ambient_authority()).ok()?;
+    Some(platform::file_id(&dir.dir_metadata().ok()?))
+}
+
+/// Whether `name` is a data dir's, as a case-insensitive filesystem sees it.
+fn is_data_dir_name(name: &str) -> bool {
+    name.eq_ignore_ascii_case(crate::datadir::DATA_DIR)
 }
 
 impl FsGuard {
@@ -49,27 +72,35 @@ impl FsGuard {
     /// dir beneath them and each of `hidden` (and what they resolve to).
     pub fn new(roots: &[PathBuf], hidden: impl IntoIterator<Item = PathBuf>) -> Self {
         let real = |dir: &PathBuf| dir.canonicalize().unwrap_or_else(|_| dir.clone());
-        let mut hidden_dirs = Vec::new();
-        for dir in hidden {
-            hidden_dirs.push(real(&dir));
-            hidden_dirs.push(dir);
+        let mut guard = FsGuard::default();
+        for root in roots {
+            // A root that cannot be opened gets no identity: no descriptor will match it.
+            let id = dir_id(root).unwrap_or(FileId::NONE);
+            guard.roots.push((real(root), id));
         }
-        Self { roots: roots.iter().map(real).collect(), hidden: hidden_dirs, listings: HashMap::new() }
+        for dir in hidden {
+            guard.hidden_ids.extend(dir_id(&dir));
+            guard.hidden.push(real(&dir));
+            guard.hidden.push(dir);
+        }
+        guard
     }
 
-    /// Whether a guest may not reach `real` (a path as the kernel names it):
-    /// a data dir at any depth below its preopen, a hidden folder, a
-    /// process's folder in `/proc` (its environment and memory), or
-    /// anything outside every preopen (the guard fails closed).
+    /// Whether a guest may not reach `real` (a path with no link on it): a
+    /// data dir at any depth below its preopen, a hidden folder, a process's
+    /// folder in `/proc` (its environment and memory), or anything outside
+    /// every preopen (the guard fails closed).
     fn is_hidden(&self, real: &Path) -> bool {
         if self.hidden.iter().any(|h| real.starts_with(h)) {
             return true;
         }
-        let Some(root) = self.roots.iter().filter(|r| real.starts_with(r)).max_by_key(|r| r.as_os_str().len()) else {
+        let Some((root, _)) =
+            self.roots.iter().filter(|(r, _)| real.starts_with(r)).max_by_key(|(r, _)| r.as_os_str().len())
+        else {
             return true;
         };
         let below = real.strip_prefix(root).unwrap_or(real);
-        if below.components().any(|c| c.as_os_str() == crate::datadir::DATA_DIR) {
+        if below.components().any(|c| c.as_os_str().to_str().is_some_and(is_data_dir_name)) {
             return true;
         }
         let mut parts = real.components().skip(1).map(|c| c.as_os_str().to_str().unwrap_or(""));
@@ -77,6 +108,21 @@ impl FsGuard {
             && parts.next().is_some_and(|p| {
                 p == "self" || p == "thread-self" || (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
             })
+    }
+
+    /// Whether the folder `opened`, reached as `name` inside `parent`, is a
+    /// hidden one under another name: a hidden folder's identity, or that
+    /// of the data dir beside it (a short name, or another case, for it).
+    fn aliases_hidden(&self, parent: &cap_std::fs::Dir, opened: FileId) -> bool {
+        if opened == FileId::NONE {
+            return false;
+        }
+        if self.hidden_ids.contains(&opened) {
+            return true;
+        }
+        parent
+            .symlink_metadata(crate::datadir::DATA_DIR)
+            .is_ok_and(|meta| meta.is_dir() && platform::file_id(&meta) == opened)
     }
 }
 
@@ -95,98 +141,176 @@ impl HasData for Guarded {
     type Data<'a> = GuardedFs<'a>;
 }
 
-/// Where an open file really is, from the kernel; `None` when that cannot be
-/// told (no `/proc`), which callers treat as hidden: the guard fails closed.
-fn real_path(fd: &impl AsFd) -> Option<PathBuf> {
-    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd())).ok()
-}
-
 fn code(e: ErrorCode) -> FsError {
     e.into()
 }
 
 fn io_code(e: std::io::Error) -> FsError {
-    // RESOLVE_BENEATH refuses a path that leaves the folder with EXDEV; cap-std says not permitted.
-    if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) {
-        return code(ErrorCode::NotPermitted);
-    }
     code(ErrorCode::from(e))
 }
 
-/// How a path is opened for the guest.
-#[derive(Clone, Copy, PartialEq)]
-enum Purpose {
-    /// To read it or list it.
-    Read { directory: bool },
-    /// Only to look at it (stat, readlink): `O_PATH`, which never blocks.
-    Look,
+/// The names `path` walks through, from the folder it is relative to, with
+/// `.` dropped and `..` taken lexically (right, as no link is ever
+/// followed); refused when it climbs above that folder or is absolute, as
+/// wasmtime-wasi refuses it.
+fn names(path: &str) -> FsResult<Vec<&str>> {
+    if path.starts_with('/') {
+        return Err(code(ErrorCode::NotPermitted));
+    }
+    let mut out = Vec::new();
+    for name in path.split('/') {
+        match name {
+            "" | "." => {}
+            ".." => {
+                out.pop().ok_or_else(|| code(ErrorCode::NotPermitted))?;
+            }
+            // A name the OS would read as more than one (`a\..\b` on Windows).
+            name if !platform::is_plain_name(name) => return Err(code(ErrorCode::NotPermitted)),
+            name => out.push(name),
+        }
+    }
+    Ok(out)
+}
+
+/// A path resolved for the guest: the folder holding its last name (or the
+/// path itself, when it names no entry below its start), and where it is.
+struct Resolved<'p> {
+    parent: cap_std::fs::Dir,
+    last: Option<&'p str>,
+    real: PathBuf,
 }
 
 impl GuardedFs<'_> {
-    /// The directory behind `fd`: its handle, permissions and blocking mode.
-    fn dir(&mut self, fd: &Resource<Descriptor>) -> FsResult<Dir> {
-        match self.view.table.get(fd)? {
-            Descriptor::Dir(d) => Ok(d.clone()),
-            Descriptor::File(_) => Err(code(ErrorCode::NotDirectory)),
+    /// The directory behind `fd`, and where it really is.
+    fn dir(&mut self, fd: &Resource<Descriptor>) -> FsResult<(Dir, PathBuf)> {
+        let dir = match self.view.table.get(fd)? {
+            Descriptor::Dir(d) => d.clone(),
+            Descriptor::File(_) => return Err(code(ErrorCode::NotDirectory)),
+        };
+        if let Some(place) = self.guard.places.get(&fd.rep()) {
+            return Ok((dir, place.clone()));
         }
+        // Not one the guard opened: a preopen, known by its identity.
+        let id = platform::file_id(&held(&dir)?.dir_metadata().map_err(io_code)?);
+        let root = self.guard.roots.iter().find(|(_, root)| id != FileId::NONE && *root == id);
+        let Some((root, _)) = root else { return Err(code(ErrorCode::Access)) };
+        let root = root.clone();
+        self.guard.places.insert(fd.rep(), root.clone());
+        Ok((dir, root))
     }
 
-    /// Opens `path` beneath `dir` for `purpose`, refusing what lands in a
-    /// hidden folder, and what is neither a regular file nor a folder when
-    /// it is to be read.
-    fn open_beneath(&self, dir: &Dir, path: &str, follow: bool, purpose: Purpose) -> FsResult<(std::fs::File, bool)> {
-        use rustix::fs::{Mode, OFlags, ResolveFlags};
-        let mut flags = OFlags::CLOEXEC;
-        flags |= match purpose {
-            Purpose::Read { directory } => {
-                let dir = if directory { OFlags::DIRECTORY } else { OFlags::empty() };
-                OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | dir
-            }
-            // openat2 refuses O_PATH with any flag but O_CLOEXEC, O_DIRECTORY and O_NOFOLLOW.
-            Purpose::Look => OFlags::PATH,
-        };
-        if !follow {
-            flags |= OFlags::NOFOLLOW;
-        }
-        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-        let opened: OwnedFd =
-            rustix::fs::openat2(dir.dir.as_fd(), path, flags, Mode::empty(), resolve).map_err(|e| io_code(e.into()))?;
-        match real_path(&opened) {
-            Some(real) if !self.guard.is_hidden(&real) => {}
+    /// Walks `path` from `fd` to the folder holding its last name, one
+    /// folder at a time and never through a link, refusing every hidden
+    /// folder on the way, by name or by identity.
+    fn resolve<'p>(&mut self, fd: &Resource<Descriptor>, path: &'p str) -> FsResult<Resolved<'p>> {
+        let (dir, place) = self.dir(fd)?;
+        let mut names = names(path)?;
+        let real = names.iter().fold(place, |real, name| real.join(name));
+        if self.guard.is_hidden(&real) {
             // The data dir does not exist, as far as a guest can tell.
-            Some(_) => return Err(code(ErrorCode::NoEntry)),
-            None => return Err(code(ErrorCode::Access)),
+            return Err(code(ErrorCode::NoEntry));
         }
-        let file = std::fs::File::from(opened);
-        let kind = file.metadata().map_err(io_code)?.file_type();
-        if purpose == Purpose::Look {
-            return Ok((file, kind.is_dir()));
+        let last = names.pop();
+        let mut parent = held(&dir)?;
+        for name in names {
+            let next = parent.open_dir_nofollow(name).map_err(|e| not_followed(&parent, name, e))?;
+            let id = platform::file_id(&next.dir_metadata().map_err(io_code)?);
+            if self.guard.aliases_hidden(&parent, id) {
+                return Err(code(ErrorCode::NoEntry));
+            }
+            parent = next;
         }
-        if !kind.is_file() && !kind.is_dir() {
+        Ok(Resolved { parent, last, real })
+    }
+
+    /// Opens `path` beneath `fd` to read it or list it: a regular file or a
+    /// folder, reached through no link, in no hidden folder.
+    fn open_beneath(&mut self, fd: &Resource<Descriptor>, path: &str, directory: bool) -> FsResult<Opened> {
+        let Resolved { parent, last, real } = self.resolve(fd, path)?;
+        let Some(name) = last else {
+            // The folder itself, once more.
+            return Ok(Opened::Dir(parent.into_std_file(), real));
+        };
+        let kind = parent.symlink_metadata(name).map_err(io_code)?.file_type();
+        if kind.is_dir() {
+            let opened = parent.open_dir_nofollow(name).map_err(|e| not_followed(&parent, name, e))?;
+            let id = platform::file_id(&opened.dir_metadata().map_err(io_code)?);
+            if self.guard.aliases_hidden(&parent, id) {
+                return Err(code(ErrorCode::NoEntry));
+            }
+            return Ok(Opened::Dir(opened.into_std_file(), real));
+        }
+        if kind.is_symlink() {
+            return Err(code(ErrorCode::NotPermitted));
+        }
+        if !kind.is_file() {
             // FIFOs, sockets and devices could block or never end.
             return Err(code(ErrorCode::Unsupported));
         }
-        // Reads of a regular file do not block; clear the flag all the same.
-        let status = rustix::fs::fcntl_getfl(&file).map_err(|e| io_code(e.into()))?;
-        rustix::fs::fcntl_setfl(&file, status - OFlags::NONBLOCK).map_err(|e| io_code(e.into()))?;
-        Ok((file, kind.is_dir()))
+        if directory {
+            return Err(code(ErrorCode::NotDirectory));
+        }
+        let mut options = cap_std::fs::OpenOptions::new();
+        options.read(true);
+        // Without blocking: the entry may have been swapped for a FIFO since
+        // it was looked at. Reads of a regular file ignore the flag.
+        let file = parent
+            .open_with(name, platform::no_follow_no_block(&mut options))
+            .map_err(|e| not_followed(&parent, name, e))?;
+        if !file.metadata().map_err(io_code)?.is_file() {
+            return Err(code(ErrorCode::Unsupported));
+        }
+        Ok(Opened::File(file.into_std()))
     }
 
-    /// Runs `look` on a descriptor for `path` opened only to look at it.
+    /// Runs `look` with a descriptor for the folder holding `path`'s last
+    /// name, and that name (`.` for the folder itself). A link is never
+    /// followed: asked to `follow` one, this refuses, as an open would;
+    /// otherwise `look` sees the link itself.
     fn looking_at<T>(
         &mut self,
         fd: &Resource<Descriptor>,
         path: &str,
         follow: bool,
-        look: impl FnOnce(&mut Self, Resource<Descriptor>) -> FsResult<T>,
+        look: impl FnOnce(&mut Self, Resource<Descriptor>, String) -> FsResult<T>,
     ) -> FsResult<T> {
-        let dir = self.dir(fd)?;
-        let (file, _) = self.open_beneath(&dir, path, follow, Purpose::Look)?;
-        let temp = self.view.table.push(Descriptor::File(File::new(file, dir.perms, OpenMode::READ, true)))?;
-        let result = look(self, Resource::new_borrow(temp.rep()));
+        let perms = self.dir(fd)?.0.perms;
+        let Resolved { parent, last, .. } = self.resolve(fd, path)?;
+        if let Some(meta) = last.and_then(|name| parent.symlink_metadata(name).ok()) {
+            if follow && meta.file_type().is_symlink() {
+                return Err(code(ErrorCode::NotPermitted));
+            }
+            if meta.is_dir() && self.guard.aliases_hidden(&parent, platform::file_id(&meta)) {
+                return Err(code(ErrorCode::NoEntry));
+            }
+        }
+        let dir = Dir::new(parent.into_std_file(), perms, OpenMode::READ, true);
+        let temp = self.view.table.push(Descriptor::Dir(dir))?;
+        let result = look(self, Resource::new_borrow(temp.rep()), last.unwrap_or(".").to_string());
         self.view.table.delete(temp)?;
         result
     }
+}
+
+/// What [`GuardedFs::open_beneath`] opened.
+enum Opened {
+    File(std::fs::File),
+    Dir(std::fs::File, PathBuf),
+}
+
+/// A handle of its own on the folder behind `dir`, to walk from.
+fn held(dir: &Dir) -> FsResult<cap_std::fs::Dir> {
+    Ok(cap_std::fs::Dir::from_std_file(dir.dir.try_clone().map_err(io_code)?))
+}
+
+/// The error for an open of `name` in `parent` that failed: "not
+/// permitted" when it met a link (as for any path that leaves its folder),
+/// whatever error the OS gave for that.
+fn not_followed(parent: &cap_std::fs::Dir, name: &str, e: std::io::Error) -> FsError {
+    if parent.symlink_metadata(name).is_ok_and(|m| m.file_type().is_symlink()) {
+        return code(ErrorCode::NotPermitted);
+    }
+    io_code(e)
 }
 
 impl fs::Host for GuardedFs<'_> {
@@ -210,19 +334,23 @@ impl fs::HostDescriptor for GuardedFs<'_> {
     ) -> FsResult<Resource<Descriptor>> {
         let writes = oflags.intersects(fs::OpenFlags::CREATE | fs::OpenFlags::EXCLUSIVE | fs::OpenFlags::TRUNCATE)
             || flags.intersects(fs::DescriptorFlags::WRITE | fs::DescriptorFlags::MUTATE_DIRECTORY);
-        let dir = self.dir(&fd)?;
+        let (dir, _) = self.dir(&fd)?;
         if writes || dir.perms != FsPerms::ReadOnly {
             // Only read-only preopens are guarded (and the guest gets no other);
             // wasmtime-wasi refuses every write on them.
             return fs::HostDescriptor::open_at(&mut self.view, fd, path_flags, path, oflags, flags);
         }
-        let follow = path_flags.contains(fs::PathFlags::SYMLINK_FOLLOW);
+        // Links are never followed, whatever the guest asks.
+        let _ = path_flags;
         let directory = oflags.contains(fs::OpenFlags::DIRECTORY);
-        let (file, is_dir) = self.open_beneath(&dir, &path, follow, Purpose::Read { directory })?;
-        let descriptor = if is_dir {
-            Descriptor::Dir(Dir::new(file, dir.perms, OpenMode::READ, true))
-        } else {
-            Descriptor::File(File::new(file, dir.perms, OpenMode::READ, true))
+        let perms = dir.perms;
+        let descriptor = match self.open_beneath(&fd, &path, directory)? {
+            Opened::Dir(file, real) => {
+                let pushed = self.view.table.push(Descriptor::Dir(Dir::new(file, perms, OpenMode::READ, true)))?;
+                self.guard.places.insert(pushed.rep(), real);
+                return Ok(pushed);
+            }
+            Opened::File(file) => Descriptor::File(File::new(file, perms, OpenMode::READ, true)),
         };
         Ok(self.view.table.push(descriptor)?)
     }
@@ -234,7 +362,9 @@ impl fs::HostDescriptor for GuardedFs<'_> {
         path: String,
     ) -> FsResult<fs::DescriptorStat> {
         let follow = path_flags.contains(fs::PathFlags::SYMLINK_FOLLOW);
-        self.looking_at(&fd, &path, follow, |s, temp| fs::HostDescriptor::stat(&mut s.view, temp))
+        self.looking_at(&fd, &path, follow, |s, temp, name| {
+            fs::HostDescriptor::stat_at(&mut s.view, temp, fs::PathFlags::empty(), name)
+        })
     }
 
     fn metadata_hash_at(
@@ -244,19 +374,18 @@ impl fs::HostDescriptor for GuardedFs<'_> {
         path: String,
     ) -> FsResult<fs::MetadataHashValue> {
         let follow = path_flags.contains(fs::PathFlags::SYMLINK_FOLLOW);
-        self.looking_at(&fd, &path, follow, |s, temp| fs::HostDescriptor::metadata_hash(&mut s.view, temp))
+        self.looking_at(&fd, &path, follow, |s, temp, name| {
+            fs::HostDescriptor::metadata_hash_at(&mut s.view, temp, fs::PathFlags::empty(), name)
+        })
     }
 
     fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
         // Where the link itself is decides; its target is only text.
-        let dir = self.dir(&fd)?;
-        self.open_beneath(&dir, &path, false, Purpose::Look)?;
-        fs::HostDescriptor::readlink_at(&mut self.view, fd, path)
+        self.looking_at(&fd, &path, false, |s, temp, name| fs::HostDescriptor::readlink_at(&mut s.view, temp, name))
     }
 
     fn read_directory(&mut self, fd: Resource<Descriptor>) -> FsResult<Resource<fs::DirectoryEntryStream>> {
-        let dir = self.dir(&fd)?;
-        let Some(real) = real_path(&*dir.dir) else { return Err(code(ErrorCode::Access)) };
+        let (_, real) = self.dir(&fd)?;
         if self.guard.is_hidden(&real) {
             return Err(code(ErrorCode::NoEntry));
         }
@@ -332,6 +461,7 @@ impl fs::HostDescriptor for GuardedFs<'_> {
     }
 
     fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
+        self.guard.places.remove(&fd.rep());
         fs::HostDescriptor::drop(&mut self.view, fd)
     }
 
@@ -412,5 +542,37 @@ impl fs::HostDirectoryEntryStream for GuardedFs<'_> {
     fn drop(&mut self, stream: Resource<fs::DirectoryEntryStream>) -> wasmtime::Result<()> {
         self.guard.listings.remove(&stream.rep());
         fs::HostDirectoryEntryStream::drop(&mut self.view, stream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_resolved_by_name_and_never_climb_out() {
+        let ok = |path| names(path).unwrap_or_else(|_| panic!("{path} refused"));
+        assert_eq!(ok("a/b"), ["a", "b"]);
+        assert_eq!(ok("./a//b/."), ["a", "b"]);
+        assert_eq!(ok("a/../b"), ["b"]);
+        assert_eq!(ok(""), Vec::<&str>::new());
+        assert_eq!(ok("a/.."), Vec::<&str>::new());
+        for path in ["..", "a/../..", "/etc/passwd", "a/../../a"] {
+            assert!(names(path).is_err(), "{path} must be refused");
+        }
+    }
+
+    #[test]
+    fn data_dirs_are_hidden_in_any_case_and_outside_roots_fail_closed() {
+        let root = tempfile::tempdir().unwrap();
+        let config = root.path().join("home/.config/ragbox");
+        std::fs::create_dir_all(&config).unwrap();
+        let guard = FsGuard::new(&[root.path().to_path_buf()], [config.clone()]);
+        let real = root.path().canonicalize().unwrap();
+        assert!(!guard.is_hidden(&real.join("notes/a.md")));
+        for hidden in [".ragbox", "sub/.RAGBOX/store.redb", "a/.Ragbox", "home/.config/ragbox/owner.key"] {
+            assert!(guard.is_hidden(&real.join(hidden)), "{hidden}");
+        }
+        assert!(guard.is_hidden(Path::new("/elsewhere")), "outside every root");
     }
 }
