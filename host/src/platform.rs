@@ -30,6 +30,45 @@ pub fn no_block(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions
     options
 }
 
+/// Makes files created through std `options` readable by their owner only
+/// (on Windows, a file under the user's profile inherits its owner-only ACL).
+pub fn private_std_file(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options
+}
+
+/// The mode of a file that users other than its owner may read (as
+/// `meta`, from std, describes it), for a message; `None` when only its
+/// owner may, or where modes do not say (Windows: see [`open_to_others`]).
+pub fn mode_open_to_others(meta: &std::fs::Metadata) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = meta.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then_some(mode)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+/// Lowers the calling thread's priority, so background builds yield the CPU
+/// to searches. Linux only: elsewhere `setpriority` would lower the whole
+/// process, and Windows would need its own call; there it does nothing.
+pub fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only reads its plain integer arguments; `who` 0 is the calling thread on Linux.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
+}
+
 /// Makes files created through `options` readable by their owner only.
 pub fn private_file(options: &mut OpenOptions) -> &mut OpenOptions {
     #[cfg(unix)]
@@ -104,6 +143,13 @@ pub fn private_permissions(meta: &Metadata, dir: bool) -> cap_std::fs::Permissio
     permissions
 }
 
+/// Whether `name`, one name of a guest's path, names one entry and nothing
+/// more: on Windows, `\\` separates names too and `:` names a drive or a
+/// stream, so a name holding either is refused.
+pub fn is_plain_name(name: &str) -> bool {
+    if cfg!(windows) { !name.contains(['\\', ':']) } else { true }
+}
+
 /// What identifies a file on its filesystem: its inode (or Windows file
 /// index) and, where the filesystem keeps it, its birth time. It stays
 /// through a rename and changes when the file is replaced, as a `git pull`
@@ -141,11 +187,10 @@ pub fn file_id(meta: &Metadata) -> FileId {
         use cap_std::fs::MetadataExt as _;
         meta.ino()
     };
+    // Windows' file index, when the metadata came from an open handle (as
+    // cap-std's does); 0, no identity, when not.
     #[cfg(windows)]
-    let number = {
-        use cap_std::fs::MetadataExt as _;
-        meta.file_index().unwrap_or(0)
-    };
+    let number = cap_primitives::fs::_WindowsByHandle::file_index(meta).unwrap_or(0);
     let born_nanos = meta
         .created()
         .ok()
@@ -163,8 +208,7 @@ pub fn links(meta: &Metadata) -> u64 {
     }
     #[cfg(windows)]
     {
-        use cap_std::fs::MetadataExt as _;
-        meta.number_of_links().map_or(1, u64::from)
+        cap_primitives::fs::_WindowsByHandle::number_of_links(meta).map_or(1, u64::from)
     }
 }
 

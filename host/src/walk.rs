@@ -356,7 +356,6 @@ fn entry(rel: String, meta: &cap_std::fs::Metadata) -> FileEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::ffi::OsStrExt as _;
 
     fn paths(found: &[FileEntry]) -> Vec<&str> {
         found.iter().map(|e| e.path.as_str()).collect()
@@ -368,6 +367,7 @@ mod tests {
         std::fs::write(p, text).unwrap();
     }
 
+    #[cfg(unix)]
     #[test]
     fn ignore_files_hidden_files_and_skipped_folders() {
         let dir = tempfile::tempdir().unwrap();
@@ -419,8 +419,10 @@ mod tests {
         assert!(files(ws, "/etc", &[], &|| false).is_err());
     }
 
+    #[cfg(unix)]
     #[test]
     fn hostile_ignore_files_and_names_are_reported_not_followed() {
+        use std::os::unix::ffi::OsStrExt as _;
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path();
         write(ws, "a/x.md", "x");

@@ -340,6 +340,7 @@ mod tests {
         Launch::Spawn { command: "ragbox".into(), args: vec!["serve".into(), "--workspace".into(), "/w".into()] }
     }
 
+    #[cfg(unix)]
     #[test]
     fn links_out_of_the_workspace_are_refused() {
         let root = tempfile::tempdir().unwrap();

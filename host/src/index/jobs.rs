@@ -92,11 +92,11 @@ impl Worker {
         let (sender, receiver) = channel::<Job>();
         let (shared, save, params, threads) = (self.shared.clone(), self.save.clone(), self.params, self.threads);
         let started = std::thread::Builder::new().name("ragbox-index".into()).spawn(move || {
-            lower_priority();
+            crate::platform::lower_thread_priority();
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .thread_name(|i| format!("ragbox-index-{i}"))
-                .start_handler(|_| lower_priority())
+                .start_handler(|_| crate::platform::lower_thread_priority())
                 .build();
             let pool = match pool {
                 Ok(pool) => pool,
@@ -237,16 +237,6 @@ fn merge(parts: &[Arc<Segment>], live: &[bool], id: u64) -> Option<Segment> {
         }
     }
     (!chunks.is_empty()).then(|| Segment::new(id, chunks, codes))
-}
-
-/// Builds yield the CPU to searches and embedding: a nice level of 10 for
-/// the calling thread (Linux applies it per thread).
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: setpriority only reads its plain integer arguments; `who` 0 is the calling thread on Linux.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
-    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -102,14 +102,9 @@ pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
                     why: format!("it is {} characters, fewer than {MIN_TOKEN_CHARS}", token.len()),
                 });
             }
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                let mode = std::fs::metadata(path).map_err(err)?.permissions().mode() & 0o777;
-                if mode & 0o077 != 0 {
-                    let why = format!("other users can read it (mode {mode:o}); run `chmod 600 {}`", path.display());
-                    return Err(HttpError::WeakToken { path: path.to_path_buf(), why });
-                }
+            if let Some(mode) = crate::platform::mode_open_to_others(&std::fs::metadata(path).map_err(err)?) {
+                let why = format!("other users can read it (mode {mode:o}); run `chmod 600 {}`", path.display());
+                return Err(HttpError::WeakToken { path: path.to_path_buf(), why });
             }
             Ok((token, false))
         }
@@ -120,8 +115,7 @@ pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
             }
             let mut options = std::fs::OpenOptions::new();
             options.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            crate::platform::private_std_file(&mut options);
             let mut file = options.open(path).map_err(err)?;
             writeln!(file, "{token}").map_err(err)?;
             Ok((token, true))

@@ -106,6 +106,7 @@ impl Target {
     pub fn local(&self) -> bool {
         self.config.get_hosts().iter().all(|h| match h {
             Host::Tcp(name) => matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1"),
+            #[cfg(unix)]
             Host::Unix(_) => true,
         })
     }
@@ -402,6 +403,7 @@ fn is_io(e: &postgres::Error) -> bool {
 fn show(config: &postgres::Config) -> String {
     let host = match config.get_hosts().first() {
         Some(Host::Tcp(name)) => name.clone(),
+        #[cfg(unix)]
         Some(Host::Unix(path)) => path.display().to_string(),
         None => "localhost".into(),
     };
@@ -456,9 +458,8 @@ fn find_password(config: &postgres::Config, password_env: Option<&str>) -> Optio
 /// host:port:database:user (`*` matches anything; `\:` and `\\` escape).
 /// Like libpq, a file others can read is ignored.
 fn pgpass_lookup(file: &Path, host: &str, port: u16, db: &str, user: &str) -> Option<String> {
-    use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(file).ok()?;
-    if meta.permissions().mode() & 0o077 != 0 {
+    if crate::platform::mode_open_to_others(&meta).is_some() {
         tracing::warn!("{} is readable by others; its passwords are ignored (chmod 600 it)", file.display());
         return None;
     }
@@ -544,6 +545,7 @@ mod tests {
         assert!(target.tls_config().is_ok(), "a verify-ca client config builds");
     }
 
+    #[cfg(unix)]
     #[test]
     fn pgpass_lines_match_with_wildcards_and_escapes() {
         let dir = tempfile::tempdir().expect("tempdir");
