@@ -6,6 +6,13 @@
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
 use cap_std::fs::{DirBuilder, Metadata, OpenOptions};
 
+/// `path` made absolute with every link resolved, as users write paths:
+/// on Windows without the `\\?\` prefix std adds (which configs, logs and
+/// other programs stumble on), where the path can do without it.
+pub fn canonical(path: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+    dunce::canonicalize(path)
+}
+
 /// Sets `options` to open exactly the entry named (a link is refused, not
 /// followed) without waiting on it: a FIFO opened for reading would block
 /// until a writer came.
@@ -180,7 +187,9 @@ impl FileId {
     }
 }
 
-/// The identity of the file `meta` describes.
+/// The identity of the file `meta` describes. `meta` must come through an
+/// open handle (`File::metadata`, `Dir::dir_metadata`): Windows gives a
+/// path's metadata without its file index, which is then 0 (no identity).
 pub fn file_id(meta: &Metadata) -> FileId {
     #[cfg(unix)]
     let number = {
@@ -191,6 +200,13 @@ pub fn file_id(meta: &Metadata) -> FileId {
     // cap-std's does); 0, no identity, when not.
     #[cfg(windows)]
     let number = cap_primitives::fs::_WindowsByHandle::file_index(meta).unwrap_or(0);
+    // Windows: NTFS's file index carries a sequence number that changes when
+    // its record is reused, so it tells new from old alone; and a creation
+    // time may be taken from a time that moves (wine reports the inode's
+    // change time), which would disown every index.
+    #[cfg(windows)]
+    let born_nanos = 0;
+    #[cfg(not(windows))]
     let born_nanos = meta
         .created()
         .ok()

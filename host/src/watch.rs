@@ -72,7 +72,7 @@ impl Watcher {
     /// it instead if `poll` (with a warning saying how to raise the limit),
     /// else fails.
     pub fn start(root: &Path, poll: bool, on_change: Option<OnChange>) -> Result<Self, WatchError> {
-        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let root = crate::platform::canonical(root).unwrap_or_else(|_| root.to_path_buf());
         let (tx, events) = mpsc::unbounded_channel();
         let send = |tx: mpsc::UnboundedSender<_>| {
             let (root, on_change) = (root.clone(), on_change.clone());

@@ -33,8 +33,8 @@ impl Workspaces {
     /// Opens the served workspace; `allowed` are extra folders from config
     /// (relative ones are taken from the served workspace; missing ones are dropped).
     pub fn new(served: &Path, allowed: &[PathBuf]) -> Result<Self, WorkspaceError> {
-        let served =
-            served.canonicalize().map_err(|source| WorkspaceError::Open { path: served.to_path_buf(), source })?;
+        let served = crate::platform::canonical(served)
+            .map_err(|source| WorkspaceError::Open { path: served.to_path_buf(), source })?;
         if !served.is_dir() {
             return Err(WorkspaceError::NotADirectory(served));
         }
@@ -42,7 +42,7 @@ impl Workspaces {
             .iter()
             .filter_map(|p| {
                 let p = served.join(p);
-                match p.canonicalize() {
+                match crate::platform::canonical(&p) {
                     Ok(c) if c.is_dir() => Some(c),
                     _ => {
                         tracing::warn!("allowed workspace {} is not an existing folder; ignored", p.display());
@@ -67,7 +67,7 @@ impl Workspaces {
             return Ok(self.served.clone());
         };
         let path = self.served.join(requested);
-        let canonical = path.canonicalize().map_err(|_| format!("Workspace not found: {requested}"))?;
+        let canonical = crate::platform::canonical(&path).map_err(|_| format!("Workspace not found: {requested}"))?;
         if canonical == self.served || self.allowed.contains(&canonical) {
             Ok(canonical)
         } else {

@@ -56,7 +56,8 @@ impl host::Host for HostState {
             Err(reason) => return Err(super::denied(reason.clone())),
         };
         // The user's config dir (the key, the HTTP token) is never listed, wherever it is.
-        let hidden: Vec<_> = crate::config::user_config_dir().and_then(|d| d.canonicalize().ok()).into_iter().collect();
+        let hidden: Vec<_> =
+            crate::config::user_config_dir().and_then(|d| crate::platform::canonical(&d).ok()).into_iter().collect();
         self.timed(Stage::Walk, |this| {
             let guard = &this.guard;
             let (found, errors) =

@@ -257,7 +257,7 @@ fn describe_vectors(data: &DataDir) -> String {
 /// and a confirmation (`yes`, or an answer on a terminal); links and special
 /// files where ragbox keeps something go too, whatever they point at.
 pub fn reset(workspace: &Path, yes: bool) -> anyhow::Result<()> {
-    let workspace = &std::fs::canonicalize(workspace)
+    let workspace = &crate::platform::canonical(workspace)
         .map_err(|e| anyhow::anyhow!("workspace {} cannot be opened: {e}", workspace.display()))?;
     // A data dir too broken to read its config from is reset locally: what
     // is broken is here, whatever store the user's config names.

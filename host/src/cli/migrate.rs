@@ -15,7 +15,7 @@ const BATCH: usize = 256;
 /// Copies `workspace`'s `.ragbox/store.redb` into the collection at `url`
 /// (documents already there under the same paths are replaced; others stay).
 pub fn run(workspace: &Path, url: &str, as_json: bool) -> anyhow::Result<()> {
-    let workspace = std::fs::canonicalize(workspace)
+    let workspace = crate::platform::canonical(workspace)
         .map_err(|e| anyhow::anyhow!("workspace {} cannot be opened: {e}", workspace.display()))?;
     let config = Config::load(&workspace)?;
     let collection = shared_collection_at(&config, &workspace, url)?;

@@ -76,7 +76,8 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
     // As the file stands: in the user's tools folder it is the user's own;
     // anywhere else it is judged as a workspace's component would be.
     let user_tools = user_config_dir().map(|d| d.join("tools"));
-    let origin = match (file.canonicalize(), user_tools.and_then(|d| d.canonicalize().ok())) {
+    let origin = match (crate::platform::canonical(file), user_tools.and_then(|d| crate::platform::canonical(&d).ok()))
+    {
         (Ok(f), Some(d)) if f.starts_with(&d) => Origin::User,
         _ => Origin::Workspace,
     };

@@ -504,8 +504,14 @@ impl DataDir {
             Kind::Missing => Ok(FileId::NONE),
             Kind::Folder => Err(self.io(STORE_FILE)(std::io::Error::other("a folder where a file belongs"))),
             Kind::File => {
-                let meta = self.dir.symlink_metadata(STORE_FILE).map_err(self.io(STORE_FILE))?;
-                Ok(platform::file_id(&meta))
+                // Through a handle: Windows gives a path's metadata without its file index.
+                let mut options = OpenOptions::new();
+                options.read(true);
+                let file = self
+                    .dir
+                    .open_with(STORE_FILE, platform::no_follow_no_block(&mut options))
+                    .map_err(self.io(STORE_FILE))?;
+                Ok(platform::file_id(&file.metadata().map_err(self.io(STORE_FILE))?))
             }
         }
     }

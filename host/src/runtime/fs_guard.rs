@@ -62,6 +62,16 @@ fn dir_id(path: &Path) -> Option<FileId> {
     Some(platform::file_id(&dir.dir_metadata().ok()?))
 }
 
+/// The identity of the folder `name` in `parent`, if it is one (read
+/// through a handle: Windows gives a path's metadata without its file index).
+fn dir_identity(parent: &cap_std::fs::Dir, name: &str) -> Option<FileId> {
+    if !parent.symlink_metadata(name).ok()?.is_dir() {
+        return None;
+    }
+    let dir = parent.open_dir_nofollow(name).ok()?;
+    Some(platform::file_id(&dir.dir_metadata().ok()?))
+}
+
 /// Whether `name` is a data dir's, as a case-insensitive filesystem sees it.
 fn is_data_dir_name(name: &str) -> bool {
     name.eq_ignore_ascii_case(crate::datadir::DATA_DIR)
@@ -71,7 +81,7 @@ impl FsGuard {
     /// A guard for a guest whose preopens are `roots`, hiding every data
     /// dir beneath them and each of `hidden` (and what they resolve to).
     pub fn new(roots: &[PathBuf], hidden: impl IntoIterator<Item = PathBuf>) -> Self {
-        let real = |dir: &PathBuf| dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        let real = |dir: &PathBuf| platform::canonical(dir).unwrap_or_else(|_| dir.clone());
         let mut guard = FsGuard::default();
         for root in roots {
             // A root that cannot be opened gets no identity: no descriptor will match it.
@@ -120,9 +130,7 @@ impl FsGuard {
         if self.hidden_ids.contains(&opened) {
             return true;
         }
-        parent
-            .symlink_metadata(crate::datadir::DATA_DIR)
-            .is_ok_and(|meta| meta.is_dir() && platform::file_id(&meta) == opened)
+        dir_identity(parent, crate::datadir::DATA_DIR) == Some(opened)
     }
 }
 
@@ -280,7 +288,9 @@ impl GuardedFs<'_> {
             if follow && meta.file_type().is_symlink() {
                 return Err(code(ErrorCode::NotPermitted));
             }
-            if meta.is_dir() && self.guard.aliases_hidden(&parent, platform::file_id(&meta)) {
+            if let Some(id) = last.filter(|_| meta.is_dir()).and_then(|name| dir_identity(&parent, name))
+                && self.guard.aliases_hidden(&parent, id)
+            {
                 return Err(code(ErrorCode::NoEntry));
             }
         }

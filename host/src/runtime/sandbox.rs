@@ -158,7 +158,7 @@ pub fn new_store(engine: &Engine, tool: Arc<str>, env: CallEnv, limits: &Limits)
                     crate::config::user_config_shown()
                 )
             };
-            let dir = extra.canonicalize().map_err(|e| granted(&e))?;
+            let dir = crate::platform::canonical(extra).map_err(|e| granted(&e))?;
             let guest = dir.to_str().ok_or_else(|| granted(&"the path is not UTF-8"))?;
             wasi.preopened_dir(&dir, guest, FsPerms::ReadOnly).map_err(|e| granted(&format!("{e:#}")))?;
             preopened.push(dir);
