@@ -48,7 +48,13 @@ impl CompileCache {
         if let Some(entry) = entry.as_ref().filter(|e| e.exists()) {
             // SAFETY: the file was written by `store` below from a component this
             // engine compiled; wasmtime also checks its header against the engine.
-            match unsafe { Component::deserialize_file(engine, entry) } {
+            let loaded = unsafe { Component::deserialize_file(engine, entry) }.or_else(|_| {
+                // Where a file cannot be mapped executable (wine), read it into memory instead.
+                let bytes = std::fs::read(entry)?;
+                // SAFETY: as above.
+                unsafe { Component::deserialize(engine, &bytes) }
+            });
+            match loaded {
                 Ok(component) => return Ok(component),
                 Err(e) => tracing::warn!("compile cache entry {} unusable, recompiling: {e}", entry.display()),
             }
