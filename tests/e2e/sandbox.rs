@@ -142,11 +142,31 @@ async fn the_host_refuses_vectors_of_another_model_to_every_tool() {
     assert_eq!(text(&r), "1 hits");
     client.cancel().await.unwrap();
 
-    // The same weights under another folder name are another model to ragbox.
+    // A model is its weights: the same ones under another folder name keep the index.
+    let model = ragbox::embed::default_model_dir().expect("a home folder or RAGBOX_MODEL");
     let renamed = f.dir.path().join("renamed-model");
-    std::os::unix::fs::symlink(ragbox::embed::default_model_dir().expect("a home folder or RAGBOX_MODEL"), &renamed)
-        .unwrap();
+    std::os::unix::fs::symlink(&model, &renamed).unwrap();
     f.write_user_config(&format!("model = {:?}\n", renamed.display().to_string()));
+    let client = f.connect().await;
+    let r = call(&client, "hostile", json!({"op": "nearest", "path": "readme"})).await;
+    assert_eq!(text(&r), "1 hits", "a renamed model folder forced a re-embed");
+    client.cancel().await.unwrap();
+
+    // Other weights (one byte of a tensor changed) are another model.
+    let other = f.dir.path().join("other-model");
+    std::fs::create_dir(&other).unwrap();
+    for entry in std::fs::read_dir(&model).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), other.join(entry.file_name())).unwrap();
+        } else {
+            std::os::unix::fs::symlink(entry.path(), other.join(entry.file_name())).unwrap();
+        }
+    }
+    let mut weights = std::fs::read(other.join("model.safetensors")).unwrap();
+    *weights.last_mut().unwrap() ^= 1;
+    std::fs::write(other.join("model.safetensors"), weights).unwrap();
+    f.write_user_config(&format!("model = {:?}\n", other.display().to_string()));
     let client = f.connect().await;
     // A third-party tool that checks nothing still cannot compare them.
     let message = attempt(&client, json!({"op": "nearest", "path": "readme"})).await;

@@ -304,7 +304,7 @@ impl Collection {
                 self.claim(&mut txn, &mut row)?;
             }
             match (&row.model_id, row.dimension) {
-                (Some(stored), _) if stored != model_id => {
+                (Some(stored), _) if !crate::store::same_model(stored, model_id) => {
                     return Err(StoreError::ModelMismatch { stored: stored.clone(), current: model_id.to_string() });
                 }
                 (Some(_), Some(stored)) if stored != dimension => {

@@ -176,12 +176,21 @@ pub struct Stats {
     pub model_id: Option<String>,
 }
 
+/// Whether two model ids name the same model: ids are `name@weights-hash`,
+/// and only the weights count, so a renamed model folder keeps its index.
+pub fn same_model(a: &str, b: &str) -> bool {
+    fn weights(id: &str) -> &str {
+        id.rsplit_once('@').map_or(id, |(_, hash)| hash)
+    }
+    weights(a) == weights(b)
+}
+
 impl Stats {
     /// Fails when the stored vectors come from another model than `current`
     /// (a model id): comparing them with its vectors would mean nothing.
     pub fn check_model(&self, current: &str) -> Result<(), StoreError> {
         match &self.model_id {
-            Some(stored) if stored != current => {
+            Some(stored) if !same_model(stored, current) => {
                 Err(StoreError::ModelMismatch { stored: stored.clone(), current: current.to_string() })
             }
             _ => Ok(()),
@@ -688,7 +697,7 @@ impl Store {
         let mut model = txn.open_table(MODEL).map_err(|e| self.err(e))?;
         let stored = model.get("id").map_err(|e| self.err(e))?.map(|v| v.value().to_string());
         match stored {
-            Some(stored) if stored != model_id => {
+            Some(stored) if !same_model(&stored, model_id) => {
                 Err(StoreError::ModelMismatch { stored, current: model_id.to_string() })
             }
             Some(_) => Ok(()),
@@ -869,7 +878,14 @@ fn decode_vector(bytes: &[u8]) -> Vec<f32> {
 
 #[cfg(test)]
 mod tests {
-    use super::check_path;
+    use super::{check_path, same_model};
+
+    #[test]
+    fn a_model_is_its_weights_not_its_folder_name() {
+        assert!(same_model("all-MiniLM-L6-v2@0123abcd", "renamed@0123abcd"));
+        assert!(!same_model("all-MiniLM-L6-v2@0123abcd", "all-MiniLM-L6-v2@0123abce"));
+        assert!(same_model("a", "a") && !same_model("a", "b"));
+    }
 
     #[test]
     fn paths_have_one_spelling() {
