@@ -6,7 +6,7 @@ use super::open::{call, open};
 use crate::runtime::{Outcome, Progress, Request, Stages, StagesSink};
 use anyhow::bail;
 use indicatif::{ProgressBar, ProgressStyle};
-use ragbox_protocol::{IndexReport, describe_error};
+use ragbox_protocol::IndexReport;
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
@@ -64,7 +64,7 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyh
     }
     let body = match outcome {
         Outcome::Ok(json) => json,
-        Outcome::ToolError { body, .. } => bail!("{}", describe_error(&body)),
+        Outcome::ToolError { body, .. } => bail!("{}", super::open::tool_error_for_cli(&body)),
         Outcome::Failed(failure) => bail!("{failure}"),
     };
     if as_json {

@@ -316,10 +316,28 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("ragbox: error: {}", crate::text::for_terminal(&format!("{e:#}")));
+            eprintln!("ragbox: error: {}", crate::text::for_terminal(&chain(&e)));
             ExitCode::FAILURE
         }
     }
+}
+
+/// `e` and its causes, each once: an error whose message already shows its
+/// cause (as many do, so that they read whole on their own) is not followed
+/// by that cause again.
+fn chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// Logs go to stderr only (stdout is the JSON-RPC channel); `RAGBOX_LOG` sets the filter.
@@ -332,4 +350,17 @@ fn init_logging(default: &str) {
         .with_env_filter(filter)
         .with_target(false)
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_error_chain_shows_each_cause_once() {
+        let os = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let shown = os.to_string();
+        let e = anyhow::Error::new(os).context(format!("folder x cannot be opened: {shown}")).context("cannot open");
+        assert_eq!(super::chain(&e), format!("cannot open: folder x cannot be opened: {shown}"));
+        let plain = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(super::chain(&plain), "outer: inner");
+    }
 }

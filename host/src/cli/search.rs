@@ -186,7 +186,7 @@ pub fn search(workspace: &Path, a: &SearchArgs) -> anyhow::Result<()> {
     let style = Style::detect();
     if rows.is_empty() {
         if let Some(message) = found.message() {
-            say!("{message}");
+            say!("{}", super::open::for_cli(message));
         }
         say!("No results for \"{}\"{}.", a.query, filters(a));
         let narrowed = a.kind.is_some() || a.date.is_some() || !a.sources.is_empty();
