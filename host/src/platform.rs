@@ -252,3 +252,23 @@ pub fn special_kind(kind: &cap_std::fs::FileType) -> Option<&'static str> {
     }
     Some("a special file")
 }
+
+/// A temporary file in `dir`, created with the permissions `like` has or,
+/// without them, those any new file gets (0o666 less the umask) rather than
+/// tempfile's owner-only 0o600: it is renamed over a file others may read.
+pub fn temp_file_in(
+    dir: &std::path::Path,
+    like: Option<&std::fs::Permissions>,
+) -> std::io::Result<tempfile::NamedTempFile> {
+    #[allow(unused_mut)]
+    let mut builder = tempfile::Builder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        builder.permissions(std::fs::Permissions::from_mode(like.map_or(0o666, |p| p.mode() & 0o777)));
+    }
+    // Windows: a new file inherits its folder's ACL, as any other would.
+    #[cfg(not(unix))]
+    let _ = like;
+    builder.tempfile_in(dir)
+}

@@ -317,16 +317,19 @@ fn inside(workspace: &Path, rel: &str) -> anyhow::Result<PathBuf> {
     Ok(real)
 }
 
-/// Writes `text` to `path` through a temporary file, so a crash leaves the old file or the new one.
+/// Writes `text` to `path` through a temporary file, so a crash leaves the
+/// old file or the new one. A new file gets the mode any new file gets; an
+/// old one keeps its own (a config may be private).
 fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
     let dir: PathBuf = path.parent().map(Path::to_path_buf).unwrap_or_default();
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut tmp =
-        tempfile::NamedTempFile::new_in(&dir).with_context(|| format!("cannot write in {}", dir.display()))?;
+    let old = std::fs::metadata(path).ok().map(|meta| meta.permissions());
+    let mut tmp = crate::platform::temp_file_in(&dir, old.as_ref())
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
     std::io::Write::write_all(&mut tmp, text.as_bytes())?;
-    // Keep the old file's permissions (a config may be private).
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+    // Exactly the old mode, which the umask may have narrowed at creation.
+    if let Some(old) = old {
+        let _ = std::fs::set_permissions(tmp.path(), old);
     }
     tmp.persist(path).map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
     Ok(())
@@ -357,6 +360,25 @@ mod tests {
         assert!(inside(&ws, ".mcp.json").unwrap_err().to_string().contains("does not exist"));
         assert_eq!(inside(&ws, ".gemini/settings.json").unwrap(), ws.join("real/settings.json"));
         assert_eq!(inside(&ws, "opencode.json").unwrap(), ws.join("opencode.json"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn new_files_get_the_usual_mode_and_old_ones_keep_theirs() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |name: &str| std::fs::metadata(dir.path().join(name)).unwrap().permissions().mode() & 0o777;
+        // What the umask gives any new file here.
+        std::fs::File::create(dir.path().join("probe")).unwrap();
+        write_atomically(&dir.path().join("sub/new.json"), "{}\n").unwrap();
+        assert_eq!(mode("sub/new.json"), mode("probe"), "not tempfile's 0600");
+        for old in [0o600, 0o640, 0o664] {
+            let path = dir.path().join("old.json");
+            std::fs::write(&path, "{}").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(old)).unwrap();
+            write_atomically(&path, "{\"a\": 1}\n").unwrap();
+            assert_eq!((mode("old.json"), std::fs::read_to_string(&path).unwrap().as_str()), (old, "{\"a\": 1}\n"));
+        }
     }
 
     #[test]
