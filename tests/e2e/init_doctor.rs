@@ -21,9 +21,10 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The `serve --workspace <abs>` arguments every agent gets.
-fn serve_args(f: &Fixture) -> Value {
-    json!(["serve", "--workspace", f.workspace.canonicalize().unwrap().display().to_string()])
+/// The arguments Claude Code, Gemini CLI and OpenCode get: they start servers
+/// in the workspace, so the committed file names it `.`.
+fn serve_args() -> Value {
+    json!(["serve", "--workspace", ".", "--watch"])
 }
 
 #[test]
@@ -33,7 +34,7 @@ fn init_on_an_empty_folder_configures_claude_code_and_ignores_the_index() {
     assert!(out.status.success(), "{}", stderr(&out));
     let mcp = read_json(&f, ".mcp.json");
     let server = &mcp["mcpServers"]["ragbox"];
-    assert_eq!((&server["type"], &server["args"]), (&json!("stdio"), &serve_args(&f)), "{mcp}");
+    assert_eq!((&server["type"], &server["args"]), (&json!("stdio"), &serve_args()), "{mcp}");
     // The command starts this very binary.
     let command = server["command"].as_str().unwrap();
     let started = std::process::Command::new(if command == "ragbox" { "ragbox" } else { command })
@@ -44,7 +45,13 @@ fn init_on_an_empty_folder_configures_claude_code_and_ignores_the_index() {
     assert_eq!(std::fs::read_to_string(f.workspace.join(".gitignore")).unwrap().lines().last(), Some(".ragbox/"));
     // Running it again changes nothing and adds no second .gitignore line.
     let before = std::fs::read_to_string(f.workspace.join(".mcp.json")).unwrap();
-    assert!(run(&f, &["init"]).status.success());
+    let again = run(&f, &["init"]);
+    assert!(again.status.success());
+    assert!(
+        stdout(&again).contains("unchanged .mcp.json (Claude Code)") && stdout(&again).contains("Nothing changed"),
+        "{}",
+        stdout(&again)
+    );
     assert_eq!(std::fs::read_to_string(f.workspace.join(".mcp.json")).unwrap(), before);
     let gitignore = std::fs::read_to_string(f.workspace.join(".gitignore")).unwrap();
     assert_eq!(gitignore.matches(".ragbox/").count(), 1, "{gitignore}");
@@ -64,11 +71,11 @@ fn init_merges_into_every_agents_existing_config() {
 
     let claude = read_json(&f, ".mcp.json");
     assert_eq!(claude["mcpServers"]["github"]["command"], "gh-mcp");
-    assert_eq!(claude["mcpServers"]["ragbox"]["args"], serve_args(&f));
+    assert_eq!(claude["mcpServers"]["ragbox"]["args"], serve_args());
     let gemini = read_json(&f, ".gemini/settings.json");
     assert_eq!(gemini["theme"], "GitHub");
     assert_ne!(gemini["mcpServers"]["ragbox"]["command"], "old-ragbox", "the old entry is replaced");
-    assert_eq!(gemini["mcpServers"]["ragbox"]["args"], serve_args(&f));
+    assert_eq!(gemini["mcpServers"]["ragbox"]["args"], serve_args());
     let opencode = read_json(&f, "opencode.json");
     assert_eq!(
         (&opencode["model"], &opencode["mcp"]["fs"]["command"]),
@@ -76,12 +83,19 @@ fn init_merges_into_every_agents_existing_config() {
     );
     let entry = &opencode["mcp"]["ragbox"];
     assert_eq!((&entry["type"], &entry["enabled"]), (&json!("local"), &json!(true)));
-    assert_eq!(entry["command"].as_array().unwrap()[1..], serve_args(&f).as_array().unwrap()[..]);
+    assert_eq!(entry["command"].as_array().unwrap()[1..], serve_args().as_array().unwrap()[..]);
     let codex = std::fs::read_to_string(f.workspace.join(".codex/config.toml")).unwrap();
     assert!(codex.starts_with("# personal settings\nmodel = \"o4-mini\""), "{codex}");
     let codex: toml::Table = toml::from_str(&codex).unwrap();
     assert_eq!(codex["mcp_servers"]["docs"]["command"].as_str(), Some("docs-mcp"));
-    assert_eq!(codex["mcp_servers"]["ragbox"]["args"].as_array().unwrap().len(), 3);
+    // Codex does not start servers in the project folder: its entry keeps the absolute path.
+    let workspace = f.workspace.canonicalize().unwrap().display().to_string();
+    assert_eq!(codex["mcp_servers"]["ragbox"]["args"].as_array().unwrap()[2].as_str(), Some(workspace.as_str()));
+    assert_eq!(codex["mcp_servers"]["ragbox"]["tool_timeout_sec"].as_integer(), Some(600));
+    let cursor = read_json(&f, ".cursor/mcp.json");
+    assert_eq!(cursor["mcpServers"]["ragbox"]["args"][2], "${workspaceFolder}");
+    let vscode = read_json(&f, ".vscode/mcp.json");
+    assert_eq!(vscode["servers"]["ragbox"]["type"], "stdio");
     // `/.ragbox` already ignores the index: nothing added.
     assert_eq!(std::fs::read_to_string(f.workspace.join(".gitignore")).unwrap(), "target\n/.ragbox\n");
 }

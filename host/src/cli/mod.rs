@@ -37,7 +37,8 @@ Examples:
   ragbox search \"tar archive\" --hybrid meaning and keywords fused (--fulltext: BM25 only)
   ragbox sources --stats               what is indexed, with statistics
   ragbox similar notes/jwt.md          documents like this one
-  ragbox init --agent all              write the MCP config of Claude Code, Gemini CLI, OpenCode, Codex
+  ragbox init --agent all              write the MCP config of Claude Code, Gemini CLI, OpenCode, Codex, Cursor, VS Code
+  ragbox init --agent claude-desktop   add this workspace to your Claude Desktop (or windsurf) user config
   ragbox init --http http://127.0.0.1:8765/mcp   point them at a running HTTP server instead
   ragbox doctor                        check the model and the index (--reset starts over)
   ragbox tools                         list the loaded tool components
@@ -195,9 +196,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Write the MCP config of coding agents so they start ragbox in this workspace.
+    /// Write the MCP config of coding agents so they start ragbox (with --watch) in this workspace.
     Init {
-        /// Which agents (repeatable); default: those the workspace already has config for, else Claude Code.
+        /// Which agents (repeatable); default: those the workspace already has config for, else
+        /// Claude Code. `all` is every agent with a project file; windsurf and claude-desktop
+        /// edit your user config, so they are written only when named.
         #[arg(long, short = 'a', value_enum, value_name = "AGENT")]
         agent: Vec<init::Agent>,
         /// Point the agents at a running `ragbox serve --http` (its URL, e.g.
