@@ -231,7 +231,7 @@ pub fn run(workspace: &Path, agents: &[Agent], http: Option<&str>) -> anyhow::Re
 
 /// [`run`] with the user's folders given; the number of files written.
 fn run_in(workspace: &Path, agents: &[Agent], http: Option<&str>, dirs: &UserDirs) -> anyhow::Result<usize> {
-    let workspace = std::fs::canonicalize(workspace)
+    let workspace = crate::platform::canonical(workspace)
         .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
     let launch = match http {
         Some(url) => Launch::Remote { url: checked_url(url)? },
@@ -321,10 +321,12 @@ fn choose(workspace: &Path, agents: &[Agent]) -> Vec<Agent> {
 /// binary, else this binary's path; the workspace as each agent names it.
 fn launch(workspace: &Path) -> anyhow::Result<Launch> {
     let exe = std::env::current_exe().context("cannot tell where the ragbox binary is")?;
-    let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    let exe = crate::platform::canonical(&exe).unwrap_or(exe);
     let on_path = std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths)
-            .any(|dir| std::fs::canonicalize(dir.join("ragbox")).is_ok_and(|found| found == exe))
+        std::env::split_paths(&paths).any(|dir| {
+            crate::platform::canonical(&dir.join(format!("ragbox{}", std::env::consts::EXE_SUFFIX)))
+                .is_ok_and(|found| found == exe)
+        })
     });
     // A shared store named on this command line goes with the server (a URL holds no password).
     let named = super::open::store_args();
@@ -357,7 +359,7 @@ fn config_file(agent: Agent, workspace: &Path, dirs: &UserDirs) -> anyhow::Resul
         bail!("no {what} folder is known for this user (HOME is unset), so {} cannot be configured", agent.name())
     };
     let path = base.join(rel);
-    let path = std::fs::canonicalize(&path).unwrap_or(path);
+    let path = crate::platform::canonical(&path).unwrap_or(path);
     let shown = path.display().to_string();
     Ok((path, shown))
 }
@@ -732,7 +734,7 @@ fn inside(workspace: &Path, rel: &str) -> anyhow::Result<PathBuf> {
                 walked.display()
             )
         };
-        let target = std::fs::canonicalize(&next).map_err(|_| {
+        let target = crate::platform::canonical(&next).map_err(|_| {
             let to = std::fs::read_link(&next).map(|t| t.display().to_string()).unwrap_or_default();
             refuse(format!("to {to}, which does not exist"))
         })?;
