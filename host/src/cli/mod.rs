@@ -49,8 +49,9 @@ Examples:
   ragbox migrate --to postgres://me@db/rag    copy the local index there (no re-embedding)
   RAGBOX_LOG=debug ragbox serve        log more (to stderr; stdout carries only JSON-RPC)
 
-Add to an agent (Claude Code .mcp.json):
-  {\"mcpServers\": {\"ragbox\": {\"command\": \"ragbox\", \"args\": [\"serve\"]}}}";
+Add to an agent: `ragbox init` writes its config; for Claude Code's .mcp.json that is
+  {\"mcpServers\": {\"ragbox\": {\"type\": \"stdio\", \"command\": \"ragbox\",
+                 \"args\": [\"serve\", \"--workspace\", \".\", \"--watch\"]}}}";
 
 /// Local retrieval server for AI agents: every tool is a sandboxed WebAssembly component.
 #[derive(Debug, Parser)]
