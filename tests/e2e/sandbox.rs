@@ -91,6 +91,47 @@ async fn links_inside_the_workspace_are_not_followed() {
     client.cancel().await.unwrap();
 }
 
+/// WASI's own open flags that std never sends (MUTATE_DIRECTORY, EXCLUSIVE,
+/// SYMLINK_FOLLOW) reach nothing the guard hides, follow no link and open no
+/// FIFO; a huge path and an open-everything loop are refused in time.
+#[tokio::test]
+async fn raw_open_flags_long_paths_and_floods_are_refused() {
+    let (f, _) = hostile_fixture();
+    std::fs::create_dir_all(f.workspace.join(".ragbox")).unwrap();
+    std::fs::write(f.workspace.join(".ragbox/secret"), "TOP SECRET data dir").unwrap();
+    std::fs::create_dir_all(f.workspace.join("sub/.RagBox")).unwrap();
+    std::fs::write(f.workspace.join("sub/.RagBox/secret"), "TOP SECRET nested").unwrap();
+    std::os::unix::fs::symlink(".ragbox/secret", f.workspace.join("link-data")).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(f.workspace.join("fifo")).status().unwrap().success());
+    let client = f.connect().await;
+    for (path, mode) in [
+        (".ragbox/secret", "mut"),
+        (".ragbox/secret", "excl"),
+        ("sub/.RagBox/secret", "mut"),
+        ("link-data", "follow+excl"),
+        ("link-rel", "follow+mut"),
+        ("fifo", "mut"),
+        ("notes/README.md", "mut"),
+    ] {
+        let started = Instant::now();
+        let message = attempt(&client, json!({"op": "raw_open", "path": path, "mode": mode})).await;
+        assert!(message.contains("raw_open"), "{path} ({mode}): {message}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{path} ({mode}) blocked");
+    }
+    assert!(f.workspace.join(".ragbox/secret").is_file(), "the secret was there to be read");
+    let r = call(&client, "hostile", json!({"op": "raw_open", "path": "notes/README.md", "mode": ""})).await;
+    assert!(text(&r).starts_with("General notes."), "plain reads still work: {}", text(&r));
+
+    let started = Instant::now();
+    let message = attempt(&client, json!({"op": "long_path", "n": "1000"})).await;
+    assert!(message.contains("long"), "{message}");
+    assert!(started.elapsed() < Duration::from_secs(5), "a 2 MB path took {:?}", started.elapsed());
+    let message = attempt(&client, json!({"op": "fd_flood", "path": "notes/README.md"})).await;
+    assert!(message.starts_with("after 1024 files"), "{message}");
+    still_serving(&client).await;
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn writes_are_denied_and_nothing_is_written() {
     let (f, _) = hostile_fixture();

@@ -22,7 +22,7 @@
 
 use crate::platform::{self, FileId};
 use cap_fs_ext::DirExt as _;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use wasmtime::component::{HasData, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File, WasiFilesystemCtxView};
@@ -45,8 +45,17 @@ pub struct FsGuard {
     hidden_ids: Vec<FileId>,
     /// Where each folder descriptor the guest holds is (real paths).
     places: HashMap<u32, PathBuf>,
+    /// The descriptors this guard opened that the guest still holds.
+    opened: HashSet<u32>,
     listings: HashMap<u32, Listing>,
 }
+
+/// The longest path a guest may pass (resolving one costs the host time
+/// that the call's deadline cannot interrupt).
+const MAX_PATH_BYTES: usize = 4096;
+
+/// How many files and folders one call may hold open at once.
+const MAX_OPEN: usize = 1024;
 
 /// One directory listing: the folder listed, and whether a name that is not
 /// UTF-8 was passed over (reported when the listing ends, so one bad name
@@ -211,9 +220,14 @@ impl GuardedFs<'_> {
     /// folder at a time and never through a link, refusing every hidden
     /// folder on the way, by name or by identity.
     fn resolve<'p>(&mut self, fd: &Resource<Descriptor>, path: &'p str) -> FsResult<Resolved<'p>> {
-        let (dir, place) = self.dir(fd)?;
+        if path.len() > MAX_PATH_BYTES {
+            return Err(code(ErrorCode::NameTooLong));
+        }
+        let (dir, mut real) = self.dir(fd)?;
         let mut names = names(path)?;
-        let real = names.iter().fold(place, |real, name| real.join(name));
+        for name in &names {
+            real.push(name);
+        }
         if self.guard.is_hidden(&real) {
             // The data dir does not exist, as far as a guest can tell.
             return Err(code(ErrorCode::NoEntry));
@@ -342,13 +356,23 @@ impl fs::HostDescriptor for GuardedFs<'_> {
         oflags: fs::OpenFlags,
         flags: fs::DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
-        let writes = oflags.intersects(fs::OpenFlags::CREATE | fs::OpenFlags::EXCLUSIVE | fs::OpenFlags::TRUNCATE)
-            || flags.intersects(fs::DescriptorFlags::WRITE | fs::DescriptorFlags::MUTATE_DIRECTORY);
+        // Every open is the guard's: the guest gets read-only preopens only, so
+        // any flag beyond reading is refused here, never handed to
+        // wasmtime-wasi (which opens MUTATE_DIRECTORY or EXCLUSIVE alone read-only,
+        // unguarded, following links and blocking on a FIFO).
         let (dir, _) = self.dir(&fd)?;
-        if writes || dir.perms != FsPerms::ReadOnly {
-            // Only read-only preopens are guarded (and the guest gets no other);
-            // wasmtime-wasi refuses every write on them.
-            return fs::HostDescriptor::open_at(&mut self.view, fd, path_flags, path, oflags, flags);
+        if !fs::OpenFlags::DIRECTORY.contains(oflags)
+            || !fs::DescriptorFlags::READ.contains(flags)
+            || dir.perms != FsPerms::ReadOnly
+        {
+            return Err(code(ErrorCode::NotPermitted));
+        }
+        if path.len() > MAX_PATH_BYTES {
+            return Err(code(ErrorCode::NameTooLong));
+        }
+        if self.guard.opened.len() >= MAX_OPEN {
+            // Each open holds a host file descriptor: one call must not take them all.
+            return Err(code(ErrorCode::Quota));
         }
         // Links are never followed, whatever the guest asks.
         let _ = path_flags;
@@ -358,11 +382,14 @@ impl fs::HostDescriptor for GuardedFs<'_> {
             Opened::Dir(file, real) => {
                 let pushed = self.view.table.push(Descriptor::Dir(Dir::new(file, perms, OpenMode::READ, true)))?;
                 self.guard.places.insert(pushed.rep(), real);
+                self.guard.opened.insert(pushed.rep());
                 return Ok(pushed);
             }
             Opened::File(file) => Descriptor::File(File::new(file, perms, OpenMode::READ, true)),
         };
-        Ok(self.view.table.push(descriptor)?)
+        let pushed = self.view.table.push(descriptor)?;
+        self.guard.opened.insert(pushed.rep());
+        Ok(pushed)
     }
 
     fn stat_at(
@@ -472,6 +499,7 @@ impl fs::HostDescriptor for GuardedFs<'_> {
 
     fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
         self.guard.places.remove(&fd.rep());
+        self.guard.opened.remove(&fd.rep());
         fs::HostDescriptor::drop(&mut self.view, fd)
     }
 

@@ -197,6 +197,28 @@ impl Guest for Hostile {
                     Err(e) => Err(CallError::Failed(format!("embed: {}", said(&e)))),
                 }
             }
+            // open-at with the flags std never sends: `mode` is `+`-joined
+            // mut (MUTATE_DIRECTORY), excl (EXCLUSIVE), follow (SYMLINK_FOLLOW).
+            "raw_open" => raw_open(path, arg(&args, "mode").unwrap_or("")).map_err(CallError::Failed),
+            // A path of `n` thousand names: resolving it must not outlast the deadline.
+            "long_path" => {
+                let n: usize = arg(&args, "n").and_then(|n| n.parse().ok()).unwrap_or(1000);
+                match std::fs::read("a/".repeat(n * 1000)) {
+                    Ok(_) => Ok("read".into()),
+                    Err(e) => failed("long_path", e),
+                }
+            }
+            // Opens one file until the host says no: the host's descriptors must not run out.
+            "fd_flood" => {
+                let mut held = Vec::new();
+                loop {
+                    match std::fs::File::open(path) {
+                        Ok(f) if held.len() < 100_000 => held.push(f),
+                        Ok(_) => return Ok(format!("held {} files", held.len())),
+                        Err(e) => return Err(CallError::Failed(format!("after {} files: {e}", held.len()))),
+                    }
+                }
+            }
             "stat" => match std::fs::metadata(path) {
                 Ok(m) => Ok(format!("{path} exists ({} bytes)", m.len())),
                 Err(e) => failed("stat", e),
@@ -239,4 +261,22 @@ export!(Hostile);
 /// A host error as the tests read it: its code, then its message.
 fn said(e: &ragbox::tools::types::Error) -> String {
     format!("{:?}: {}", e.code, e.message)
+}
+
+/// Opens `path` in the first preopen with the raw WASI flags `mode` names, and reads it.
+fn raw_open(path: &str, mode: &str) -> Result<String, String> {
+    use wasip2::filesystem::types::{DescriptorFlags as D, OpenFlags as O, PathFlags as P};
+    let (root, _) = wasip2::filesystem::preopens::get_directories().into_iter().next().ok_or("no preopen")?;
+    let (mut pf, mut of, mut df) = (P::empty(), O::empty(), D::READ);
+    for m in mode.split('+') {
+        match m {
+            "mut" => df |= D::MUTATE_DIRECTORY,
+            "excl" => of |= O::EXCLUSIVE,
+            "follow" => pf |= P::SYMLINK_FOLLOW,
+            _ => {}
+        }
+    }
+    let fd = root.open_at(pf, path, of, df).map_err(|e| format!("raw_open {path} ({mode}): {e:?}"))?;
+    let (bytes, _) = fd.read(65536, 0).map_err(|e| format!("raw_open {path} ({mode}) read: {e:?}"))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
