@@ -30,6 +30,9 @@ pub struct Passage {
     /// The chunk's position in its document (search results only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_index: Option<u32>,
+    /// Where the passage sits: `path:first-last` lines, 1-based (left out when the file changed since indexing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 /// `search_semantic`'s response.
@@ -116,6 +119,9 @@ pub struct SourceRef {
     /// The chunk's position in the document, for chunk results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_index: Option<u32>,
+    /// Where the chunk sits: `path:first-last` lines, 1-based (left out when the file changed since indexing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 /// One result of seed 003's `search`.

@@ -78,6 +78,12 @@ fn corpus() -> Corpus {
         "notes/garden.md",
         "---\nauthor: jane\n---\n# Garden\n\nTomatoes need six hours of sun; water them at the roots.\n",
     );
+    // Prose about the setting in settings.json, in words: by meaning alone it is the nearer.
+    f.write(
+        "notes/backup.md",
+        "# Backups\n\nBackups run at an interval of minutes that the operator sets; the backup interval is \
+         counted in minutes, and a shorter interval means more backups.\n",
+    );
     f.write("data/cities.csv", "city,country,population\nLisbon,Portugal,545000\nOslo,Norway,709000\n");
     f.write("data/settings.json", "{\"theme\": \"dark\", \"autosave\": true, \"backup_interval_minutes\": 15}\n");
     f.write(
@@ -124,7 +130,7 @@ async fn the_seed_003_tools_on_real_data() {
         "{r}"
     );
 
-    let total = PAGES.len() + c.abstracts.len() + 5;
+    let total = PAGES.len() + c.abstracts.len() + 6;
     let r = ok(&client, "embed_workspace", json!({})).await;
     assert_eq!(
         (r["embedded"].as_u64(), r["total_files"].as_u64()),
@@ -223,6 +229,31 @@ async fn the_seed_003_tools_on_real_data() {
     let r = ok(&client, "search", json!({ "query": "x", "metadata_filters": { "author": "nobody" } })).await;
     assert_eq!(r["results_count"], 0);
 
+    // An identifier ranks the file holding it as written first, in every mode; every hit says its lines.
+    for mode in ["semantic", "fulltext", "hybrid"] {
+        let r = ok(&client, "search", json!({ "query": "backup_interval_minutes", "search_type": mode })).await;
+        assert_eq!(files(&r["results"])[0], "data/settings.json", "{mode}: {r}");
+    }
+    let r = ok(&client, "search", json!({ "query": "gradient descent learning rate", "limit": 10 })).await;
+    for hit in r["results"].as_array().unwrap() {
+        let (path, at) = (hit["source"]["filepath"].as_str().unwrap(), hit["source"]["location"].as_str().unwrap());
+        let range = at.strip_prefix(&format!("{path}:")).unwrap_or_else(|| panic!("{at}"));
+        let (first, last) = range.split_once('-').unwrap();
+        assert!(first.parse::<u32>().unwrap() <= last.parse::<u32>().unwrap(), "{at}");
+    }
+    assert_eq!(r["results"][0]["source"]["location"], "notes/ml.md:6-8", "{r}");
+
+    // A token budget cuts the list, and says so.
+    let query = json!({ "query": "files", "limit": 50, "search_type": "fulltext" });
+    let all = ok(&client, "search", query.clone()).await;
+    let mut budget = query.clone();
+    budget["max_tokens"] = json!(500);
+    let cut = ok(&client, "search", budget).await;
+    let (n_all, n_cut) = (all["results_count"].as_u64().unwrap(), cut["results_count"].as_u64().unwrap());
+    assert!(n_cut >= 1 && n_cut < n_all, "{n_cut} of {n_all}");
+    assert_eq!(cut["search_info"]["cut"]["results_left_out"].as_u64(), Some(n_all - n_cut), "{cut}");
+    assert!(all["search_info"].get("cut").is_none());
+
     // Range edges and every error type of search.
     ok(&client, "search", json!({ "query": "git", "limit": 1 })).await;
     let r = ok(&client, "search", json!({ "query": "git", "limit": 50, "search_type": "fulltext" })).await;
@@ -236,6 +267,7 @@ async fn the_seed_003_tools_on_real_data() {
         json!({ "query": "x", "search_type": "vector" }),
         json!({ "query": "x", "sources": ["image/x-unknown"] }),
         json!({ "query": "x", "metadata_filters": { "date": "yesterday" } }),
+        json!({ "query": "x", "max_tokens": 10 }),
     ] {
         assert_eq!(error(&client, "search", bad.clone()).await["error"], "InvalidParameter", "{bad}");
     }
@@ -360,7 +392,7 @@ async fn the_seed_003_tools_on_real_data() {
     let r = ok(&client, "list_sources", json!({ "include_stats": true, "group_by": "file_type", "limit": 1000 })).await;
     let stats = &r["statistics"];
     assert_eq!(stats["total_documents"], total);
-    assert_eq!(stats["file_types"]["text/markdown"], PAGES.len() + 2);
+    assert_eq!(stats["file_types"]["text/markdown"], PAGES.len() + 3);
     assert_eq!(stats["file_types"]["text/plain"], c.abstracts.len());
     assert_eq!((&stats["file_types"]["text/csv"], &stats["file_types"]["application/json"]), (&json!(1), &json!(1)));
     assert_eq!(stats["file_types"]["text/html"], 1);

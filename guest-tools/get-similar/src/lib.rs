@@ -75,6 +75,7 @@ fn run(source: &str, workspace_root: &str, n: u64) -> Result<SimilarDocuments, S
                 date: doc.date.clone(),
                 title: doc.title.clone(),
                 chunk_index: None,
+                location: None,
             }
         })
         .collect();

@@ -252,6 +252,7 @@ fn run(r: &Request) -> Result<QuestionContext, String> {
         ("definition_or_fact", Some(term)) => definitions(&found, &term),
         _ => Vec::new(),
     };
+    let mut lines = ragbox_sdk::lines::Lines::default();
     let chunks: Vec<ContextChunk> = found
         .iter()
         .enumerate()
@@ -259,7 +260,7 @@ fn run(r: &Request) -> Result<QuestionContext, String> {
             rank: i + 1,
             content: s.hit.chunk.text.clone(),
             relevance_score: round(s.relevance),
-            source: source_ref(&s.hit.document, Some(s.hit.ordinal)),
+            source: source_ref(&s.hit, &mut lines),
         })
         .collect();
     let raw_context = found.iter().map(|s| s.hit.chunk.text.trim()).collect::<Vec<_>>().join("\n\n---\n\n");

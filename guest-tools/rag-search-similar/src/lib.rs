@@ -59,6 +59,7 @@ fn run(r: &Request) -> Result<SimilarToText, String> {
         Err(e) => return Err(e.into()),
     };
     if let Some(hits) = found {
+        let mut lines = ragbox_sdk::lines::Lines::default();
         let mut seen = std::collections::HashSet::new();
         for hit in hits {
             let score = f64::from(hit.score);
@@ -76,7 +77,7 @@ fn run(r: &Request) -> Result<SimilarToText, String> {
                 rank: similar.len() + 1,
                 similarity_score: round(score),
                 content_preview: truncate(hit.chunk.text.trim(), PREVIEW_BYTES),
-                source: source_ref(&hit.document, Some(hit.ordinal)),
+                source: source_ref(&hit, &mut lines),
                 metadata: metadata_map(&hit.document),
                 full_content: hit.chunk.text,
             });

@@ -4,11 +4,11 @@
 
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::hybrid;
 use ragbox_sdk::protocol::{SearchResult, SearchResults};
 use ragbox_sdk::rag_server::{self, Mode, metadata_map, round, source_ref};
 use ragbox_sdk::tool::{self, ToolSet};
 use ragbox_sdk::{Annotations, CallError, args};
+use ragbox_sdk::{budget, hybrid};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -33,6 +33,10 @@ struct Args {
     /// Key-value metadata filters: frontmatter fields must match exactly; type, date (YYYY-MM or YYYY-MM-DD) and path (folder prefix) are understood too
     #[schemars(extend("additionalProperties" = { "type": ["string", "number", "boolean"] }))]
     metadata_filters: Option<Map<String, Value>>,
+    /// Stop adding results once their content would pass this many tokens (estimated at 4 bytes each); the best result always comes, and search_info says what was left out
+    #[serde(default, deserialize_with = "optional_count")]
+    #[schemars(range(min = 500, max = 200000), extend("default" = budget::DEFAULT_MAX_TOKENS))]
+    max_tokens: Option<u64>,
 }
 
 /// A validated request.
@@ -40,11 +44,16 @@ struct Request {
     query: String,
     mode: Mode,
     limit: u64,
+    max_tokens: u64,
     filter: ragbox_sdk::corpus::Filter,
 }
 
 fn run(r: &Request) -> Result<SearchResults, String> {
-    let found = rag_server::search(&r.query, r.mode, r.limit as u32, &r.filter)?;
+    let mut found = rag_server::search(&r.query, r.mode, r.limit as u32, &r.filter)?;
+    let fit = budget::fitting(found.iter().map(|s| s.hit.chunk.text.as_str()), r.max_tokens);
+    let left_out = found.len() - fit;
+    found.truncate(fit);
+    let mut lines = ragbox_sdk::lines::Lines::default();
     let results: Vec<SearchResult> = found
         .iter()
         .enumerate()
@@ -52,7 +61,7 @@ fn run(r: &Request) -> Result<SearchResults, String> {
             rank: i + 1,
             content: s.hit.chunk.text.clone(),
             relevance_score: round(s.relevance),
-            source: source_ref(&s.hit.document, Some(s.hit.ordinal)),
+            source: source_ref(&s.hit, &mut lines),
             metadata: metadata_map(&s.hit.document),
         })
         .collect();
@@ -61,6 +70,16 @@ fn run(r: &Request) -> Result<SearchResults, String> {
         "search_method": r.mode.name(),
         "max_requested": r.limit,
     });
+    if left_out > 0 {
+        info["cut"] = json!({
+            "results_left_out": left_out,
+            "max_tokens": r.max_tokens,
+            "message": format!(
+                "{left_out} more results left out to stay under max_tokens {}: raise max_tokens or lower limit to see them",
+                r.max_tokens
+            ),
+        });
+    }
     if r.mode == Mode::Hybrid {
         info["fusion"] = json!({
             "method": "normalized_score_fusion",
@@ -99,7 +118,9 @@ impl ragbox_sdk::tool::Tool for Tool {
         let limit = args::count_in("limit", a.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT).map_err(bad)?;
         let filter =
             rag_server::filter(&a.sources.unwrap_or_default(), &a.metadata_filters.unwrap_or_default()).map_err(bad)?;
-        Ok(Request { query: query.trim().to_string(), mode, limit, filter })
+        let max_tokens =
+            args::count_in("max_tokens", a.max_tokens, budget::DEFAULT_MAX_TOKENS, budget::MAX_TOKENS).map_err(bad)?;
+        Ok(Request { query: query.trim().to_string(), mode, limit, max_tokens, filter })
     }
 
     fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<SearchResults, CallError> {

@@ -5,12 +5,15 @@
 //! Cortext path parsing and a workspace walker that honours `.gitignore`.
 
 pub mod args;
+pub mod budget;
 pub mod chunk;
 pub mod code;
 pub mod cortext;
 pub mod document;
+pub mod exact;
 pub mod hybrid;
 pub mod indexer;
+pub mod lines;
 pub mod log;
 pub mod rag_server;
 pub mod semantic;

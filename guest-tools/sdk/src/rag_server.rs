@@ -5,8 +5,10 @@
 
 use crate::bindings::ragbox::tools::corpus::{Document, Filter};
 use crate::bindings::ragbox::tools::fulltext;
+use crate::bindings::ragbox::tools::vectors::Hit;
 use crate::cortext::DateRange;
 use crate::hybrid::{self, Scored};
+use crate::lines::Lines;
 use crate::{CallError, Error};
 use ragbox_protocol::SourceRef;
 use serde_json::{Map, Value};
@@ -117,14 +119,16 @@ pub fn document_id(path: &str) -> String {
     format!("doc_{}", digest.iter().take(6).map(|b| format!("{b:02x}")).collect::<String>())
 }
 
-/// The `source` object of a result.
-pub fn source_ref(doc: &Document, chunk_index: Option<u32>) -> SourceRef {
+/// The `source` object of a chunk result, with its `path:first-last` lines.
+pub fn source_ref(hit: &Hit, lines: &mut Lines) -> SourceRef {
+    let doc = &hit.document;
     SourceRef {
         filename: doc.path.rsplit('/').next().unwrap_or(&doc.path).to_string(),
         filepath: doc.path.clone(),
         file_type: mime_of(&doc.path).to_string(),
         file_id: document_id(&doc.path),
-        chunk_index,
+        chunk_index: Some(hit.ordinal),
+        location: lines.location(doc, hit.chunk.start, hit.chunk.end),
     }
 }
 
@@ -219,17 +223,20 @@ impl Mode {
 /// The `k` best chunks for `query` in `mode` among documents passing
 /// `filter`; none while nothing is indexed. Relevance: semantic, the cosine
 /// similarity (negative counts as 0); fulltext, BM25 relative to the best
-/// hit; hybrid, the fused relevance.
+/// hit; hybrid, the fused relevance. In every mode a query that is an
+/// identifier, a path or a quoted string puts the files holding it as
+/// written first ([`crate::exact`]).
 pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Scored>, Error> {
-    Ok(match mode {
-        Mode::Semantic => crate::semantic::search(query, k, filter)?
-            .unwrap_or_default()
-            .into_iter()
-            .map(|hit| {
-                let relevance = f64::from(hit.score).clamp(0.0, 1.0);
-                Scored { hit, relevance }
-            })
-            .collect(),
+    let ranked = match mode {
+        Mode::Semantic => {
+            let Some(hits) = crate::semantic::search(query, k, filter)? else { return Ok(Vec::new()) };
+            hits.into_iter()
+                .map(|hit| {
+                    let relevance = f64::from(hit.score).clamp(0.0, 1.0);
+                    Scored { hit, relevance }
+                })
+                .collect()
+        }
         Mode::Fulltext => {
             let hits = fulltext::search(query, k, filter)?;
             let best = hits.first().map_or(1.0, |h| f64::from(h.score)).max(f64::MIN_POSITIVE);
@@ -240,8 +247,10 @@ pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Sc
                 })
                 .collect()
         }
-        Mode::Hybrid => hybrid::search(query, k, filter, f32::NEG_INFINITY)?.unwrap_or_default(),
-    })
+        // hybrid::search looks up exact matches itself.
+        Mode::Hybrid => return Ok(hybrid::search(query, k, filter, f32::NEG_INFINITY)?.unwrap_or_default()),
+    };
+    crate::exact::first(query, ranked, k as usize, filter)
 }
 
 /// A score rounded for JSON.

@@ -6,6 +6,7 @@ use crate::bindings::ragbox::tools::corpus::{self, Document, Filter};
 use crate::bindings::ragbox::tools::embedder::EmbedKind;
 use crate::bindings::ragbox::tools::vectors::{self, Hit};
 use crate::cortext::{DateRange, Layout};
+use crate::lines::Lines;
 use crate::text::truncate;
 use crate::{Error, ErrorCode};
 use ragbox_protocol::Passage;
@@ -68,8 +69,8 @@ pub fn score(value: f32) -> f64 {
     (f64::from(value) * 10_000.0).round() / 10_000.0
 }
 
-/// One search result in Cortext's shape.
-pub fn passage(hit: &Hit) -> Passage {
+/// One search result in Cortext's shape, with its `path:first-last` lines.
+pub fn passage(hit: &Hit, lines: &mut Lines) -> Passage {
     let doc = &hit.document;
     Passage {
         conversation: conversation_name(doc),
@@ -80,5 +81,6 @@ pub fn passage(hit: &Hit) -> Passage {
         date: doc.date.clone(),
         title: doc.title.clone(),
         chunk_index: Some(hit.ordinal),
+        location: lines.location(doc, hit.chunk.start, hit.chunk.end),
     }
 }

@@ -67,7 +67,10 @@ fn run(r: &Request) -> Result<SemanticResults, String> {
     };
     let more = hits.len() as u64 > r.n;
     hits.truncate(r.n as usize);
-    let results: Vec<Passage> = hits.iter().map(semantic::passage).collect();
+    let results: Vec<Passage> = {
+        let mut lines = ragbox_sdk::lines::Lines::default();
+        hits.iter().map(|h| semantic::passage(h, &mut lines)).collect()
+    };
     let message = more.then(|| {
         format!(
             "More results exist than the {} returned: raise n_results, or narrow the search with \

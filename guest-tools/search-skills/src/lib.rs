@@ -5,6 +5,7 @@
 //! the text layout of seed 004's Section 3.
 
 use ragbox_sdk::args::optional_count;
+use ragbox_sdk::budget;
 use ragbox_sdk::corpus::Filter;
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
@@ -30,13 +31,22 @@ struct Args {
     #[serde(default, deserialize_with = "optional_count")]
     #[schemars(extend("default" = DEFAULT_RESULTS))]
     n_results: Option<u64>,
+    /// Leave out later skills once the answer would pass this many tokens (estimated at 4 bytes each); the best skill always comes whole, and the answer names the skills left out
+    #[serde(default, deserialize_with = "optional_count")]
+    #[schemars(range(min = 500, max = 200000), extend("default" = DEFAULT_MAX_TOKENS))]
+    max_tokens: Option<u64>,
 }
 
-/// A checked call: the query, and how many skills.
+/// Whole skills run to 30 KB: three fit this, well under the 25,000 tokens
+/// some agents allow one tool result.
+const DEFAULT_MAX_TOKENS: u64 = 20_000;
+
+/// A checked call: the query, how many skills, and the token budget.
 #[derive(Debug, PartialEq)]
 struct Request {
     query: String,
     n: u64,
+    max_tokens: u64,
 }
 
 fn check(a: Args) -> Result<Request, String> {
@@ -48,7 +58,8 @@ fn check(a: Args) -> Result<Request, String> {
         // As seed 004 does: more than five is read as five.
         n => n.unwrap_or(DEFAULT_RESULTS).min(MAX_RESULTS),
     };
-    Ok(Request { query: a.query.trim().to_string(), n })
+    let max_tokens = ragbox_sdk::args::count_in("max_tokens", a.max_tokens, DEFAULT_MAX_TOKENS, budget::MAX_TOKENS)?;
+    Ok(Request { query: a.query.trim().to_string(), n, max_tokens })
 }
 
 fn metadata<'a>(found: &'a Scored, key: &str) -> &'a str {
@@ -78,7 +89,7 @@ fn format_match(i: usize, found: &Scored) -> String {
     out
 }
 
-fn run(query: &str, n: u64) -> Result<String, String> {
+fn run(query: &str, n: u64, max_tokens: u64) -> Result<String, String> {
     let skills = Filter {
         conversation_type: None,
         date_range: None,
@@ -90,7 +101,20 @@ fn run(query: &str, n: u64) -> Result<String, String> {
     if hits.is_empty() {
         return Ok(NO_MATCH.to_string());
     }
-    Ok(hits.iter().enumerate().map(|(i, h)| format_match(i, h)).collect::<Vec<_>>().join("\n"))
+    let matches: Vec<String> = hits.iter().enumerate().map(|(i, h)| format_match(i, h)).collect();
+    let fit = budget::fitting(matches.iter().map(String::as_str), max_tokens);
+    let mut out = matches[..fit].join("\n");
+    if fit < hits.len() {
+        let rest: Vec<String> =
+            hits[fit..].iter().map(|h| format!("{} ({})", metadata(h, "name"), h.hit.document.path)).collect();
+        out.push_str(&format!(
+            "\n{} more matching skills left out to stay under max_tokens {max_tokens}: {}. Read them at their paths, or \
+             raise max_tokens.\n",
+            rest.len(),
+            rest.join(", ")
+        ));
+    }
+    Ok(out)
 }
 
 struct Tool;
@@ -112,7 +136,7 @@ impl ragbox_sdk::tool::Tool for Tool {
     }
 
     fn run(request: Request, _workspace: &WorkspaceInfo) -> Result<Text, CallError> {
-        run(&request.query, request.n).map(Text).map_err(cortext::failed)
+        run(&request.query, request.n, request.max_tokens).map(Text).map_err(cortext::failed)
     }
 }
 
