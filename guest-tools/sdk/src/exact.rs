@@ -55,7 +55,14 @@ fn looks_like_code(token: &str) -> bool {
 /// best relevance (1 for an empty list), so relevance never rises down the list.
 pub fn first(query: &str, hits: Vec<Scored>, k: usize, filter: &Filter) -> Result<Vec<Scored>, Error> {
     let Some(phrase) = phrase(query) else { return Ok(hits) };
-    let exact = fulltext::search(&phrase, k as u32, filter)?;
+    // The index drops stop words and stems (`is_empty` would find any "empty"): a
+    // hit counts only when its text holds the query's words in a row, as written.
+    let wanted = format!(" {} ", words_of(query));
+    let exact: Vec<_> = fulltext::search(&phrase, (k as u32).saturating_mul(4).max(50), filter)?
+        .into_iter()
+        .filter(|h| format!(" {} ", words_of(&h.chunk.text)).contains(&wanted))
+        .take(k)
+        .collect();
     if exact.is_empty() {
         return Ok(hits);
     }
@@ -65,6 +72,11 @@ pub fn first(query: &str, hits: Vec<Scored>, k: usize, filter: &Filter) -> Resul
     out.extend(hits.into_iter().filter(|s| !moved.contains(&(s.hit.document.path.clone(), s.hit.ordinal))));
     out.truncate(k);
     Ok(out)
+}
+
+/// A text's words, lowercased, one space between them.
+fn words_of(text: &str) -> String {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 #[cfg(test)]
@@ -85,6 +97,14 @@ mod tests {
         ] {
             assert_eq!(phrase(query).as_deref(), Some(want), "{query}");
         }
+    }
+
+    #[test]
+    fn a_hit_must_hold_the_words_in_a_row() {
+        let wanted = format!(" {} ", words_of("is_empty"));
+        assert!(format!(" {} ", words_of("fn is_empty(&self) -> bool")).contains(&wanted));
+        assert!(!format!(" {} ", words_of("this empty queue")).contains(&wanted));
+        assert!(!format!(" {} ", words_of("empty")).contains(&wanted));
     }
 
     #[test]
