@@ -1,8 +1,22 @@
-"""Retrieval quality on three kinds of question, ragbox's search modes beside
+"""Retrieval quality on six kinds of question, ragbox's search modes beside
 plain BM25 (bm25s and tantivy-py on whole documents), in one run. Writes
 bench/results/quality.md.
 
-    bench/.venv/bin/python bench/quality.py [--sets scifact,tldr,skills] [--samples N] [--before BIN]
+    bench/.venv/bin/python bench/quality.py [--sets scifact,tldr,skills,code,tasks,prose]
+        [--half tune|report] [--samples N] [--before BIN]
+
+The first three sets are the ones ragbox's ranking was tuned on. The last
+three are held out: each is split by a stable hash into a tuning half (asked
+with --half tune, printed, and its ranked lists kept for bench/fusion.py) and
+a reporting half, the only one bench/results/quality.md shows.
+- code: a function's doc comment (its first sentence), cut from the indexed
+  copy, asks for the source file that holds it; real crates from the cargo
+  registry (tuning: redb, clap_builder, serde_json; reporting: tokio). Also
+  measured: how often the hit in the right file holds the whole function, and
+  whether a function's name alone ranks a file holding it first.
+- tasks: as tldr below, questions drawn only from the half's pages.
+- prose: every skill body of ../shared/data/skills as plain Markdown (its
+  frontmatter cut), asked for by its description's first sentence.
 
 - SciFact (BEIR test split): claims → abstracts, nDCG@10.
 - tldr: task → command page over ../shared/data/tldr/common. Each sample takes
@@ -26,15 +40,21 @@ import json
 import pathlib
 import random
 import re
+import os
 import statistics
 import subprocess
 import sys
 import time
+import zlib
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import peers  # noqa: E402  (shared harness pieces: data paths, MCP session, machine line)
 
 CACHE = peers.CACHE / "quality"
+# Every ranked list ragbox returned in this run, per mode and query: (document, chunk, relevance),
+# kept with --half tune (bench/.cache/quality/lists.json) for trying fusions offline.
+RAW, ANSWERS = {}, {}
+SET = [""]  # the set being asked, which keys RAW and ANSWERS
 MODES = ("fulltext", "semantic", "hybrid")
 QUERIES_PER_SAMPLE = 300
 TLDR = peers.DATA / "tldr" / "common"
@@ -69,8 +89,9 @@ def index(ws):
 # ---------------------------------------------------------------- systems
 
 
-async def ragbox_rankings(ws, queries, doc_of, skills=False):
-    """Per mode, each query's documents in ragbox's order; plus each mode's call latencies."""
+async def ragbox_rankings(ws, queries, doc_of, skills=False, passages=None):
+    """Per mode, each query's documents in ragbox's order; plus each mode's call latencies.
+    With `passages` (a dict), passages[mode][qid][doc] is the first passage returned from doc."""
     runs, latencies = {}, {}
     async with peers.mcp_session(peers.ragbox_server(ws)) as session:
         await session.initialize()
@@ -85,7 +106,11 @@ async def ragbox_rankings(ws, queries, doc_of, skills=False):
                     doc = doc_of(hit["source"]["filepath"])
                     if doc not in ranked:
                         ranked.append(doc)
+                        if passages is not None:
+                            passages.setdefault(mode, {}).setdefault(qid, {})[doc] = hit["content"]
                 runs[mode][qid] = ranked
+                RAW.setdefault(mode, {})[f"{SET[0]}:{qid}"] = [(doc_of(h["source"]["filepath"]), h["source"].get("chunk_index"),
+                                                  h["relevance_score"]) for h in r.structured_content["results"]]
         if skills:
             runs["search_skills"], latencies["search_skills"] = {}, []
             for qid, text in queries.items():
@@ -183,9 +208,9 @@ def tldr_pages():
     return {p.stem: p.read_text() for p in sorted(TLDR.glob("*.md"))}
 
 
-def tldr_sample(pages, seed):
+def tldr_sample(pages, seed, rng=None):
     """`pages` with one example description cut from each of 300 random pages; the cut descriptions as queries."""
-    rng = random.Random(seed)
+    rng = rng or random.Random(seed)
     candidates = [name for name, text in pages.items() if sum(bool(EXAMPLE.match(l)) for l in text.splitlines()) >= 2]
     chosen = rng.sample(candidates, QUERIES_PER_SAMPLE)
     edited, queries = dict(pages), {}
@@ -261,6 +286,217 @@ def dedup(items):
     return out
 
 
+# ---------------------------------------------------------------- held-out sets
+#
+# Each held-out set is split in two by a stable hash: the tuning half is what
+# ragbox's choices were measured on, the reporting half is all that the report
+# shows. Every document stays in the workspace; only the questions are halved.
+
+
+def half_of(key):
+    return "tune" if zlib.crc32(key.encode()) % 2 == 0 else "report"
+
+
+REGISTRY = pathlib.Path(os.environ.get("CARGO_HOME", pathlib.Path.home() / ".cargo")) / "registry" / "src"
+# Real codebases from the cargo registry, all in Cargo.lock (`cargo fetch` brings them):
+# the tuning half asks about three crates, the reporting half about another.
+CODEBASES = {"tune": ("redb-4.5.0", "clap_builder-4.6.7", "serde_json-1.0.154"), "report": ("tokio-1.54.1",)}
+CODE_QUESTIONS = 200
+FN = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?(?:extern\s+\"C\"\s+)?fn\s+(\w+)")
+DOC = re.compile(r"^\s*///(?!/)\s?(.*)$")
+ATTR = re.compile(r"^\s*#\[")
+
+
+def crate_dir(name):
+    found = sorted(REGISTRY.glob(f"*/{name}/src"))
+    if not found:
+        raise SystemExit(f"{name} is not in {REGISTRY}: run `cargo fetch` in the repository first")
+    return found[0]
+
+
+def first_sentence(text):
+    text = re.sub(r"\s+", " ", text).strip()
+    m = re.search(r"(?<=[a-z0-9)`])\.(\s|$)", text)
+    return text[: m.start()] if m else text
+
+
+def code_questions(files, rng):
+    """Per file at most one function: its doc comment's first sentence (the question) and the file
+    with that doc comment cut out, plus the function's text as it stands in the edited file."""
+    found = {}
+    for rel in rng.sample(sorted(files), len(files)):
+        lines = files[rel].splitlines(keepends=True)
+        options = []
+        for i, line in enumerate(lines):
+            name = FN.match(line)
+            if not name:
+                continue
+            j = i - 1
+            while j >= 0 and ATTR.match(lines[j]):
+                j -= 1
+            docs = []
+            while j >= 0 and DOC.match(lines[j]):
+                docs.insert(0, j)
+                j -= 1
+            if not docs:
+                continue
+            para = []
+            for d in docs:
+                t = DOC.match(lines[d]).group(1)
+                if not t.strip():
+                    break
+                para.append(t)
+            question = first_sentence(" ".join(para))
+            if len(question.split()) < 5 or question.startswith(("#", "`", "[", "Safety", "See ")):
+                continue
+            options.append((i, docs, question, name.group(1)))
+        if not options:
+            continue
+        i, docs, question, name = rng.choice(options)
+        edited = [l for k, l in enumerate(lines) if k not in set(docs)]
+        start = i - len(docs)
+        body = function_text(edited, start)
+        if body is None:
+            continue
+        found[rel] = {"question": question, "edited": "".join(edited), "function": body, "name": name}
+        if len(found) == CODE_QUESTIONS:
+            break
+    return found
+
+
+def function_text(lines, start):
+    """The function starting at `lines[start]` up to its closing brace (brackets counted
+    naively); None for one without a body."""
+    depth, opened = 0, False
+    for k in range(start, min(len(lines), start + 2000)):
+        for ch in lines[k]:
+            if ch == "{":
+                depth, opened = depth + 1, True
+            elif ch == "}":
+                depth -= 1
+            elif ch == ";" and not opened:
+                return None
+        if opened and depth <= 0:
+            return "".join(lines[start : k + 1])
+    return None
+
+
+def squash(text):
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def code_set(which):
+    rng = random.Random(7)
+    files, questions = {}, {}
+    for crate in CODEBASES[which]:
+        root = crate_dir(crate)
+        crate_files = {f"{crate}/{p.relative_to(root)}": p.read_text(errors="replace") for p in sorted(root.rglob("*.rs"))}
+        picked = code_questions(crate_files, rng)
+        files.update(crate_files)
+        for rel, q in picked.items():
+            files[rel] = q["edited"]
+            questions[rel] = q
+    qs = dict(list(questions.items())[:CODE_QUESTIONS])
+    ws = CACHE / f"code-{which}"
+    write_workspace(ws, files)
+    seconds = index(ws)
+    queries = {rel: q["question"] for rel, q in qs.items()}
+    answers = {rel: {rel} for rel in qs}
+    ANSWERS.update({f"{SET[0]}:{q}": sorted(a) for q, a in answers.items()})
+    passages = {}
+    doc_of = lambda p: p  # noqa: E731
+    runs, latencies = asyncio.run(ragbox_rankings(ws, queries, doc_of, passages=passages))
+    runs["bm25s"] = bm25s_rankings(files, queries)
+    runs["tantivy-py"] = tantivy_rankings(files, queries)
+    scores = {name: hits_metrics(run, answers, 5) for name, run in runs.items()}
+    # Whole units: of the hits in the right file, how many hold the whole function asked about.
+    whole = {}
+    for mode in MODES:
+        found = [(rel, passages[mode][rel][rel]) for rel in qs if rel in passages.get(mode, {}).get(rel, {})]
+        whole[mode] = (sum(squash(qs[rel]["function"]) in squash(text) for rel, text in found) / len(found)
+                       if found else 0.0)
+    # Exact identifiers: the function's name alone as the query; is the first file one holding it?
+    idents = {f"id:{rel}": q["name"] for rel, q in qs.items() if len(q["name"]) >= 8 and "_" in q["name"]}
+    id_runs, _ = asyncio.run(ragbox_rankings(ws, idents, doc_of))
+    exact = {mode: sum(bool(id_runs[mode][q]) and idents[q] in files[id_runs[mode][q][0]] for q in idents)
+             / max(1, len(idents)) for mode in MODES}
+    exact["bm25s"] = sum(bool(r) and idents[q] in files[r[0]] for q, r in bm25s_rankings(files, idents).items()) / max(1, len(idents))
+    return {"queries": len(qs), "docs": len(files), "index_s": seconds, "codebases": CODEBASES[which],
+            "p50": {m: p50_ms(l) for m, l in latencies.items()}, "scores": scores, "whole": whole,
+            "identifiers": len(idents), "exact": exact}
+
+
+def heldout_tldr(which, samples):
+    pages = tldr_pages()
+    ws = CACHE / "tldr"
+    per_sample = []
+    for seed in range(1, samples + 1):
+        rng = random.Random(1000 + seed)
+        candidates = {n: t for n, t in pages.items() if half_of(n) == which}
+        edited, queries = tldr_sample(candidates, seed, rng)
+        edited = {**pages, **edited}
+        write_workspace(ws, {f"pages/{name}.md": text for name, text in edited.items()})
+        index(ws)
+        answers = {q: {q} for q in queries}
+        SET[0] = f"tasks{seed}"
+        ANSWERS.update({f"{SET[0]}:{q}": sorted(a) for q, a in answers.items()})
+        runs, _ = asyncio.run(ragbox_rankings(ws, queries, lambda p: pathlib.PurePath(p).stem))
+        runs["bm25s"] = bm25s_rankings(edited, queries)
+        runs["tantivy-py"] = tantivy_rankings(edited, queries)
+        per_sample.append({"seed": seed, "scores": {name: hits_metrics(run, answers, 5) for name, run in runs.items()}})
+    return {"queries": QUERIES_PER_SAMPLE, "docs": len(pages), "samples": per_sample,
+            "scores": mean_scores([s["scores"] for s in per_sample])}
+
+
+def frontmatter_description(text):
+    m = re.match(r"^---\s*\n(.*?)\n---\s*\n", text, re.S)
+    if not m:
+        return None, text
+    yaml, body = m.group(1), text[m.end():]
+    lines = yaml.splitlines()
+    for i, line in enumerate(lines):
+        d = re.match(r"^description:\s*(.*)$", line)
+        if not d:
+            continue
+        value = d.group(1).strip()
+        if value in ("|", ">", "|-", ">-", ""):
+            more = []
+            for nxt in lines[i + 1:]:
+                if nxt.startswith((" ", "\t")):
+                    more.append(nxt.strip())
+                else:
+                    break
+            value = " ".join(more)
+        return value.strip("'\""), body
+    return None, body
+
+
+def prose_set(which):
+    """Skill bodies as plain Markdown documentation (frontmatter cut, so not indexed as skills);
+    each one's description, never in the indexed text, asks for it."""
+    files, queries = {}, {}
+    for p in sorted(SKILLS.rglob("SKILL.md")):
+        folder = str(p.parent.relative_to(SKILLS))
+        description, body = frontmatter_description(p.read_text())
+        files[f"{folder}/guide.md"] = body
+        question = first_sentence(description or "")
+        if half_of(folder) == which and len(question.split()) >= 5:
+            queries[folder] = question
+    ws = CACHE / "prose"
+    write_workspace(ws, files)
+    seconds = index(ws)
+    answers = {q: {q} for q in queries}
+    ANSWERS.update({f"{SET[0]}:{q}": sorted(a) for q, a in answers.items()})
+    doc_of = lambda p: str(pathlib.PurePath(p).parent)  # noqa: E731
+    runs, latencies = asyncio.run(ragbox_rankings(ws, queries, doc_of))
+    docs = {str(pathlib.PurePath(rel).parent): t for rel, t in files.items()}
+    runs["bm25s"] = bm25s_rankings(docs, queries)
+    runs["tantivy-py"] = tantivy_rankings(docs, queries)
+    return {"queries": len(queries), "docs": len(files), "index_s": seconds,
+            "p50": {m: p50_ms(l) for m, l in latencies.items()},
+            "scores": {name: hits_metrics(run, answers, 5) for name, run in runs.items()}}
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -283,7 +519,7 @@ def verdict(scores, key):
 
 def report(results, command, total):
     lines = [
-        "# Retrieval quality: three kinds of question, one run\n",
+        "# Retrieval quality: six kinds of question, one run\n",
         f"- command: `{command}`, {total / 60:.1f} min in all",
         f"- machine: {peers.machine()}",
         f"- ragbox: {subprocess.run([peers.RAGBOX, '--version'], capture_output=True, text=True).stdout.strip()}; "
@@ -334,14 +570,81 @@ def report(results, command, total):
             verdict(r["scores"], "mrr") + " (MRR).",
             "",
         ]
+    if "code" in results:
+        r = results["code"]
+        lines += [
+            f"## Held out, code: doc comment → source file ({r['queries']} functions of {', '.join(r['codebases'])}, "
+            f"{r['docs']:,} files; reporting half)\n",
+            *table(r["scores"], [("hit1", "hit@1"), ("hit5", "hit@5"), ("mrr", "MRR")]),
+            "",
+            verdict(r["scores"], "hit5") + " (hit@5).",
+            "",
+            "Whole units: of the hits in the right file, the share holding the whole function asked about: "
+            + ", ".join(f"{m} {v:.2f}" for m, v in r["whole"].items()) + ".",
+            "",
+            f"Exact identifiers: {r['identifiers']} snake_case function names asked alone; the share whose first "
+            "file holds the name: " + ", ".join(f"{m} {v:.2f}" for m, v in r["exact"].items()) + ".",
+            "",
+        ]
+    if "tasks" in results:
+        r = results["tasks"]
+        lines += [
+            f"## Held out, tasks: task → command page ({len(r['samples'])} samples × {r['queries']} descriptions "
+            f"from the reporting half's pages, {r['docs']:,} pages indexed)\n",
+            *table(r["scores"], [("hit1", "hit@1"), ("hit5", "hit@5"), ("mrr", "MRR")]),
+            "",
+            verdict(r["scores"], "hit5") + " (hit@5).",
+            "",
+        ]
+    if "prose" in results:
+        r = results["prose"]
+        lines += [
+            f"## Held out, prose: description → guide ({r['queries']} questions, {r['docs']} skill bodies as "
+            "plain Markdown; reporting half)\n",
+            *table(r["scores"], [("hit1", "hit@1"), ("hit5", "hit@5"), ("mrr", "MRR")]),
+            "",
+            verdict(r["scores"], "mrr") + " (MRR; hit@5 is near 1 for every system).",
+            "",
+        ]
+    plot(results)
+    if any(n in results for n in ("code", "tasks", "prose")):
+        lines += ["![held-out sets](quality.png)", ""]
     out = peers.RESULTS / "quality.md"
     out.write_text("\n".join(lines))
     print(out.read_text())
 
 
+def plot(results):
+    """Bars per held-out set: each system's headline metric, written to bench/results/quality.png."""
+    shown = [(n, k) for n, k in (("code", "hit5"), ("tasks", "hit5"), ("prose", "mrr")) if n in results]
+    if not shown:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems = [*MODES, "bm25s", "tantivy-py"]
+    fig, axes = plt.subplots(1, len(shown), figsize=(4 * len(shown), 3.6), squeeze=False)
+    for ax, (name, key) in zip(axes[0], shown):
+        values = [results[name]["scores"][s][key] for s in systems]
+        ax.bar(range(len(systems)), values, color=["#1f77b4", "#aec7e8", "#08306b", "#ff7f0e", "#ffbb78"])
+        ax.set_xticks(range(len(systems)), [s.replace("tantivy-py", "tantivy") for s in systems], rotation=30)
+        ax.set_ylim(min(values) - 0.1, min(1.0, max(values) + 0.05))
+        ax.set_title(f"{name} ({'hit@5' if key == 'hit5' else 'MRR'})")
+        for i, v in enumerate(values):
+            ax.text(i, v + 0.005, f"{v:.3f}", ha="center", fontsize=8)
+    fig.suptitle("held-out sets, reporting half: ragbox modes beside BM25")
+    fig.tight_layout()
+    fig.savefig(peers.RESULTS / "quality.png", dpi=110)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="scifact,tldr,skills")
+    parser.add_argument("--sets", default="scifact,tldr,skills,code,tasks,prose")
+    parser.add_argument("--half", choices=("tune", "report"), default="report",
+                        help="which half of the held-out sets (code, tasks, prose) to ask; only `report` writes "
+                             "bench/results/quality.md, `tune` prints")
     parser.add_argument("--samples", type=int, default=3, help="tldr samples of 300 questions (default 3)")
     parser.add_argument("--before", help="an older ragbox binary whose SciFact latency to show beside this one's")
     args = parser.parse_args()
@@ -352,17 +655,30 @@ def main():
     started = time.perf_counter()
     results = {}
     for name in args.sets.split(","):
+        SET[0] = name
         if name == "scifact":
             results[name] = scifact_set(args.before)
         elif name == "tldr":
             results[name] = tldr_set(args.samples)
         elif name == "skills":
             results[name] = skills_set()
+        elif name == "code":
+            results[name] = code_set(args.half)
+        elif name == "tasks":
+            results[name] = heldout_tldr(args.half, args.samples)
+        elif name == "prose":
+            results[name] = prose_set(args.half)
         else:
-            raise SystemExit(f"unknown set {name!r}: use scifact, tldr, skills")
+            raise SystemExit(f"unknown set {name!r}: use scifact, tldr, skills, code, tasks, prose")
         print(f"{name}: " + ", ".join(f"{n} {json.dumps(s)}" for n, s in results[name]["scores"].items()), flush=True)
     command = "bench/.venv/bin/python bench/quality.py " + " ".join(
         "BIN" if a == args.before else a for a in sys.argv[1:])
+    if args.half == "tune":
+        (CACHE / "tune.json").write_text(json.dumps(results, indent=1, default=str))
+        (CACHE / "lists.json").write_text(json.dumps({"lists": RAW, "answers": ANSWERS}))
+        for name, r in results.items():
+            print(name, json.dumps({k: v for k, v in r.items() if k not in ("samples", "latency")}, default=str))
+        return
     report(results, command.strip(), time.perf_counter() - started)
 
 
