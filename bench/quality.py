@@ -208,10 +208,11 @@ def tldr_pages():
     return {p.stem: p.read_text() for p in sorted(TLDR.glob("*.md"))}
 
 
-def tldr_sample(pages, seed, rng=None):
-    """`pages` with one example description cut from each of 300 random pages; the cut descriptions as queries."""
-    rng = rng or random.Random(seed)
-    candidates = [name for name, text in pages.items() if sum(bool(EXAMPLE.match(l)) for l in text.splitlines()) >= 2]
+def tldr_sample(pages, rng, among=None):
+    """`pages` with one example description cut from each of 300 random pages (those `among` accepts);
+    the cut descriptions as queries."""
+    candidates = [name for name, text in pages.items()
+                  if (among is None or among(name)) and sum(bool(EXAMPLE.match(l)) for l in text.splitlines()) >= 2]
     chosen = rng.sample(candidates, QUERIES_PER_SAMPLE)
     edited, queries = dict(pages), {}
     for name in chosen:
@@ -226,24 +227,34 @@ def tldr_sample(pages, seed, rng=None):
     return edited, queries
 
 
-def tldr_set(samples):
+def tldr_set(samples, half=None):
+    """The tldr set; with `half`, the held-out tasks set: questions only from that half's pages,
+    drawn with seeds of their own."""
     pages = tldr_pages()
     ws = CACHE / "tldr"
     per_sample = []
     for seed in range(1, samples + 1):
-        edited, queries = tldr_sample(pages, seed)
+        rng = random.Random(seed if half is None else 1000 + seed)
+        edited, queries = tldr_sample(pages, rng, among=half and (lambda name: half_of(name) == half))
         write_workspace(ws, {f"pages/{name}.md": text for name, text in edited.items()})
         seconds = index(ws)
         answers = {q: {q} for q in queries}
+        SET[0] = f"{'tasks' if half else 'tldr'}{seed}"
+        keep_answers(answers)
         runs, latencies = asyncio.run(ragbox_rankings(ws, queries, lambda p: pathlib.PurePath(p).stem))
         runs["bm25s"] = bm25s_rankings(edited, queries)
         runs["tantivy-py"] = tantivy_rankings(edited, queries)
         per_sample.append({"seed": seed, "index_s": seconds, "p50": {m: p50_ms(l) for m, l in latencies.items()},
                            "scores": {name: hits_metrics(run, answers, 5) for name, run in runs.items()}})
-        print(f"tldr sample {seed}: " + ", ".join(f"{n} {s['hit5']:.3f}" for n, s in per_sample[-1]["scores"].items()),
+        print(f"{SET[0]}: " + ", ".join(f"{n} {s['hit5']:.3f}" for n, s in per_sample[-1]["scores"].items()),
               flush=True)
     return {"queries": QUERIES_PER_SAMPLE, "docs": len(pages), "samples": per_sample,
             "scores": mean_scores([s["scores"] for s in per_sample])}
+
+
+def keep_answers(answers):
+    """Keeps the set's accepted answers beside its ranked lists, for bench/fusion.py."""
+    ANSWERS.update({f"{SET[0]}:{q}": sorted(a) for q, a in answers.items()})
 
 
 def mean_scores(samples):
@@ -402,7 +413,7 @@ def code_set(which):
     seconds = index(ws)
     queries = {rel: q["question"] for rel, q in qs.items()}
     answers = {rel: {rel} for rel in qs}
-    ANSWERS.update({f"{SET[0]}:{q}": sorted(a) for q, a in answers.items()})
+    keep_answers(answers)
     passages = {}
     doc_of = lambda p: p  # noqa: E731
     runs, latencies = asyncio.run(ragbox_rankings(ws, queries, doc_of, passages=passages))
@@ -424,28 +435,6 @@ def code_set(which):
     return {"queries": len(qs), "docs": len(files), "index_s": seconds, "codebases": CODEBASES[which],
             "p50": {m: p50_ms(l) for m, l in latencies.items()}, "scores": scores, "whole": whole,
             "identifiers": len(idents), "exact": exact}
-
-
-def heldout_tldr(which, samples):
-    pages = tldr_pages()
-    ws = CACHE / "tldr"
-    per_sample = []
-    for seed in range(1, samples + 1):
-        rng = random.Random(1000 + seed)
-        candidates = {n: t for n, t in pages.items() if half_of(n) == which}
-        edited, queries = tldr_sample(candidates, seed, rng)
-        edited = {**pages, **edited}
-        write_workspace(ws, {f"pages/{name}.md": text for name, text in edited.items()})
-        index(ws)
-        answers = {q: {q} for q in queries}
-        SET[0] = f"tasks{seed}"
-        ANSWERS.update({f"{SET[0]}:{q}": sorted(a) for q, a in answers.items()})
-        runs, _ = asyncio.run(ragbox_rankings(ws, queries, lambda p: pathlib.PurePath(p).stem))
-        runs["bm25s"] = bm25s_rankings(edited, queries)
-        runs["tantivy-py"] = tantivy_rankings(edited, queries)
-        per_sample.append({"seed": seed, "scores": {name: hits_metrics(run, answers, 5) for name, run in runs.items()}})
-    return {"queries": QUERIES_PER_SAMPLE, "docs": len(pages), "samples": per_sample,
-            "scores": mean_scores([s["scores"] for s in per_sample])}
 
 
 def frontmatter_description(text):
@@ -486,7 +475,7 @@ def prose_set(which):
     write_workspace(ws, files)
     seconds = index(ws)
     answers = {q: {q} for q in queries}
-    ANSWERS.update({f"{SET[0]}:{q}": sorted(a) for q, a in answers.items()})
+    keep_answers(answers)
     doc_of = lambda p: str(pathlib.PurePath(p).parent)  # noqa: E731
     runs, latencies = asyncio.run(ragbox_rankings(ws, queries, doc_of))
     docs = {str(pathlib.PurePath(rel).parent): t for rel, t in files.items()}
@@ -517,6 +506,15 @@ def verdict(scores, key):
             f"hybrid − best BM25 = {h - bm25:+.3f}")
 
 
+def section(title, r, columns, key, note=None, extra=()):
+    """One set's part of the report: its table, the verdict on `key`, then `extra` lines."""
+    return [f"## {title}\n", *table(r["scores"], columns), "",
+            verdict(r["scores"], key) + (f" ({note})." if note else "."), "", *extra]
+
+
+HITS5 = [("hit1", "hit@1"), ("hit5", "hit@5"), ("mrr", "MRR")]
+
+
 def report(results, command, total):
     lines = [
         "# Retrieval quality: six kinds of question, one run\n",
@@ -529,12 +527,8 @@ def report(results, command, total):
     ]
     if "scifact" in results:
         r = results["scifact"]
-        lines += [
-            f"## SciFact: claim → abstract ({r['queries']} claims, {r['docs']:,} abstracts)\n",
-            *table(r["scores"], [("ndcg10", "nDCG@10")]),
-            "",
-            verdict(r["scores"], "ndcg10") + ".",
-            "",
+        lines += section(f"SciFact: claim → abstract ({r['queries']} claims, {r['docs']:,} abstracts)", r,
+                         [("ndcg10", "nDCG@10")], "ndcg10", extra=[
             "Query p50 through MCP while scoring (limit 50, back to back): "
             + ", ".join(f"{m} {v:.1f} ms" for m, v in r["p50"].items()) + ".",
             "",
@@ -546,66 +540,42 @@ def report(results, command, total):
             *(f"| {mode} | {name} | {peers.pct(v, 50) * 1e3:.1f} ms | {peers.pct(v, 95) * 1e3:.1f} ms |"
               for (mode, name), v in r["latency"].items()),
             "",
-        ]
+        ])
     if "tldr" in results:
         r = results["tldr"]
-        lines += [
-            f"## tldr: task → command page ({len(r['samples'])} samples × {r['queries']} descriptions cut from "
-            f"their pages, {r['docs']:,} pages; mean over samples)\n",
-            *table(r["scores"], [("hit1", "hit@1"), ("hit5", "hit@5"), ("mrr", "MRR")]),
-            "",
-            verdict(r["scores"], "hit5") + " (hit@5).",
-            "",
+        lines += section(f"tldr: task → command page ({len(r['samples'])} samples × {r['queries']} descriptions cut "
+                         f"from their pages, {r['docs']:,} pages; mean over samples)", r, HITS5, "hit5", "hit@5", [
             "Per sample, hit@5: " + "; ".join(
                 f"seed {s['seed']}: " + ", ".join(f"{n} {v['hit5']:.3f}" for n, v in s["scores"].items())
                 for s in r["samples"]) + ".",
             "",
-        ]
+        ])
     if "skills" in results:
         r = results["skills"]
-        lines += [
-            f"## Skills: which skill does X? ({r['queries']} paraphrased questions, {r['docs']} SKILL.md)\n",
-            *table(r["scores"], [("hit1", "hit@1"), ("hit3", "hit@3"), ("mrr", "MRR")]),
-            "",
-            verdict(r["scores"], "mrr") + " (MRR).",
-            "",
-        ]
+        lines += section(f"Skills: which skill does X? ({r['queries']} paraphrased questions, {r['docs']} SKILL.md)",
+                         r, [("hit1", "hit@1"), ("hit3", "hit@3"), ("mrr", "MRR")], "mrr", "MRR")
     if "code" in results:
         r = results["code"]
-        lines += [
-            f"## Held out, code: doc comment → source file ({r['queries']} functions of {', '.join(r['codebases'])}, "
-            f"{r['docs']:,} files; reporting half)\n",
-            *table(r["scores"], [("hit1", "hit@1"), ("hit5", "hit@5"), ("mrr", "MRR")]),
-            "",
-            verdict(r["scores"], "hit5") + " (hit@5).",
-            "",
+        lines += section(f"Held out, code: doc comment → source file ({r['queries']} functions of "
+                         f"{', '.join(r['codebases'])}, {r['docs']:,} files; reporting half)", r, HITS5, "hit5",
+                         "hit@5", [
             "Whole units: of the hits in the right file, the share holding the whole function asked about: "
             + ", ".join(f"{m} {v:.2f}" for m, v in r["whole"].items()) + ".",
             "",
             f"Exact identifiers: {r['identifiers']} snake_case function names asked alone; the share whose first "
             "file holds the name: " + ", ".join(f"{m} {v:.2f}" for m, v in r["exact"].items()) + ".",
             "",
-        ]
+        ])
     if "tasks" in results:
         r = results["tasks"]
-        lines += [
-            f"## Held out, tasks: task → command page ({len(r['samples'])} samples × {r['queries']} descriptions "
-            f"from the reporting half's pages, {r['docs']:,} pages indexed)\n",
-            *table(r["scores"], [("hit1", "hit@1"), ("hit5", "hit@5"), ("mrr", "MRR")]),
-            "",
-            verdict(r["scores"], "hit5") + " (hit@5).",
-            "",
-        ]
+        lines += section(f"Held out, tasks: task → command page ({len(r['samples'])} samples × {r['queries']} "
+                         f"descriptions from the reporting half's pages, {r['docs']:,} pages indexed)", r, HITS5,
+                         "hit5", "hit@5")
     if "prose" in results:
         r = results["prose"]
-        lines += [
-            f"## Held out, prose: description → guide ({r['queries']} questions, {r['docs']} skill bodies as "
-            "plain Markdown; reporting half)\n",
-            *table(r["scores"], [("hit1", "hit@1"), ("hit5", "hit@5"), ("mrr", "MRR")]),
-            "",
-            verdict(r["scores"], "mrr") + " (MRR; hit@5 is near 1 for every system).",
-            "",
-        ]
+        lines += section(f"Held out, prose: description → guide ({r['queries']} questions, {r['docs']} skill bodies "
+                         "as plain Markdown; reporting half)", r, HITS5, "mrr",
+                         "MRR; hit@5 is near 1 for every system")
     plot(results)
     if any(n in results for n in ("code", "tasks", "prose")):
         lines += ["![held-out sets](quality.png)", ""]
@@ -665,7 +635,7 @@ def main():
         elif name == "code":
             results[name] = code_set(args.half)
         elif name == "tasks":
-            results[name] = heldout_tldr(args.half, args.samples)
+            results[name] = tldr_set(args.samples, args.half)
         elif name == "prose":
             results[name] = prose_set(args.half)
         else:
