@@ -30,23 +30,19 @@ pub fn phrase(query: &str) -> Option<String> {
 
 /// True for a token that reads as code rather than a word: `a_b`, `a::b`,
 /// `a.b`, `a/b`, `f()`, `getX`, `utf8`. Punctuation around it (quotes,
-/// backticks, a trailing comma) does not count.
+/// backticks, a trailing comma) does not count, nor a hyphen or an
+/// apostrophe inside it: "long-running" and "don't" are English.
 fn looks_like_code(token: &str) -> bool {
-    let t = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '(' && c != ')');
-    let t = t.trim_end_matches("()");
-    let chars: Vec<char> = t.chars().collect();
-    if chars.len() < 3 {
+    let word = token.trim_matches(|c: char| !c.is_alphanumeric());
+    if word.chars().count() < 3 {
         return false;
     }
-    let inner_punct =
-        t.trim_matches(|c: char| !c.is_alphanumeric()).chars().any(|c| !c.is_alphanumeric()) || token.contains("()");
+    let joined = word.chars().any(|c| !c.is_alphanumeric() && c != '-' && c != '\'');
+    let called = token.contains("()");
+    let chars: Vec<char> = word.chars().collect();
     let inner_capital = chars.windows(2).any(|w| w[0].is_lowercase() && w[1].is_uppercase());
     let letters_and_digits = chars.iter().any(|c| c.is_alphabetic()) && chars.iter().any(|c| c.is_ascii_digit());
-    // A word with a hyphen or an apostrophe is English ("long-running", "don't"), unless it has more.
-    let english = chars.iter().filter(|c| !c.is_alphanumeric()).all(|&c| c == '-' || c == '\'')
-        && !inner_capital
-        && !letters_and_digits;
-    (inner_punct || inner_capital || letters_and_digits) && !english
+    joined || called || inner_capital || letters_and_digits
 }
 
 /// `hits` (one mode's ranking, best first) with the chunks of up to `k`
@@ -91,6 +87,7 @@ mod tests {
             ("src/main.rs", "\"src main rs\""),
             ("getUserName", "\"getUserName\""),
             ("`parse_args()`", "\"parse args\""),
+            ("flush()", "\"flush\""),
             ("sha256", "\"sha256\""),
             ("\"connection reset by peer\"", "\"connection reset by peer\""),
             ("error: cannot find `foo_bar` in this scope", "\"error cannot find foo bar in this scope\""),

@@ -264,11 +264,11 @@ fn plain_words(query: &str) -> String {
             continue;
         }
         for token in part.split_whitespace() {
-            let parts = words(token);
-            if parts.len() > 1 {
-                out.push(format!("{} \"{}\"", parts.join(" "), parts.join(" ")));
-            } else {
-                out.extend(parts);
+            let pieces = words(token).join(" ");
+            if pieces.contains(' ') {
+                out.push(format!("{pieces} \"{pieces}\""));
+            } else if !pieces.is_empty() {
+                out.push(pieces);
             }
         }
     }
