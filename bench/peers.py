@@ -386,14 +386,14 @@ def index_all(docs, onnx):
 
 
 async def ragbox_runs(ws, queries):
-    """Documents ranked by ragbox's `search` tool (its maximum of 50 chunks, deduplicated) per mode."""
+    """Documents ranked by ragbox's `search` tool (its maximum of 50, one result per file, no token cut) per mode."""
     runs = {}
     async with mcp_session(ragbox_server(ws)) as session:
         await session.initialize()
         for mode in RAGBOX_MODES:
             runs[mode] = {}
             for qid, text in queries.items():
-                r = await session.call_tool("search", {"query": text, "search_type": mode, "limit": 50})
+                r = await session.call_tool("search", {"query": text, "search_type": mode, "limit": 50, "max_tokens": 200000})
                 ranked = []
                 for hit in r.structured_content["results"]:
                     doc = pathlib.PurePath(hit["source"]["filepath"]).stem
@@ -657,7 +657,7 @@ def report(docs, queries, scores, indexing, bm25s_s, tantivy_s, timing, total):
         "each as `# title` + text; ragbox indexes one Markdown file per abstract, the peers one document each",
         "",
         "## Retrieval quality\n",
-        "ragbox asks its `search` tool for its maximum, 50 chunks, deduplicated to documents, so it has no "
+        "ragbox asks its `search` tool for its maximum, 50 results (one per file), so it has no "
         "recall@100. Chroma and Qdrant embed each abstract whole, cut at 256 tokens; ragbox chunks at 240 "
         "tokens and embeds every chunk.\n",
         "| system | nDCG@10 | recall@50 | recall@100 | ragbox hybrid nDCG ÷ this |",

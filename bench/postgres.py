@@ -99,7 +99,7 @@ async def side_by_side(servers, queries, modes, doc_of, limit):
             for i, (qid, text) in enumerate(items[:3] + items):
                 for name, session in sessions.items():
                     started = time.perf_counter()
-                    r = await peers.checked(session, "search", {"query": text, "search_type": mode, "limit": limit})
+                    r = await peers.checked(session, "search", {"query": text, "search_type": mode, "limit": limit, "max_tokens": 200000})
                     if i >= 3:  # three warm-up queries per mode
                         seconds[name][mode].append(time.perf_counter() - started)
                         ranked = []

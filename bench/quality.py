@@ -26,8 +26,8 @@ a reporting half, the only one bench/results/quality.md shows.
   bench/sets/skills-questions.tsv over every SKILL.md of ../shared/data/skills;
   a skill folder is the answer. hit@1, hit@3, MRR; `search_skills` beside `search`.
 
-ragbox is asked through its MCP `search` tool (50 chunks, deduplicated to
-documents), as an agent would; its index is kept in bench/.cache and updated
+ragbox is asked through its MCP `search` tool (50 results, one per file, no
+token cut), as an agent would; its index is kept in bench/.cache and updated
 incrementally, so a re-run embeds only what changed. With --before, an older
 ragbox binary answers the same SciFact queries beside this one, the two
 taking turns on each query, for the latency table (quality is this build's).
@@ -99,7 +99,7 @@ async def ragbox_rankings(ws, queries, doc_of, skills=False, passages=None):
             runs[mode], latencies[mode] = {}, []
             for qid, text in queries.items():
                 started = time.perf_counter()
-                r = await peers.checked(session, "search", {"query": text, "search_type": mode, "limit": 50})
+                r = await peers.checked(session, "search", {"query": text, "search_type": mode, "limit": 50, "max_tokens": 200000})
                 latencies[mode].append(time.perf_counter() - started)
                 ranked = []
                 for hit in r.structured_content["results"]:
@@ -521,7 +521,7 @@ def report(results, command, total):
         f"- command: `{command}`, {total / 60:.1f} min in all",
         f"- machine: {peers.machine()}",
         f"- ragbox: {subprocess.run([peers.RAGBOX, '--version'], capture_output=True, text=True).stdout.strip()}; "
-        "its `search` tool over MCP stdio, 50 chunks deduplicated to documents",
+        "its `search` tool over MCP stdio, 50 results (one per file, no token cut)",
         "- baselines: bm25s (English stop words, Snowball stemmer) and tantivy-py (`en_stem`) over whole documents",
         "",
     ]

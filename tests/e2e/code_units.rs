@@ -77,6 +77,32 @@ async fn code_is_found_by_purpose_and_returned_in_whole_functions() {
     let whole = python_def(&validator, "def validate_unique_ids(self):");
     assert!(hits.iter().any(|(p, t)| p == "tools/validators/base.py" && t.contains(whole)), "{hits:?}");
 
+    // `search` answers once per file with the file's best chunks, whole, and
+    // their lines: each `a-b` range is those lines of the file, ⋮ between ranges.
+    let query = "cut a long block into overlapping windows that start at word boundaries";
+    for mode in ["semantic", "fulltext", "hybrid"] {
+        let r = ok(&client, "search", json!({ "query": query, "search_type": mode, "limit": 3 })).await;
+        let results = r["results"].as_array().unwrap();
+        let paths: Vec<&str> = results.iter().map(|x| x["source"]["filepath"].as_str().unwrap()).collect();
+        assert_eq!(paths[0], "src/chunk.rs", "{mode}: {r}");
+        assert!(paths.iter().skip(1).all(|p| *p != "src/chunk.rs"), "{mode}: one result per file: {paths:?}");
+        let content = results[0]["content"].as_str().unwrap();
+        let windows_fn = &rust[rust.find("/// Windows of at most").unwrap()..];
+        assert!(content.contains(&windows_fn[..windows_fn.find("\n}\n").unwrap() + 2]), "{mode}: {content}");
+        let at = results[0]["source"]["location"].as_str().unwrap();
+        let file_lines: Vec<&str> = rust.lines().collect();
+        let pieces: Vec<String> = at["src/chunk.rs:".len()..]
+            .split(',')
+            .map(|range| {
+                let (a, b) = range.split_once('-').unwrap();
+                let (a, b): (usize, usize) = (a.parse().unwrap(), b.parse().unwrap());
+                file_lines[a - 1..b].join("\n")
+            })
+            .collect();
+        let shown: Vec<&str> = content.split("\n⋮\n").map(str::trim_end).collect();
+        assert_eq!(shown, pieces.iter().map(|p| p.trim_end()).collect::<Vec<_>>(), "{mode}: {at}");
+    }
+
     // A code file's metadata names what it defines, and its vectors know it:
     // asking where a symbol lives finds the file.
     let r = ok(

@@ -1,11 +1,13 @@
 //! The RAG MCP Server's `search` (seed 003): semantic, hybrid (vectors and
 //! BM25 fused by normalised score, see `ragbox_sdk::hybrid`) or fulltext
 //! search, filtered by file type and metadata, with relevance scores in 0..1.
+//! One result per file, holding its best-matching chunks (`ragbox_sdk::group`).
 
 use ragbox_sdk::args::optional_count;
+use ragbox_sdk::group::{self, FileHit, Run};
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{SearchResult, SearchResults};
-use ragbox_sdk::rag_server::{self, Mode, metadata_map, round, source_ref};
+use ragbox_sdk::rag_server::{self, Mode, file_source_ref, metadata_map, round};
 use ragbox_sdk::tool::{self, ToolSet};
 use ragbox_sdk::{Annotations, CallError, args};
 use ragbox_sdk::{budget, hybrid};
@@ -49,20 +51,29 @@ struct Request {
 }
 
 fn run(r: &Request) -> Result<SearchResults, String> {
-    let mut found = rag_server::search(&r.query, r.mode, r.limit as u32, &r.filter)?;
-    let fit = budget::fitting(found.iter().map(|s| s.hit.chunk.text.as_str()), r.max_tokens);
-    let left_out = found.len() - fit;
-    found.truncate(fit);
+    let ranked = rag_server::search(&r.query, r.mode, group::depth(r.limit as u32), &r.filter)?;
     let mut lines = ragbox_sdk::lines::Lines::default();
-    let results: Vec<SearchResult> = found
+    let mut answers: Vec<(FileHit, Vec<Run>)> = group::by_file(ranked, r.limit as usize)
+        .into_iter()
+        .map(|file| {
+            let runs = file.runs(lines.bytes(file.document()));
+            (file, runs)
+        })
+        .collect();
+    let texts: Vec<String> = answers.iter().map(|(_, runs)| group::joined(runs)).collect();
+    let fit = budget::fitting(texts.iter().map(String::as_str), r.max_tokens);
+    let left_out = answers.len() - fit;
+    answers.truncate(fit);
+    let results: Vec<SearchResult> = answers
         .iter()
+        .zip(texts)
         .enumerate()
-        .map(|(i, s)| SearchResult {
+        .map(|(i, ((file, runs), content))| SearchResult {
             rank: i + 1,
-            content: s.hit.chunk.text.clone(),
-            relevance_score: round(s.relevance),
-            source: source_ref(&s.hit, &mut lines),
-            metadata: metadata_map(&s.hit.document),
+            content,
+            relevance_score: round(file.relevance),
+            source: file_source_ref(file, runs, &mut lines),
+            metadata: metadata_map(file.document()),
         })
         .collect();
     let mut info = json!({
@@ -75,7 +86,7 @@ fn run(r: &Request) -> Result<SearchResults, String> {
             "results_left_out": left_out,
             "max_tokens": r.max_tokens,
             "message": format!(
-                "{left_out} more results left out to stay under max_tokens {}: raise max_tokens or lower limit to see them",
+                "{left_out} more files left out to stay under max_tokens {}: raise max_tokens or lower limit to see them",
                 r.max_tokens
             ),
         });
@@ -104,7 +115,8 @@ impl ragbox_sdk::tool::Tool for Tool {
     const DESCRIPTION: &'static str = "Search documents using semantic, hybrid, or fulltext search methods. Semantic \
         finds passages by meaning; fulltext ranks by keywords (BM25, English stemming); hybrid fuses both (each \
         list's scores normalised, then weighted equally) and is usually best. Filter by file type (sources) and \
-        metadata (frontmatter fields, type, date, path). Relevance scores are in 0..1.";
+        metadata (frontmatter fields, type, date, path). Relevance scores are in 0..1. One result per file: its best-matching passages (up to 3 whole chunks: \
+        code units or sections, in file order, gaps marked ⋮) with their lines as path:first-last.";
     const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::RagServer;
     type Args = Args;

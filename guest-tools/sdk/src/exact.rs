@@ -64,7 +64,9 @@ pub fn first(query: &str, hits: Vec<Scored>, k: usize, filter: &Filter) -> Resul
     }
     let best = hits.first().map_or(1.0, |s| s.relevance);
     let moved: HashSet<(String, u32)> = exact.iter().map(|h| (h.document.path.clone(), h.ordinal)).collect();
-    let mut out: Vec<Scored> = exact.into_iter().map(|hit| Scored { hit, relevance: best }).collect();
+    // A moved hit's own score is above any list's (0..1): the chunk naming
+    // the identifier leads its file's answer.
+    let mut out: Vec<Scored> = exact.into_iter().map(|hit| Scored { hit, relevance: best, own: 2.0 }).collect();
     out.extend(hits.into_iter().filter(|s| !moved.contains(&(s.hit.document.path.clone(), s.hit.ordinal))));
     out.truncate(k);
     Ok(out)

@@ -26,6 +26,10 @@ pub struct Scored {
     pub hit: Hit,
     /// How well it answers, 0..1, by the list it came from or by fusion.
     pub relevance: f64,
+    /// How well the chunk itself matches, by the lists that returned it,
+    /// with no share of its document's scores: orders the chunks of one
+    /// file ([`crate::group`]). The relevance in a single list.
+    pub own: f64,
 }
 
 /// Each list is scaled by its best hit and its hit at this rank, so that a
@@ -97,7 +101,8 @@ pub fn fuse(semantic: Vec<Hit>, keyword: Vec<Hit>, k: usize) -> Vec<Scored> {
         .map(|(hit, both)| {
             let best = document_best.get(&hit.document.path).copied().unwrap_or_default();
             let relevance = (0..2).map(|side| weights[side] * both[side].unwrap_or(DOCUMENT_SHARE * best[side])).sum();
-            Scored { hit, relevance }
+            let own = (0..2).map(|side| weights[side] * both[side].unwrap_or(0.0)).sum();
+            Scored { hit, relevance, own }
         })
         .collect();
     fused.sort_by(|x, y| {

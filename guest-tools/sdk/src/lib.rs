@@ -11,6 +11,7 @@ pub mod code;
 pub mod cortext;
 pub mod document;
 pub mod exact;
+pub mod group;
 pub mod hybrid;
 pub mod indexer;
 pub mod lines;

@@ -6,26 +6,53 @@
 use crate::bindings::ragbox::tools::corpus::Document;
 use std::collections::HashMap;
 
-/// The files read so far in one call, each once, as their line starts.
+/// The files read so far in one call, each once, with their line starts.
 #[derive(Default)]
 pub struct Lines {
     files: HashMap<String, Option<File>>,
 }
 
-/// A file's length and the byte offset where each of its lines begins.
+/// A file's bytes and the byte offset where each of its lines begins.
 struct File {
-    len: usize,
+    bytes: Vec<u8>,
     starts: Vec<usize>,
 }
 
 impl Lines {
     /// `path:first-last` (1-based, inclusive) for bytes `start..end` of
-    /// `doc`; `None` when the file cannot be read or its size is no longer
-    /// the indexed one (changed since, so its lines would point elsewhere).
+    /// `doc`; `None` when the file cannot be read, its size is no longer
+    /// the indexed one (changed since, so its lines would point elsewhere)
+    /// or it is HTML.
     pub fn location(&mut self, doc: &Document, start: u64, end: u64) -> Option<String> {
-        let file = self.files.entry(doc.path.clone()).or_insert_with(|| read(&doc.path, doc.size)).as_ref()?;
-        let (first, last) = span(&file.starts, file.len, start as usize, end as usize)?;
+        let file = self.file(doc)?;
+        let (first, last) = span(&file.starts, file.bytes.len(), start as usize, end as usize)?;
         Some(format!("{}:{first}-{last}", doc.path))
+    }
+
+    /// The file's bytes, when it is still the size indexed.
+    pub fn bytes(&mut self, doc: &Document) -> Option<&[u8]> {
+        self.file(doc).map(|f| f.bytes.as_slice())
+    }
+
+    fn file(&mut self, doc: &Document) -> Option<&File> {
+        // An HTML page is chunked by its visible text: its ranges are not the file's bytes.
+        if doc.kind == "html" {
+            return None;
+        }
+        self.files.entry(doc.path.clone()).or_insert_with(|| read(&doc.path, doc.size)).as_ref()
+    }
+
+    /// `path:a-b,c-d` for several byte ranges of `doc`, in file order; `None`
+    /// as for [`Lines::location`].
+    pub fn locations(&mut self, doc: &Document, runs: &[(u64, u64)]) -> Option<String> {
+        let file = self.file(doc)?;
+        let ranges = runs
+            .iter()
+            .map(|&(start, end)| {
+                span(&file.starts, file.bytes.len(), start as usize, end as usize).map(|(a, b)| format!("{a}-{b}"))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(format!("{}:{}", doc.path, ranges.join(",")))
     }
 }
 
@@ -36,7 +63,8 @@ fn read(path: &str, size: u64) -> Option<File> {
         return None;
     }
     let newlines = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1);
-    Some(File { len: bytes.len(), starts: std::iter::once(0).chain(newlines).collect() })
+    let starts = std::iter::once(0).chain(newlines).collect();
+    Some(File { bytes, starts })
 }
 
 /// The 1-based lines holding bytes `start..end`, given the line starts; a

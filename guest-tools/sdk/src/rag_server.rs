@@ -7,6 +7,7 @@ use crate::bindings::ragbox::tools::corpus::{Document, Filter};
 use crate::bindings::ragbox::tools::fulltext;
 use crate::bindings::ragbox::tools::vectors::Hit;
 use crate::cortext::DateRange;
+use crate::group::{FileHit, Run};
 use crate::hybrid::{self, Scored};
 use crate::lines::Lines;
 use crate::{CallError, Error};
@@ -132,6 +133,20 @@ pub fn source_ref(hit: &Hit, lines: &mut Lines) -> SourceRef {
     }
 }
 
+/// The `source` object of a file's answer ([`crate::group`]): its best
+/// chunk's index and the lines of its runs (`path:a-b,c-d`).
+pub fn file_source_ref(file: &FileHit, runs: &[Run], lines: &mut Lines) -> SourceRef {
+    let doc = file.document();
+    SourceRef {
+        filename: doc.path.rsplit('/').next().unwrap_or(&doc.path).to_string(),
+        filepath: doc.path.clone(),
+        file_type: mime_of(&doc.path).to_string(),
+        file_id: document_id(&doc.path),
+        chunk_index: Some(file.lead),
+        location: lines.locations(doc, &runs.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>()),
+    }
+}
+
 /// A document's metadata: frontmatter fields, plus title, conversation type
 /// and date when known.
 pub fn metadata_map(doc: &Document) -> BTreeMap<String, String> {
@@ -233,7 +248,7 @@ pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Sc
             hits.into_iter()
                 .map(|hit| {
                     let relevance = f64::from(hit.score).clamp(0.0, 1.0);
-                    Scored { hit, relevance }
+                    Scored { hit, relevance, own: relevance }
                 })
                 .collect()
         }
@@ -243,7 +258,7 @@ pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Sc
             hits.into_iter()
                 .map(|hit| {
                     let relevance = (f64::from(hit.score) / best).clamp(0.0, 1.0);
-                    Scored { hit, relevance }
+                    Scored { hit, relevance, own: relevance }
                 })
                 .collect()
         }
