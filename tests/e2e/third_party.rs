@@ -83,7 +83,24 @@ fn a_dropped_in_tool_is_listed_while_serving_and_works() {
     );
     let reply = raw.recv();
     assert_eq!(reply["result"]["isError"], true, "{reply}");
-    assert!(reply["result"]["content"][0]["text"].as_str().unwrap().contains("limit must be an integer"));
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("invalid arguments for tool 'find_todos'") && text.contains("/limit: "), "{text}");
+    assert!(text.contains("\"ten\" is not of type \"integer\""), "{text}");
+
+    // The host checks a dropped-in tool's arguments against its own inputSchema
+    // before it runs: a misspelt field is named, not silently ignored.
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+                     "params": {"name": "find_todos", "arguments": {"tgas": ["NOTE"], "limit": 0}}})
+        .to_string(),
+    );
+    let reply = raw.recv();
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("'tgas' was unexpected") && text.contains("/limit: 0 is less than the minimum of 1"),
+        "{text}"
+    );
 
     // Removed while serving: gone from the list, and the client is told.
     std::fs::remove_file(tools.join("find_todos.wasm")).unwrap();

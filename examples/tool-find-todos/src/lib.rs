@@ -153,7 +153,8 @@ impl Guest for FindTodos {
                               "description": "Words to look for (default TODO, FIXME, HACK, XXX)" },
                     "path": { "type": "string", "description": "A folder in the workspace (default: all of it)" },
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT }
-                }
+                },
+                "additionalProperties": false
             })
             .to_string(),
             output_schema: Some(

@@ -128,7 +128,8 @@ impl Runner {
     /// Runs the tool `name` on `arguments` (the MCP arguments object): in the
     /// workspace its `workspace_path` names (the served one by default; a
     /// refused one reaches the tool as the reason), with the grants and limits
-    /// config gives the tool. Blocks: call it from a blocking thread.
+    /// config gives the tool; arguments that do not fit a third-party tool's
+    /// `inputSchema` are refused before it runs. Blocks: call it from a blocking thread.
     pub fn call(&self, name: &str, arguments: Map<String, Value>, request: Request) -> Result<Called, UnknownTool> {
         let setup = self.setup();
         let tool = setup.catalog.get(name).ok_or_else(|| unknown_tool(&setup.catalog, name))?;
@@ -144,7 +145,8 @@ impl Runner {
             caller: request.caller,
             timings: request.timings,
         };
-        let arguments = Value::Object(arguments).to_string();
+        let value = Value::Object(arguments);
+        let arguments = value.to_string();
         if arguments.len() > MAX_ARGUMENTS_BYTES {
             let failure = Failure::ArgumentsTooLarge {
                 tool: name.to_string(),
@@ -152,6 +154,10 @@ impl Runner {
                 limit_kib: MAX_ARGUMENTS_BYTES >> 10,
             };
             return Ok(Called { tool: tool.clone(), outcome: Outcome::Failed(failure) });
+        }
+        if let Err(body) = tool.check_arguments(&value) {
+            let outcome = Outcome::ToolError { invalid_arguments: true, body };
+            return Ok(Called { tool: tool.clone(), outcome });
         }
         let outcome = tool.call(&arguments, env, &setup.limits(tool));
         Ok(Called { tool: tool.clone(), outcome })

@@ -43,6 +43,10 @@ pub struct LoadedTool {
     name: Arc<str>,
     engine: Engine,
     pre: Arc<ToolPre<HostState>>,
+    /// A third-party tool's input schema, compiled: the host checks its
+    /// arguments before it runs. Built-in tools check their own and answer in
+    /// their seed's error shape.
+    input: Option<Arc<jsonschema::Validator>>,
 }
 
 /// How a call ended.
@@ -193,6 +197,10 @@ impl LoadedTool {
             .and_then(|tool: Tool| tool.call_describe(&mut store))
             .map_err(|e| describe_err(format!("{e:#}")))?;
         validate_info(&info).map_err(describe_err)?;
+        let input = match source {
+            Source::BuiltIn(_) => None,
+            _ => Some(Arc::new(input_validator(&info.input_schema).map_err(describe_err)?)),
+        };
         Ok(Self {
             name: Arc::from(info.name.as_str()),
             info: Arc::new(info),
@@ -200,7 +208,30 @@ impl LoadedTool {
             sha256,
             engine: engine.clone(),
             pre: Arc::new(pre),
+            input,
         })
+    }
+
+    /// Checks `arguments` against the tool's own input schema (third-party
+    /// tools only): `Err` names each wrong field, for the caller to fix.
+    pub fn check_arguments(&self, arguments: &serde_json::Value) -> Result<(), String> {
+        let Some(validator) = &self.input else { return Ok(()) };
+        let problems: Vec<String> = validator
+            .iter_errors(arguments)
+            .take(MAX_ARGUMENT_PROBLEMS)
+            .map(|e| match e.instance_path().to_string() {
+                at if at.is_empty() => e.to_string(),
+                at => format!("{at}: {e}"),
+            })
+            .collect();
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "invalid arguments for tool '{}': {} (its inputSchema in tools/list says what it takes)",
+            self.name,
+            problems.join("; ")
+        ))
     }
 
     /// The tool's MCP name.
@@ -294,6 +325,17 @@ fn crash_reason(trap: &wasmtime::Error, stderr: &str) -> String {
     }
 }
 
+/// Argument problems named in one error at most.
+const MAX_ARGUMENT_PROBLEMS: usize = 5;
+
+/// A tool's input schema compiled for checking calls. Only what the schema
+/// holds is used: a `$ref` to a file or a URL is refused, not fetched.
+fn input_validator(schema: &str) -> Result<jsonschema::Validator, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(schema).map_err(|e| format!("input schema is not JSON: {e}"))?;
+    jsonschema::validator_for(&value).map_err(|e| format!("input schema is not a usable JSON Schema: {e}"))
+}
+
 /// Checks what `describe()` returned is usable as an MCP tool.
 fn validate_info(info: &ToolInfo) -> Result<(), String> {
     let name_ok = !info.name.is_empty()
@@ -319,6 +361,20 @@ fn validate_info(info: &ToolInfo) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn input_schemas_are_compiled_from_what_they_hold() {
+        let v =
+            input_validator(r#"{"type":"object","properties":{"n":{"type":"integer"}},"additionalProperties":false}"#)
+                .unwrap();
+        assert!(v.is_valid(&serde_json::json!({"n": 1})));
+        assert!(!v.is_valid(&serde_json::json!({"n": 1, "m": 2})));
+        assert!(input_validator("{").unwrap_err().contains("not JSON"));
+        // A reference out of the schema would be a network or file read: refused.
+        for far in [r#"{"$ref":"https://example.com/s.json"}"#, r#"{"$ref":"file:///etc/passwd"}"#] {
+            assert!(input_validator(far).is_err(), "{far}");
+        }
+    }
 
     #[test]
     fn the_version_is_the_wit_package_s() {
