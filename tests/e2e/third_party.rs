@@ -228,3 +228,55 @@ async fn read_dirs_grant_one_more_folder_read_only() {
         "{hostile}"
     );
 }
+
+/// `ragbox tools call`: one call without an MCP client, under the same sandbox.
+#[test]
+fn tools_call_runs_one_tool_once_from_the_command_line() {
+    let f = Fixture::empty();
+    f.write("src/app.rs", "fn main() {\n    // TODO: parse the flags\n}\n");
+    f.write("notes/plan.md", "- FIXME the deploy script\n");
+    let tools = f.config_dir.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::copy(example_tool_wasm(), tools.join("find_todos.wasm")).unwrap();
+    let run = |args: &[&str], stdin: Option<&str>| {
+        let mut cmd = f.command(args);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut input = child.stdin.take().unwrap();
+        std::io::Write::write_all(&mut input, stdin.unwrap_or("").as_bytes()).unwrap();
+        drop(input);
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    // Arguments on the command line, and from stdin with `-`.
+    let (ok, stdout, stderr) = run(&["tools", "call", "find_todos", r#"{"tags": ["FIXME"]}"#], None);
+    assert!(ok, "{stderr}");
+    let result: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(
+        result["notes"],
+        json!([{"path": "notes/plan.md", "line": 1, "tag": "FIXME", "text": "the deploy script"}])
+    );
+    let (ok, stdout, stderr) = run(&["tools", "call", "find_todos", "-"], Some(r#"{"path": "src"}"#));
+    assert!(ok && stdout.contains("parse the flags") && !stdout.contains("deploy"), "{stdout}{stderr}");
+    // A built-in, in its own words.
+    let (ok, stdout, stderr) = run(&["tools", "call", "get_embedding_status"], None);
+    assert!(ok && serde_json::from_str::<Value>(&stdout).is_ok(), "{stdout}{stderr}");
+
+    // What goes wrong says what to do, on stderr, with a failing status.
+    for (args, wanted) in [
+        (vec!["tools", "call", "find_todos", "{limit: 3}"], "the arguments are not JSON"),
+        (vec!["tools", "call", "find_todos", "[1]"], "must be a JSON object"),
+        (vec!["tools", "call", "find_todos", r#"{"limit": 0}"#], "/limit: 0 is less than the minimum of 1"),
+        (vec!["tools", "call", "find_todoz"], "find_todos"),
+    ] {
+        let (ok, stdout, stderr) = run(&args, None);
+        assert!(!ok && stdout.is_empty() && stderr.contains(wanted), "{args:?}: {stderr}");
+    }
+}

@@ -266,6 +266,18 @@ enum ToolsAction {
         /// The component file (`.wasm`).
         file: PathBuf,
     },
+    /// Run one tool once, as an MCP client's call would (same grants, limits
+    /// and sandbox as under `serve`), and print its JSON result.
+    Call {
+        /// The tool's name, as `ragbox tools` lists it.
+        name: String,
+        /// Its arguments: one JSON object (default `{}`), or `-` to read it from stdin.
+        #[arg(value_name = "JSON")]
+        arguments: Option<String>,
+        /// The workspace the tool runs in.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+    },
 }
 
 /// Runs the command line; the binary's whole `main`.
@@ -283,6 +295,9 @@ pub fn main() -> ExitCode {
             tools::inspect(&file, &workspace, json)
         }
         Command::Tools { action: Some(ToolsAction::Trust { file }), .. } => tools::trust(&file),
+        Command::Tools { action: Some(ToolsAction::Call { name, arguments, workspace }), .. } => {
+            tools::call(&workspace, &name, arguments.as_deref())
+        }
         Command::Index { path, workspace, skills, json, timings } => match (skills, path.as_deref()) {
             (Some(dir), _) => index::run(&dir, index::Scope::Skills, json, timings),
             (None, Some(p)) => index::run(&workspace, index::Scope::Path(p), json, timings),

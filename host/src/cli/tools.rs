@@ -1,8 +1,9 @@
 //! `ragbox tools`: what is loaded, from where, with which grants;
 //! `ragbox tools inspect FILE`: what a component is and what it would get;
-//! `ragbox tools trust FILE`: pin its bytes in the user's own config.
+//! `ragbox tools trust FILE`: pin its bytes in the user's own config;
+//! `ragbox tools call NAME JSON`: run one tool once, as under `serve`.
 
-use super::open::open;
+use super::open::{self, open};
 use crate::builtins::BUILTIN_TOOLS;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Limits, Origin, user_config_dir};
 use crate::runtime::{Catalog, CompileCache, LoadedTool, Source, load_one, new_engine, read_component};
@@ -215,4 +216,41 @@ pub fn trust(file: &Path) -> anyhow::Result<()> {
     say!("trusted tool '{name}' ({sha256}) in {}", path.display());
     say!("it loads from a workspace's {DATA_DIR}/tools/ while its bytes stay these; grants are still yours to give");
     Ok(())
+}
+
+/// Runs the tool `name` once in `workspace` on `arguments` (a JSON object;
+/// `-` reads it from stdin; none is `{}`) and prints its result as JSON. A
+/// tool error is this command's error, in the tool's own words.
+pub fn call(workspace: &Path, name: &str, arguments: Option<&str>) -> anyhow::Result<()> {
+    let text = match arguments {
+        Some("-") => std::io::read_to_string(std::io::stdin()).context("cannot read the arguments from stdin")?,
+        Some(text) => text.to_string(),
+        None => "{}".to_string(),
+    };
+    let arguments: Value = serde_json::from_str(&text).with_context(|| {
+        format!("the arguments are not JSON: give one object, e.g. '{{\"query\": \"tar\"}}' (got {})", shown(&text))
+    })?;
+    if !arguments.is_object() {
+        anyhow::bail!("the arguments must be a JSON object, e.g. '{{\"query\": \"tar\"}}' (got {})", shown(&text));
+    }
+    let runner = open(workspace)?;
+    let body = match open::call(&runner, name, arguments, crate::runtime::Request::default())? {
+        crate::runtime::Outcome::Ok(json) => json,
+        crate::runtime::Outcome::ToolError { body, .. } => {
+            anyhow::bail!("tool '{name}' answered with an error: {}", ragbox_protocol::describe_error(&body))
+        }
+        crate::runtime::Outcome::Failed(failure) => anyhow::bail!("{failure}"),
+    };
+    // A tool's result is JSON text (checked by the host); printed as it came when it is not.
+    match serde_json::from_str::<Value>(&body) {
+        Ok(value) => println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&value)?)),
+        Err(_) => println!("{body}"),
+    }
+    Ok(())
+}
+
+/// The start of a command-line argument, for an error message.
+fn shown(text: &str) -> String {
+    let first: String = text.chars().take(60).collect();
+    if first.len() < text.len() { format!("{first:?}…") } else { format!("{first:?}") }
 }
