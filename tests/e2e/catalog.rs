@@ -56,10 +56,12 @@ fn user_tools_folder_is_loaded_and_clashes_are_refused_naming_both() {
     std::fs::create_dir_all(&user_tools).unwrap();
     std::fs::copy(hostile_wasm(), user_tools.join("zz-hostile.wasm")).unwrap();
     std::fs::write(user_tools.join("garbage.wasm"), b"\0asm not really").unwrap();
+    // A core module (a wasm32-wasip1 build, say): refused with the target that makes a component.
+    std::fs::write(user_tools.join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
     let v = tools_json(&f);
     assert_eq!(v["tools"].as_array().unwrap().len(), ragbox::builtins::BUILTIN_TOOLS.len() + 1);
     let rejected = v["rejected"].as_array().unwrap();
-    assert_eq!(rejected.len(), 2, "{v}");
+    assert_eq!(rejected.len(), 3, "{v}");
     let clash = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("zz-hostile.wasm")).unwrap();
     let reason = clash["reason"].as_str().unwrap();
     assert!(
@@ -68,6 +70,14 @@ fn user_tools_folder_is_loaded_and_clashes_are_refused_naming_both() {
     );
     let garbage = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("garbage.wasm")).unwrap();
     assert!(garbage["reason"].as_str().unwrap().starts_with("cannot compile component"), "{garbage}");
+    let core = rejected.iter().find(|r| r["source"].as_str().unwrap().ends_with("core.wasm")).unwrap();
+    assert!(
+        core["reason"]
+            .as_str()
+            .unwrap()
+            .contains("core WebAssembly module, not a component: build it with `--target wasm32-wasip2`"),
+        "{core}"
+    );
 }
 
 #[test]

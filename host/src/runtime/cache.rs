@@ -59,14 +59,35 @@ impl CompileCache {
                 Err(e) => tracing::warn!("compile cache entry {} unusable, recompiling: {e}", entry.display()),
             }
         }
-        let component = Component::new(engine, wasm)
-            .map_err(|e| RuntimeError::Compile { source_name: source_name.to_string(), message: format!("{e:#}") })?;
+        let component = Component::new(engine, wasm).map_err(|e| RuntimeError::Compile {
+            source_name: source_name.to_string(),
+            message: match not_a_component(wasm) {
+                Some(fix) => fix.to_string(),
+                None => format!("{e:#}"),
+            },
+        })?;
         if let Some(entry) = entry
             && let Err(e) = store(&component, &entry)
         {
             tracing::warn!("cannot write compile cache entry {}: {e}", entry.display());
         }
         Ok(component)
+    }
+}
+
+/// What to do when `wasm` is not a component at all: the compiler's own
+/// message ("unknown binary version") names no fix.
+fn not_a_component(wasm: &[u8]) -> Option<&'static str> {
+    const CORE_MODULE: [u8; 8] = *b"\0asm\x01\0\0\0";
+    if wasm.starts_with(&CORE_MODULE) {
+        Some(
+            "it is a core WebAssembly module, not a component: build it with `--target wasm32-wasip2` \
+             (a wasm32-wasip1 module can be wrapped with `wasm-tools component new --adapt`)",
+        )
+    } else if !wasm.starts_with(b"\0asm") {
+        Some("it is not WebAssembly: give the component (`.wasm`) that the build wrote")
+    } else {
+        None
     }
 }
 
@@ -81,4 +102,21 @@ fn store(component: &Component, entry: &Path) -> std::io::Result<()> {
     std::fs::rename(&tmp, entry).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_not_a_component_is_said_with_the_fix() {
+        let core = b"\0asm\x01\0\0\0\x01\x04\x01\x60\0\0";
+        assert!(not_a_component(core).unwrap().contains("--target wasm32-wasip2"));
+        assert!(not_a_component(b"#!/bin/sh\necho hi\n").unwrap().contains("not WebAssembly"));
+        assert_eq!(not_a_component(b"\0asm\x0d\0\x01\0"), None, "a component's header: the compiler says the rest");
+        // And through the loader, as `ragbox tools` shows it.
+        let engine = crate::runtime::new_engine().unwrap();
+        let e = CompileCache::new(&engine, None).load(&engine, core, "00", "core.wasm").err().unwrap();
+        assert!(e.to_string().contains("cannot compile component core.wasm: it is a core WebAssembly module"), "{e}");
+    }
 }

@@ -128,7 +128,7 @@ pub enum Failure {
     Crashed {
         /// The tool.
         tool: String,
-        /// The trap and the guest's last stderr line.
+        /// The trap and the guest's panic message or last stderr lines.
         reason: String,
     },
     /// Returned text that is not the JSON its output schema promises.
@@ -184,10 +184,15 @@ impl LoadedTool {
             .map_err(|message| RuntimeError::Link { source_name: source_name.clone(), message })?;
         let linker = capabilities_linker(engine)
             .map_err(|e| RuntimeError::Link { source_name: source_name.clone(), message: format!("{e:#}") })?;
-        let pre = linker
-            .instantiate_pre(component)
-            .and_then(ToolPre::new)
-            .map_err(|e| RuntimeError::Link { source_name: source_name.clone(), message: format!("{e:#}") })?;
+        let pre = linker.instantiate_pre(component).and_then(ToolPre::new).map_err(|e| {
+            let imports =
+                component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect::<Vec<_>>();
+            let message = match network_import(&imports) {
+                Some(fix) => format!("{e:#}; {fix}"),
+                None => format!("{e:#}"),
+            };
+            RuntimeError::Link { source_name: source_name.clone(), message }
+        })?;
         let describe_err = |message: String| RuntimeError::Describe { source_name: source_name.clone(), message };
         // describe() gets no workspace: it must not depend on files.
         let env = CallEnv::refused("describe() runs without a workspace".into());
@@ -318,11 +323,43 @@ fn crash_reason(trap: &wasmtime::Error, stderr: &str) -> String {
     match panic.iter().position(|l| l.contains("panicked at")) {
         // Rust prints "thread '…' panicked at file:line:col:" then the message.
         Some(i) => format!("{trap_text}; {}", panic[i..].iter().take(2).copied().collect::<Vec<_>>().join(" ")),
-        None => match panic.last() {
-            Some(last) => format!("{trap_text}; last stderr line: {last}"),
+        None => match tail(&panic) {
+            Some(lines) => format!("{trap_text}; the tool's stderr ended: {lines}"),
             None => trap_text,
         },
     }
+}
+
+/// A Python traceback whole (from its last `Traceback` line), or else the
+/// last few lines of stderr, joined with ` | ` and capped.
+fn tail(lines: &[&str]) -> Option<String> {
+    const MAX_LINES: usize = 12;
+    const MAX_CHARS: usize = 2000;
+    let from = match lines.iter().rposition(|l| l.starts_with("Traceback (most recent call last)")) {
+        Some(at) => at.max(lines.len().saturating_sub(MAX_LINES)),
+        None => lines.len().saturating_sub(3),
+    };
+    let joined = lines[from..].join(" | ");
+    if joined.is_empty() {
+        return None;
+    }
+    // The end carries the exception: keep it when cutting.
+    let chars: Vec<char> = joined.chars().collect();
+    Some(if chars.len() > MAX_CHARS {
+        format!("…{}", chars[chars.len() - MAX_CHARS..].iter().collect::<String>())
+    } else {
+        joined
+    })
+}
+
+/// The fix for a component that imports the network, which no tool is
+/// given; `None` when it imports none.
+fn network_import(imports: &[String]) -> Option<String> {
+    let net = imports.iter().find(|name| name.starts_with("wasi:http/") || name.starts_with("wasi:sockets/"))?;
+    Some(format!(
+        "it imports {net}, but ragbox tools get no network: rebuild it without HTTP or sockets \
+         (JavaScript: `jco componentize … --disable http`; Python and Rust: drop the HTTP client)"
+    ))
 }
 
 /// Argument problems named in one error at most.
@@ -361,6 +398,15 @@ fn validate_info(info: &ToolInfo) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_network_import_is_named_with_the_fix() {
+        let imports = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let fix = network_import(&imports(&["wasi:io/streams@0.2.6", "wasi:http/outgoing-handler@0.2.6"])).unwrap();
+        assert!(fix.contains("wasi:http/outgoing-handler@0.2.6") && fix.contains("--disable http"), "{fix}");
+        assert!(network_import(&imports(&["wasi:sockets/tcp@0.2.0"])).is_some());
+        assert_eq!(network_import(&imports(&["wasi:filesystem/types@0.2.6", "ragbox:tools/corpus@0.2.0"])), None);
+    }
 
     #[test]
     fn input_schemas_are_compiled_from_what_they_hold() {
@@ -404,5 +450,25 @@ mod tests {
         assert!(r.starts_with("wasm trap: "), "{r}");
         assert!(r.contains("panicked at src/lib.rs:10:5: boom"), "{r}");
         assert_eq!(crash_reason(&trap, ""), wasmtime::Trap::UnreachableCodeReached.to_string());
+    }
+
+    #[test]
+    fn crash_reason_carries_a_python_traceback() {
+        let trap = wasmtime::Error::from(wasmtime::Trap::UnreachableCodeReached);
+        let stderr = "starting\nTraceback (most recent call last):\n  File \"app.py\", line 9, in call\n    \
+                      n = int(args[\"limit\"])\nValueError: invalid literal for int() with base 10: 'ten'\n";
+        let r = crash_reason(&trap, stderr);
+        assert!(
+            r.contains("the tool's stderr ended: Traceback (most recent call last): | File \"app.py\", line 9"),
+            "{r}"
+        );
+        assert!(
+            r.ends_with("ValueError: invalid literal for int() with base 10: 'ten'") && !r.contains("starting"),
+            "{r}"
+        );
+        let r = crash_reason(&trap, "a\nb\nc\nd\n");
+        assert!(r.ends_with("stderr ended: b | c | d"), "{r}");
+        let long = format!("{}END\n", "x".repeat(5000));
+        assert!(crash_reason(&trap, &long).ends_with("xxEND") && crash_reason(&trap, &long).len() < 2200);
     }
 }
