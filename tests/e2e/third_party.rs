@@ -5,7 +5,7 @@
 //! pins and grants, the workspace's only switches off and lowers;
 //! `ragbox tools inspect` says what a component is.
 
-use ragbox_tests::{Fixture, Raw, call, example_tool_wasm, hostile_wasm, is_error, text};
+use ragbox_tests::{Fixture, Raw, call, example_tool_wasm, hostile_wasm, is_error, repo_root, text};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -279,4 +279,53 @@ fn tools_call_runs_one_tool_once_from_the_command_line() {
         let (ok, stdout, stderr) = run(&args, None);
         assert!(!ok && stdout.is_empty() && stderr.contains(wanted), "{args:?}: {stderr}");
     }
+}
+
+/// `ragbox tools new`: a project outside any checkout that builds with `make`,
+/// passes `make test`, and loads and runs in the sandbox like any tool.
+#[test]
+fn a_scaffolded_rust_tool_builds_tests_and_runs_sandboxed() {
+    let f = Fixture::empty();
+    f.write("notes.md", "one two\nthree\n");
+    std::fs::write(f.workspace.parent().unwrap().join("outside.txt"), "secret").unwrap();
+    let projects = tempfile::tempdir().unwrap();
+    let out = f.command(&["tools", "new", "word_stats"]).current_dir(projects.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let project = projects.path().join("word_stats");
+    // Again into the same folder: refused, nothing written over.
+    let again = f.command(&["tools", "new", "word_stats"]).current_dir(projects.path()).output().unwrap();
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("already holds files"));
+
+    // Its own commands, with the example's target folder so the crates build once per run.
+    let make = |goal: Option<&str>| {
+        let mut cmd = std::process::Command::new("make");
+        cmd.current_dir(&project).env("CARGO_TARGET_DIR", repo_root().join("target/guest-tools-tests"));
+        cmd.args(goal);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "make {goal:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    make(None);
+    assert!(make(Some("test")).contains("test result: ok. 1 passed"));
+
+    let tools = f.config_dir.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::copy(project.join("word_stats.wasm"), tools.join("word_stats.wasm")).unwrap();
+    let call = |json: &str| {
+        let out = f.command(&["tools", "call", "word_stats", json]).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, stdout, stderr) = call(r#"{"path": "notes.md"}"#);
+    assert!(ok, "{stderr}");
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result, json!({"path": "notes.md", "lines": 2, "words": 3, "bytes": 14}));
+    // The host holds it to its schema, and the sandbox to the workspace.
+    let (ok, _, stderr) = call(r#"{"path": 3}"#);
+    assert!(!ok && stderr.contains("/path: 3 is not of type \"string\""), "{stderr}");
+    let (ok, stdout, stderr) = call(r#"{"path": "../outside.txt"}"#);
+    assert!(!ok && stderr.contains("cannot read ../outside.txt") && !stdout.contains("secret"), "{stderr}");
 }

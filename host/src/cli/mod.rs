@@ -13,6 +13,7 @@ mod init;
 mod migrate;
 mod model;
 mod open;
+mod scaffold;
 mod search;
 mod serve;
 mod status;
@@ -266,6 +267,15 @@ enum ToolsAction {
         /// The component file (`.wasm`).
         file: PathBuf,
     },
+    /// Make a new tool component project (Rust) that builds with `make` and
+    /// passes `make test`, against this ragbox's WIT contract.
+    New {
+        /// The tool's name (a letter, then letters, digits, `_` or `-`).
+        name: String,
+        /// The folder to write (default: ./NAME); it must be new or empty.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Run one tool once, as an MCP client's call would (same grants, limits
     /// and sandbox as under `serve`), and print its JSON result.
     Call {
@@ -295,6 +305,7 @@ pub fn main() -> ExitCode {
             tools::inspect(&file, &workspace, json)
         }
         Command::Tools { action: Some(ToolsAction::Trust { file }), .. } => tools::trust(&file),
+        Command::Tools { action: Some(ToolsAction::New { name, dir }), .. } => scaffold::new(&name, dir.as_deref()),
         Command::Tools { action: Some(ToolsAction::Call { name, arguments, workspace }), .. } => {
             tools::call(&workspace, &name, arguments.as_deref())
         }

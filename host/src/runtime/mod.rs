@@ -24,7 +24,7 @@ use linker::capabilities_linker;
 pub use runner::{Called, Reload, Request, Runner, Setup, UnknownTool};
 pub use sandbox::{CallEnv, Caller, HostState, Progress, ProgressSink};
 pub use stages::{Stage, Stages, StagesSink};
-pub use tool::{Failure, LoadedTool, Outcome, Source};
+pub use tool::{Failure, LoadedTool, Outcome, Source, WIT_VERSION};
 
 /// Errors loading a component.
 #[derive(Debug, thiserror::Error)]
