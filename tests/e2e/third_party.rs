@@ -7,6 +7,7 @@
 
 use ragbox_tests::{Fixture, Raw, call, example_tool_wasm, hostile_wasm, is_error, repo_root, text};
 use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn tools_json(f: &Fixture) -> Value {
@@ -281,51 +282,113 @@ fn tools_call_runs_one_tool_once_from_the_command_line() {
     }
 }
 
-/// `ragbox tools new`: a project outside any checkout that builds with `make`,
-/// passes `make test`, and loads and runs in the sandbox like any tool.
-#[test]
-fn a_scaffolded_rust_tool_builds_tests_and_runs_sandboxed() {
-    let f = Fixture::empty();
-    f.write("notes.md", "one two\nthree\n");
-    std::fs::write(f.workspace.parent().unwrap().join("outside.txt"), "secret").unwrap();
-    let projects = tempfile::tempdir().unwrap();
-    let out = f.command(&["tools", "new", "word_stats"]).current_dir(projects.path()).output().unwrap();
+/// `ragbox tools new word_stats --lang LANG` in a folder outside any
+/// checkout, built with its own `make`; the project's folder.
+fn scaffold(f: &Fixture, lang: &str, projects: &Path) -> PathBuf {
+    let new = |args: &[&str]| f.command(args).current_dir(projects).output().unwrap();
+    let out = new(&["tools", "new", "word_stats", "--lang", lang]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let project = projects.path().join("word_stats");
+    let project = projects.join("word_stats");
     // Again into the same folder: refused, nothing written over.
-    let again = f.command(&["tools", "new", "word_stats"]).current_dir(projects.path()).output().unwrap();
+    let again = new(&["tools", "new", "word_stats", "--lang", lang]);
     assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("already holds files"));
+    build(&project, lang);
+    project
+}
 
-    // Its own commands, with the example's target folder so the crates build once per run.
-    let make = |goal: Option<&str>| {
-        let mut cmd = std::process::Command::new("make");
-        cmd.current_dir(&project).env("CARGO_TARGET_DIR", repo_root().join("target/guest-tools-tests"));
-        cmd.args(goal);
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "make {goal:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    make(None);
-    assert!(make(Some("test")).contains("test result: ok. 1 passed"));
+/// Runs `make [goal]` in `project`: Rust builds share the example's target folder,
+/// so the crates build once per run.
+fn make(project: &Path, goal: Option<&str>) -> String {
+    let mut cmd = std::process::Command::new("make");
+    cmd.current_dir(project).env("CARGO_TARGET_DIR", repo_root().join("target/guest-tools-tests"));
+    cmd.args(goal);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "make {goal:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
 
+/// Builds the project's component, `word_stats.wasm`.
+fn build(project: &Path, lang: &str) {
+    let out = make(project, None);
+    assert!(project.join("word_stats.wasm").is_file(), "{lang}: {out}");
+}
+
+/// Copies the built component into the user's tools folder.
+fn install(f: &Fixture, project: &Path) {
     let tools = f.config_dir.join("tools");
     std::fs::create_dir_all(&tools).unwrap();
     std::fs::copy(project.join("word_stats.wasm"), tools.join("word_stats.wasm")).unwrap();
-    let call = |json: &str| {
-        let out = f.command(&["tools", "call", "word_stats", json]).output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (ok, stdout, stderr) = call(r#"{"path": "notes.md"}"#);
+}
+
+/// `ragbox tools call word_stats JSON`: (succeeded, stdout, stderr).
+fn call_word_stats(f: &Fixture, json: &str) -> (bool, String, String) {
+    let out = f.command(&["tools", "call", "word_stats", json]).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// What every scaffolded tool must do once installed: answer, be held to its
+/// schema by the host, and to the workspace by the sandbox.
+fn check_word_stats(f: &Fixture) {
+    let (ok, stdout, stderr) = call_word_stats(f, r#"{"path": "notes.md"}"#);
     assert!(ok, "{stderr}");
     let result: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(result, json!({"path": "notes.md", "lines": 2, "words": 3, "bytes": 14}));
-    // The host holds it to its schema, and the sandbox to the workspace.
-    let (ok, _, stderr) = call(r#"{"path": 3}"#);
+    let (ok, _, stderr) = call_word_stats(f, r#"{"path": 3}"#);
     assert!(!ok && stderr.contains("/path: 3 is not of type \"string\""), "{stderr}");
-    let (ok, stdout, stderr) = call(r#"{"path": "../outside.txt"}"#);
+    let (ok, stdout, stderr) = call_word_stats(f, r#"{"path": "../outside.txt"}"#);
     assert!(!ok && stderr.contains("cannot read ../outside.txt") && !stdout.contains("secret"), "{stderr}");
+}
+
+fn word_stats_fixture() -> Fixture {
+    let f = Fixture::empty();
+    f.write("notes.md", "one two\nthree\n");
+    std::fs::write(f.workspace.parent().unwrap().join("outside.txt"), "secret").unwrap();
+    f
+}
+
+/// `ragbox tools new`: a Rust project outside any checkout that builds with
+/// `make`, passes `make test`, and loads and runs in the sandbox like any tool.
+#[test]
+fn a_scaffolded_rust_tool_builds_tests_and_runs_sandboxed() {
+    let f = word_stats_fixture();
+    let projects = tempfile::tempdir().unwrap();
+    let project = scaffold(&f, "rust", projects.path());
+    assert!(make(&project, Some("test")).contains("test result: ok. 1 passed"));
+    install(&f, &project);
+    check_word_stats(&f);
+}
+
+/// The same in Python (componentize-py, which the project's Makefile
+/// installs); an uncaught exception reaches the caller with its traceback.
+#[test]
+fn a_scaffolded_python_tool_builds_tests_runs_sandboxed_and_reports_its_traceback() {
+    let f = word_stats_fixture();
+    let projects = tempfile::tempdir().unwrap();
+    let project = scaffold(&f, "python", projects.path());
+    let tested = make(&project, Some("test"));
+    assert!(tested.contains("Ran 2 tests") && tested.contains("\nOK"), "{tested}");
+    install(&f, &project);
+    check_word_stats(&f);
+
+    let logic = project.join("logic.py");
+    let text = std::fs::read_to_string(&logic).unwrap();
+    let broken = text.replace(
+        "    with open(path, \"rb\") as f:",
+        "    if path == \"crash\":\n        return 1 / 0\n    with open(path, \"rb\") as f:",
+    );
+    assert_ne!(text, broken);
+    std::fs::write(&logic, broken).unwrap();
+    build(&project, "python");
+    install(&f, &project);
+    let (ok, _, stderr) = call_word_stats(&f, r#"{"path": "crash"}"#);
+    assert!(!ok && stderr.contains("tool 'word_stats' crashed"), "{stderr}");
+    assert!(
+        stderr.contains("Traceback (most recent call last)") && stderr.contains("ZeroDivisionError: division by zero"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("logic.py\", line"), "{stderr}");
 }

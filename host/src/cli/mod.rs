@@ -267,11 +267,14 @@ enum ToolsAction {
         /// The component file (`.wasm`).
         file: PathBuf,
     },
-    /// Make a new tool component project (Rust) that builds with `make` and
-    /// passes `make test`, against this ragbox's WIT contract.
+    /// Make a new tool component project that builds with `make` and passes
+    /// `make test`, against this ragbox's WIT contract.
     New {
         /// The tool's name (a letter, then letters, digits, `_` or `-`).
         name: String,
+        /// Its language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: scaffold::Lang,
         /// The folder to write (default: ./NAME); it must be new or empty.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
@@ -305,7 +308,9 @@ pub fn main() -> ExitCode {
             tools::inspect(&file, &workspace, json)
         }
         Command::Tools { action: Some(ToolsAction::Trust { file }), .. } => tools::trust(&file),
-        Command::Tools { action: Some(ToolsAction::New { name, dir }), .. } => scaffold::new(&name, dir.as_deref()),
+        Command::Tools { action: Some(ToolsAction::New { name, lang, dir }), .. } => {
+            scaffold::new(&name, lang, dir.as_deref())
+        }
         Command::Tools { action: Some(ToolsAction::Call { name, arguments, workspace }), .. } => {
             tools::call(&workspace, &name, arguments.as_deref())
         }

@@ -1,24 +1,46 @@
 //! `ragbox tools new NAME`: a tool component project, outside any checkout,
-//! that builds with `make` and passes its own `make test`. It carries this
-//! binary's `wit/ragbox.wit`, so it fits the host that made it.
+//! that builds with `make` and passes its own `make test`, in Rust or Python
+//! (componentize-py). It carries this binary's `wit/ragbox.wit`, so it fits
+//! the host that made it.
 
 use crate::runtime::WIT_VERSION;
 use anyhow::Context;
 use std::path::Path;
 
-/// The files of a new Rust tool: (path in the project, template).
-const RUST: [(&str, &str); 6] = [
-    ("Cargo.toml", include_str!("scaffold/Cargo.toml.in")),
-    ("Makefile", include_str!("scaffold/Makefile.in")),
-    (".gitignore", include_str!("scaffold/gitignore.in")),
-    ("README.md", include_str!("scaffold/README.md.in")),
-    ("src/lib.rs", include_str!("scaffold/lib.rs.in")),
-    ("wit/ragbox.wit", include_str!("../../../wit/ragbox.wit")),
-];
+/// The language of a new tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    /// Rust, built for `wasm32-wasip2` with cargo.
+    Rust,
+    /// Python, built with componentize-py (pinned, installed into the project's `.venv`).
+    Python,
+}
 
-/// Writes a new tool named `name` into `dir` (default `./NAME`), which must
-/// not exist or be empty, and says how to build and try it.
-pub fn new(name: &str, dir: Option<&Path>) -> anyhow::Result<()> {
+const WIT: &str = include_str!("../../../wit/ragbox.wit");
+const README: &str = include_str!("scaffold/README.md.in");
+
+/// A language's files: (path in the project, template).
+fn files(lang: Lang) -> &'static [(&'static str, &'static str)] {
+    match lang {
+        Lang::Rust => &[
+            ("Cargo.toml", include_str!("scaffold/rust/Cargo.toml.in")),
+            ("Makefile", include_str!("scaffold/rust/Makefile.in")),
+            (".gitignore", include_str!("scaffold/rust/gitignore.in")),
+            ("src/lib.rs", include_str!("scaffold/rust/lib.rs.in")),
+        ],
+        Lang::Python => &[
+            ("Makefile", include_str!("scaffold/python/Makefile.in")),
+            (".gitignore", include_str!("scaffold/python/gitignore.in")),
+            ("app.py", include_str!("scaffold/python/app.py.in")),
+            ("logic.py", include_str!("scaffold/python/logic.py.in")),
+            ("test_logic.py", include_str!("scaffold/python/test_logic.py.in")),
+        ],
+    }
+}
+
+/// Writes a new tool named `name` in `lang` into `dir` (default `./NAME`),
+/// which must not exist or be empty, and says how to build and try it.
+pub fn new(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result<()> {
     check_name(name)?;
     let dir = dir.map_or_else(|| Path::new(name).to_path_buf(), Path::to_path_buf);
     if std::fs::read_dir(&dir).is_ok_and(|mut entries| entries.next().is_some()) {
@@ -26,7 +48,13 @@ pub fn new(name: &str, dir: Option<&Path>) -> anyhow::Result<()> {
     }
     let user_tools = crate::config::user_config_dir()
         .map_or_else(|| "~/.config/ragbox/tools".to_string(), |d| d.join("tools").display().to_string());
-    for (rel, template) in RUST {
+    let (how, source) = match lang {
+        Lang::Rust => ("Rust for wasm32-wasip2; the target is added if missing", "`src/lib.rs`"),
+        Lang::Python => ("componentize-py, installed into .venv on first use", "`app.py` and `logic.py`"),
+    };
+    let readme = README.replace("{how}", how).replace("{source}", source);
+    let all = files(lang).iter().copied().chain([("README.md", readme.as_str()), ("wit/ragbox.wit", WIT)]);
+    for (rel, template) in all {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
@@ -34,7 +62,7 @@ pub fn new(name: &str, dir: Option<&Path>) -> anyhow::Result<()> {
         let text = if rel.starts_with("wit/") { template.to_string() } else { fill(template, name, &user_tools) };
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    say!("made tool '{name}' in {} (Rust, ragbox:tools@{WIT_VERSION})", dir.display());
+    say!("made tool '{name}' in {} ({lang:?}, ragbox:tools@{WIT_VERSION})", dir.display());
     say!("  cd {} && make        # builds {name}.wasm; `make test` runs its tests", dir.display());
     say!("  cp {name}.wasm {user_tools}/ && ragbox tools call {name} '{{\"path\": \"README.md\"}}'");
     Ok(())
@@ -80,10 +108,10 @@ mod tests {
     fn a_folder_with_files_is_not_written_over() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("keep.txt"), "mine").unwrap();
-        let e = new("word_stats", Some(dir.path())).unwrap_err();
+        let e = new("word_stats", Lang::Rust, Some(dir.path())).unwrap_err();
         assert!(e.to_string().contains("already holds files"), "{e}");
         let fresh = dir.path().join("new");
-        new("word_stats", Some(&fresh)).unwrap();
+        new("word_stats", Lang::Rust, Some(&fresh)).unwrap();
         let lib = std::fs::read_to_string(fresh.join("src/lib.rs")).unwrap();
         assert!(lib.contains("name: \"word_stats\".into()") && !lib.contains("{name}"));
         assert!(std::fs::read_to_string(fresh.join("Cargo.toml")).unwrap().contains("name = \"word-stats\""));

@@ -313,43 +313,43 @@ impl LoadedTool {
     }
 }
 
-/// "wasm trap: …", plus the guest's panic message when it printed one.
+/// "wasm trap: …", plus what the guest said last: a Python traceback (whose
+/// runtime then panics with a message that names no cause), else a Rust
+/// panic message, else the last lines of its stderr.
 fn crash_reason(trap: &wasmtime::Error, stderr: &str) -> String {
     let trap_text = match trap.downcast_ref::<wasmtime::Trap>() {
         Some(t) => t.to_string(),
         None => trap.to_string(),
     };
-    let panic = stderr.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("note:")).collect::<Vec<_>>();
-    match panic.iter().position(|l| l.contains("panicked at")) {
+    let lines = stderr.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("note:")).collect::<Vec<_>>();
+    let panic = lines.iter().rposition(|l| l.contains("panicked at"));
+    let traceback = lines.iter().rposition(|l| l.starts_with("Traceback (most recent call last)"));
+    match (traceback, panic) {
+        (Some(t), p) => {
+            let end = p.filter(|&p| p > t).unwrap_or(lines.len());
+            format!("{trap_text}; {}", capped(&lines[t..end], MAX_TRACEBACK_LINES))
+        }
         // Rust prints "thread '…' panicked at file:line:col:" then the message.
-        Some(i) => format!("{trap_text}; {}", panic[i..].iter().take(2).copied().collect::<Vec<_>>().join(" ")),
-        None => match tail(&panic) {
-            Some(lines) => format!("{trap_text}; the tool's stderr ended: {lines}"),
-            None => trap_text,
-        },
+        (None, Some(p)) => format!("{trap_text}; {}", lines[p..].iter().take(2).copied().collect::<Vec<_>>().join(" ")),
+        (None, None) if lines.is_empty() => trap_text,
+        (None, None) => format!("{trap_text}; the tool's stderr ended: {}", capped(&lines, 3)),
     }
 }
 
-/// A Python traceback whole (from its last `Traceback` line), or else the
-/// last few lines of stderr, joined with ` | ` and capped.
-fn tail(lines: &[&str]) -> Option<String> {
-    const MAX_LINES: usize = 12;
+/// Lines of a traceback shown at most: its end, which names the exception.
+const MAX_TRACEBACK_LINES: usize = 12;
+
+/// The last `n` of `lines`, joined with ` | `, at most 2,000 characters
+/// (the end kept: it carries the exception).
+fn capped(lines: &[&str], n: usize) -> String {
     const MAX_CHARS: usize = 2000;
-    let from = match lines.iter().rposition(|l| l.starts_with("Traceback (most recent call last)")) {
-        Some(at) => at.max(lines.len().saturating_sub(MAX_LINES)),
-        None => lines.len().saturating_sub(3),
-    };
-    let joined = lines[from..].join(" | ");
-    if joined.is_empty() {
-        return None;
-    }
-    // The end carries the exception: keep it when cutting.
+    let joined = lines[lines.len().saturating_sub(n)..].join(" | ");
     let chars: Vec<char> = joined.chars().collect();
-    Some(if chars.len() > MAX_CHARS {
+    if chars.len() > MAX_CHARS {
         format!("…{}", chars[chars.len() - MAX_CHARS..].iter().collect::<String>())
     } else {
         joined
-    })
+    }
 }
 
 /// The fix for a component that imports the network, which no tool is
@@ -455,19 +455,16 @@ mod tests {
     #[test]
     fn crash_reason_carries_a_python_traceback() {
         let trap = wasmtime::Error::from(wasmtime::Trap::UnreachableCodeReached);
-        let stderr = "starting\nTraceback (most recent call last):\n  File \"app.py\", line 9, in call\n    \
-                      n = int(args[\"limit\"])\nValueError: invalid literal for int() with base 10: 'ten'\n";
+        // As componentize-py's runtime reports an uncaught exception.
+        let stderr = "starting\nTraceback (most recent call last):\n  File \"/0/app.py\", line 44, in call\n\
+                      ZeroDivisionError: division by zero\nthread '<unnamed>' (1) panicked at runtime/src/lib.rs:1293:29:\n\
+                      Python function threw an unexpected exception\nnote: run with `RUST_BACKTRACE=1`\n";
         let r = crash_reason(&trap, stderr);
-        assert!(
-            r.contains("the tool's stderr ended: Traceback (most recent call last): | File \"app.py\", line 9"),
-            "{r}"
-        );
-        assert!(
-            r.ends_with("ValueError: invalid literal for int() with base 10: 'ten'") && !r.contains("starting"),
-            "{r}"
-        );
+        let want = "; Traceback (most recent call last): | File \"/0/app.py\", line 44, in call | \
+                    ZeroDivisionError: division by zero";
+        assert!(r.ends_with(want), "{r}");
         let r = crash_reason(&trap, "a\nb\nc\nd\n");
-        assert!(r.ends_with("stderr ended: b | c | d"), "{r}");
+        assert!(r.ends_with("; the tool's stderr ended: b | c | d"), "{r}");
         let long = format!("{}END\n", "x".repeat(5000));
         assert!(crash_reason(&trap, &long).ends_with("xxEND") && crash_reason(&trap, &long).len() < 2200);
     }
