@@ -301,6 +301,13 @@ fn scaffold(f: &Fixture, lang: &str, projects: &Path) -> PathBuf {
 fn make(project: &Path, goal: Option<&str>) -> String {
     let mut cmd = std::process::Command::new("make");
     cmd.current_dir(project).env("CARGO_TARGET_DIR", repo_root().join("target/guest-tools-tests"));
+    // The Node.js 22 that `make test` installs for the conformance suite, when there.
+    let node = repo_root().join("tests/conformance/node_modules/.bin");
+    if node.join("node").exists() {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let dirs = std::iter::once(node).chain(std::env::split_paths(&path));
+        cmd.env("PATH", std::env::join_paths(dirs).unwrap());
+    }
     cmd.args(goal);
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "make {goal:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -391,4 +398,35 @@ fn a_scaffolded_python_tool_builds_tests_runs_sandboxed_and_reports_its_tracebac
         "{stderr}"
     );
     assert!(stderr.contains("logic.py\", line"), "{stderr}");
+}
+
+/// The same in JavaScript (componentize-js, which the project's Makefile
+/// installs); it lists the workspace through the host, and an exception
+/// reaches the caller as the tool's error, with its stack.
+#[test]
+fn a_scaffolded_js_tool_builds_tests_runs_sandboxed_and_reports_its_stack() {
+    let f = word_stats_fixture();
+    f.write("notes/more.md", "four\n");
+    let projects = tempfile::tempdir().unwrap();
+    let project = scaffold(&f, "js", projects.path());
+    let tested = make(&project, Some("test"));
+    assert!(tested.contains("# pass 2") && tested.contains("# fail 0"), "{tested}");
+    install(&f, &project);
+    let (ok, stdout, stderr) = call_word_stats(&f, r#"{"path": "notes"}"#);
+    assert!(ok, "{stderr}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap(), json!({"path": "notes", "files": 1, "bytes": 5}));
+    let (ok, _, stderr) = call_word_stats(&f, r#"{"path": 3}"#);
+    assert!(!ok && stderr.contains("/path: 3 is not of type \"string\""), "{stderr}");
+    let (ok, stdout, stderr) = call_word_stats(&f, r#"{"path": "../"}"#);
+    assert!(!ok && stderr.contains("is not a path inside the workspace") && !stdout.contains("outside"), "{stderr}");
+
+    let logic = project.join("logic.js");
+    let text = std::fs::read_to_string(&logic).unwrap();
+    let broken = text.replace("  let bytes = 0n;", "  if (path === 'crash') null.boom();\n  let bytes = 0n;");
+    assert_ne!(text, broken);
+    std::fs::write(&logic, broken).unwrap();
+    build(&project, "js");
+    install(&f, &project);
+    let (ok, _, stderr) = call_word_stats(&f, r#"{"path": "crash"}"#);
+    assert!(!ok && stderr.contains("TypeError") && stderr.contains("logic.js"), "{stderr}");
 }

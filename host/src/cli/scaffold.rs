@@ -1,6 +1,6 @@
 //! `ragbox tools new NAME`: a tool component project, outside any checkout,
-//! that builds with `make` and passes its own `make test`, in Rust or Python
-//! (componentize-py). It carries this binary's `wit/ragbox.wit`, so it fits
+//! that builds with `make` and passes its own `make test`, in Rust, Python
+//! (componentize-py) or JavaScript (componentize-js). It carries this binary's `wit/ragbox.wit`, so it fits
 //! the host that made it.
 
 use crate::runtime::WIT_VERSION;
@@ -14,6 +14,8 @@ pub enum Lang {
     Rust,
     /// Python, built with componentize-py (pinned, installed into the project's `.venv`).
     Python,
+    /// JavaScript, built with componentize-js (pinned, installed into `node_modules`).
+    Js,
 }
 
 const WIT: &str = include_str!("../../../wit/ragbox.wit");
@@ -35,6 +37,14 @@ fn files(lang: Lang) -> &'static [(&'static str, &'static str)] {
             ("logic.py", include_str!("scaffold/python/logic.py.in")),
             ("test_logic.py", include_str!("scaffold/python/test_logic.py.in")),
         ],
+        Lang::Js => &[
+            ("Makefile", include_str!("scaffold/js/Makefile.in")),
+            (".gitignore", include_str!("scaffold/js/gitignore.in")),
+            ("package.json", include_str!("scaffold/js/package.json.in")),
+            ("app.js", include_str!("scaffold/js/app.js.in")),
+            ("logic.js", include_str!("scaffold/js/logic.js.in")),
+            ("test.js", include_str!("scaffold/js/test.js.in")),
+        ],
     }
 }
 
@@ -51,8 +61,10 @@ pub fn new(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result<()> {
     let (how, source) = match lang {
         Lang::Rust => ("Rust for wasm32-wasip2; the target is added if missing", "`src/lib.rs`"),
         Lang::Python => ("componentize-py, installed into .venv on first use", "`app.py` and `logic.py`"),
+        Lang::Js => ("componentize-js, installed into node_modules on first use", "`app.js` and `logic.js`"),
     };
-    let readme = README.replace("{how}", how).replace("{source}", source);
+    let example = if lang == Lang::Js { "." } else { "README.md" };
+    let readme = README.replace("{how}", how).replace("{source}", source).replace("{example}", example);
     let all = files(lang).iter().copied().chain([("README.md", readme.as_str()), ("wit/ragbox.wit", WIT)]);
     for (rel, template) in all {
         let path = dir.join(rel);
@@ -64,7 +76,7 @@ pub fn new(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result<()> {
     }
     say!("made tool '{name}' in {} ({lang:?}, ragbox:tools@{WIT_VERSION})", dir.display());
     say!("  cd {} && make        # builds {name}.wasm; `make test` runs its tests", dir.display());
-    say!("  cp {name}.wasm {user_tools}/ && ragbox tools call {name} '{{\"path\": \"README.md\"}}'");
+    say!("  cp {name}.wasm {user_tools}/ && ragbox tools call {name} '{{\"path\": \"{example}\"}}'");
     Ok(())
 }
 

@@ -314,8 +314,8 @@ impl LoadedTool {
 }
 
 /// "wasm trap: …", plus what the guest said last: a Python traceback (whose
-/// runtime then panics with a message that names no cause), else a Rust
-/// panic message, else the last lines of its stderr.
+/// runtime then panics with a message that names no cause), a Rust panic
+/// message, a JavaScript error and its stack, else the last lines of stderr.
 fn crash_reason(trap: &wasmtime::Error, stderr: &str) -> String {
     let trap_text = match trap.downcast_ref::<wasmtime::Trap>() {
         Some(t) => t.to_string(),
@@ -332,7 +332,11 @@ fn crash_reason(trap: &wasmtime::Error, stderr: &str) -> String {
         // Rust prints "thread '…' panicked at file:line:col:" then the message.
         (None, Some(p)) => format!("{trap_text}; {}", lines[p..].iter().take(2).copied().collect::<Vec<_>>().join(" ")),
         (None, None) if lines.is_empty() => trap_text,
-        (None, None) => format!("{trap_text}; the tool's stderr ended: {}", capped(&lines, 3)),
+        // A JavaScript runtime (StarlingMonkey) prints the error, then "Stack:" and its frames.
+        (None, None) => match lines.iter().rposition(|l| *l == "Stack:") {
+            Some(s) if s > 0 => format!("{trap_text}; {}", capped(&lines[s - 1..], MAX_TRACEBACK_LINES)),
+            _ => format!("{trap_text}; the tool's stderr ended: {}", capped(&lines, 3)),
+        },
     }
 }
 
@@ -463,6 +467,11 @@ mod tests {
         let want = "; Traceback (most recent call last): | File \"/0/app.py\", line 44, in call | \
                     ZeroDivisionError: division by zero";
         assert!(r.ends_with(want), "{r}");
+        // As componentize-js reports an exception that is not the tool's error.
+        let js = "invalid variant tag value `undefined` (received `TypeError: x is null`) specified for `CallError`\n\
+                  Stack:\n  export_call@/tmp/s/initializer.js:3616:17\nRedirecting call to abort() to mozalloc_abort\n";
+        let r = crash_reason(&trap, js);
+        assert!(r.contains("; invalid variant tag value `undefined` (received `TypeError: x is null`)"), "{r}");
         let r = crash_reason(&trap, "a\nb\nc\nd\n");
         assert!(r.ends_with("; the tool's stderr ended: b | c | d"), "{r}");
         let long = format!("{}END\n", "x".repeat(5000));
