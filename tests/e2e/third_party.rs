@@ -430,3 +430,40 @@ fn a_scaffolded_js_tool_builds_tests_runs_sandboxed_and_reports_its_stack() {
     let (ok, _, stderr) = call_word_stats(&f, r#"{"path": "crash"}"#);
     assert!(!ok && stderr.contains("TypeError") && stderr.contains("logic.js"), "{stderr}");
 }
+
+/// The README's first-tool walk-through, run line for line in a folder outside
+/// the repository, with a fresh home (so `~/.config/ragbox` is the user's
+/// config dir) and this build's `ragbox` on the PATH.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_readme_walk_through_runs_as_written() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let block = readme
+        .split_once("<!-- walk-through: first tool -->\n```sh\n")
+        .and_then(|(_, rest)| rest.split_once("\n```"))
+        .map(|(block, _)| block)
+        .expect("the README has its walk-through block");
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let bin = ragbox_tests::ragbox_bin().parent().unwrap().to_path_buf();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::iter::once(bin).chain(std::env::split_paths(&path));
+    let out = std::process::Command::new("sh")
+        .args(["-eu", "-c", block])
+        .current_dir(&work)
+        .env("HOME", home.path())
+        .env_remove("RAGBOX_CONFIG_DIR")
+        .env_remove("XDG_CONFIG_HOME")
+        .env("PATH", std::env::join_paths(dirs).unwrap())
+        .env("CARGO_TARGET_DIR", repo_root().join("target/guest-tools-tests"))
+        .env("RAGBOX_COMPILE_CACHE", home.path().join("cache"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{block}\n{stdout}\n{stderr}");
+    let result = stdout.rsplit_once("\n{").map(|(_, json)| format!("{{{json}")).expect("the call's JSON last");
+    let result: Value = serde_json::from_str(&result).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(result, json!({"path": "notes.md", "lines": 2, "words": 2, "bytes": 8}));
+    assert!(home.path().join(".config/ragbox/tools/line_count.wasm").is_file());
+}
