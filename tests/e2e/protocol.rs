@@ -143,3 +143,41 @@ fn progress_token_is_accepted() {
     assert_eq!(reply["id"], 40, "{reply}");
     assert_eq!(reply["result"]["isError"], false);
 }
+
+/// The bytes of `tools/list`'s result as a server with `args` answers it.
+fn tools_list(f: &Fixture, args: &[&str]) -> (Vec<String>, usize, Raw) {
+    let mut raw = Raw::start_with(f, args);
+    raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let reply = raw.recv();
+    let tools = reply["result"]["tools"].as_array().unwrap_or_else(|| panic!("{reply}"));
+    let names = tools.iter().map(|t| t["name"].as_str().unwrap_or_default().to_string()).collect();
+    (names, reply["result"].to_string().len(), raw)
+}
+
+#[test]
+fn the_core_profile_lists_what_most_agents_need_and_refuses_the_rest() {
+    let f = Fixture::cortext();
+    let (all, all_bytes, _) = tools_list(&f, &["serve"]);
+    let (mut core, core_bytes, mut raw) = tools_list(&f, &["serve", "--tools", "core"]);
+    core.sort();
+    let mut want =
+        ["search", "search_skills", "get_context", "search_similar", "embed_workspace", "get_embedding_status"];
+    want.sort();
+    assert_eq!(core, want);
+    assert!(all.len() >= 13 && all.iter().all(|n| n.as_str() != "find_todos"), "{all:?}");
+    assert!(core_bytes * 2 < all_bytes, "core {core_bytes} B against all {all_bytes} B");
+
+    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_workspace","arguments":{"query":"jwt"}}}"#);
+    let reply = raw.recv();
+    let message = reply["error"]["message"].as_str().unwrap_or_else(|| panic!("{reply}"));
+    assert!(message.contains("not offered") && message.contains("--tools all"), "{message}");
+    raw.send(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_embedding_status","arguments":{}}}"#,
+    );
+    let reply = raw.recv();
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+
+    let (mut named, _, _) = tools_list(&f, &["serve", "--tools", "search_workspace,get_context"]);
+    named.sort();
+    assert_eq!(named, ["get_context", "search_workspace"]);
+}

@@ -95,6 +95,11 @@ enum Command {
         /// Another Host name clients may use with --http (repeatable), e.g. this machine's name.
         #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
         allowed_hosts: Vec<String>,
+        /// Which tools to offer: all, core (search, search_skills, get_context,
+        /// search_similar, embed_workspace, get_embedding_status, and your own
+        /// tools), or tool names separated by commas.
+        #[arg(long, value_name = "PROFILE", default_value = "all", env = "RAGBOX_TOOLS")]
+        tools: crate::mcp::Profile,
     },
     /// List the loaded tool components: name, source, sha256 and grants.
     Tools {
@@ -300,8 +305,8 @@ pub fn main() -> ExitCode {
     // A server's log is its record; a command's output is for the person who ran it.
     init_logging(if matches!(cli.command, Command::Serve { .. }) { "info,rmcp=warn" } else { "warn" });
     let result = match cli.command {
-        Command::Serve { workspace, watch, http, token_file, allow_public, allowed_hosts } => {
-            serve::run(&workspace, serve::ServeArgs { watch, http, token_file, allow_public, allowed_hosts })
+        Command::Serve { workspace, watch, http, token_file, allow_public, allowed_hosts, tools } => {
+            serve::run(&workspace, serve::ServeArgs { watch, http, token_file, allow_public, allowed_hosts, tools })
         }
         Command::Tools { action: None, workspace, json } => tools::run(&workspace, json),
         Command::Tools { action: Some(ToolsAction::Inspect { file, workspace, json }), .. } => {

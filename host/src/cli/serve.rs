@@ -2,7 +2,7 @@
 
 use super::open::open;
 use crate::mcp::http::{HttpOptions, TOKEN_FILE, load_or_create_token, serve_http};
-use crate::mcp::{RagboxServer, serve_stdio};
+use crate::mcp::{Profile, RagboxServer, serve_stdio};
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,8 @@ pub struct ServeArgs {
     pub allow_public: bool,
     /// Extra Host names for HTTP clients.
     pub allowed_hosts: Vec<String>,
+    /// Which tools to offer.
+    pub tools: Profile,
 }
 
 /// Loads the tools, then serves until the client hangs up (stdio) or the
@@ -39,7 +41,12 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
         "serving MCP on {}",
         if args.http.is_some() { "HTTP" } else { "stdio" }
     );
-    let server = RagboxServer::new(std::sync::Arc::new(runner));
+    if let Profile::Named(names) = &args.tools {
+        for name in names.iter().filter(|n| setup.catalog.get(n).is_none()) {
+            tracing::warn!("--tools names '{name}', which no loaded tool has (yet)");
+        }
+    }
+    let server = RagboxServer::new(std::sync::Arc::new(runner), args.tools);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let Some(addr) = args.http else {
         return runtime.block_on(serve_stdio(server, args.watch));

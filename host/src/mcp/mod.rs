@@ -3,9 +3,11 @@
 
 mod follow;
 pub mod http;
+mod profile;
 mod progress;
 mod reply;
 mod server;
 mod stdio;
 
+pub use profile::Profile;
 pub use server::{RagboxServer, serve_stdio};

@@ -4,9 +4,12 @@
 //! the config and the catalog and, when the list changed, tells the clients
 //! (`notifications/tools/list_changed`).
 
+use super::profile::Profile;
 use super::progress;
 use super::reply::{failed, to_result};
-use crate::runtime::{Called, Caller, Failure, LoadedTool, Outcome, Reload, Request, Runner, Setup, UnknownTool};
+use crate::runtime::{
+    Called, Caller, Failure, LoadedTool, Outcome, Reload, Request, Runner, Setup, Source, UnknownTool,
+};
 use crate::workspace::Workspaces;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -30,6 +33,8 @@ pub struct RagboxServer {
 
 struct Inner {
     runner: Arc<Runner>,
+    /// Which tools are offered (`--tools`).
+    profile: Profile,
     /// Every client that finished `initialize`, told when the tool list changes.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     /// The `tools/list` entries, made once per setup: HTTP asks for a tool's
@@ -44,15 +49,20 @@ struct Listing {
     tools: Arc<Vec<Tool>>,
 }
 
-/// The `tools/list` entries of a setup.
-fn tools_of(setup: &Setup) -> Vec<Tool> {
-    setup.catalog.tools().iter().filter_map(mcp_tool).collect()
+/// The `tools/list` entries of a setup, as far as `profile` offers them.
+fn tools_of(setup: &Setup, profile: &Profile) -> Vec<Tool> {
+    setup.catalog.tools().iter().filter(|t| offered(profile, t)).filter_map(mcp_tool).collect()
+}
+
+/// Whether `profile` offers `tool`.
+fn offered(profile: &Profile, tool: &LoadedTool) -> bool {
+    profile.offers(tool.name(), matches!(tool.source, Source::BuiltIn(_)))
 }
 
 impl RagboxServer {
-    /// A server whose calls `runner` makes.
-    pub fn new(runner: Arc<Runner>) -> Self {
-        Self { inner: Arc::new(Inner { runner, peers: Mutex::new(Vec::new()), listing: Mutex::default() }) }
+    /// A server whose calls `runner` makes, offering the tools `profile` names.
+    pub fn new(runner: Arc<Runner>, profile: Profile) -> Self {
+        Self { inner: Arc::new(Inner { runner, profile, peers: Mutex::new(Vec::new()), listing: Mutex::default() }) }
     }
 
     /// The `tools/list` entries of the setup in force.
@@ -60,7 +70,7 @@ impl RagboxServer {
         let setup = self.inner.runner.setup();
         let mut listing = self.inner.listing.lock().unwrap_or_else(|e| e.into_inner());
         if !listing.setup.as_ref().is_some_and(|made_from| Arc::ptr_eq(made_from, &setup)) {
-            *listing = Listing { tools: Arc::new(tools_of(&setup)), setup: Some(setup) };
+            *listing = Listing { tools: Arc::new(tools_of(&setup, &self.inner.profile)), setup: Some(setup) };
         }
         listing.tools.clone()
     }
@@ -202,11 +212,39 @@ fn mcp_tool(tool: &LoadedTool) -> Option<Tool> {
         value["annotations"]["title"] = json!(title);
     }
     if let Some(out) = info.output_schema.as_deref().and_then(parse) {
-        value["outputSchema"] = out;
+        value["outputSchema"] = lean(out);
     }
     serde_json::from_value(value)
         .inspect_err(|e| tracing::warn!(tool = tool.name(), "cannot describe tool to MCP: {e}"))
         .ok()
+}
+
+/// An output schema without its prose (`description`, `title`,
+/// `examples`): clients validate results against it, and a model reads the
+/// result itself. A third of `tools/list`'s bytes were those descriptions.
+fn lean(schema: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(key, _)| !matches!(key.as_str(), "description" | "title" | "examples"))
+                .map(|(key, value)| {
+                    let value = match (key.as_str(), value) {
+                        // Maps from names to schemas: the names are data, kept as they are.
+                        ("properties" | "patternProperties" | "$defs" | "definitions", Value::Object(named)) => {
+                            Value::Object(named.into_iter().map(|(name, s)| (name, lean(s))).collect())
+                        }
+                        // Values, not schemas.
+                        ("enum" | "const" | "default" | "required", v) => v,
+                        (_, v) => lean(v),
+                    };
+                    (key, value)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(lean).collect()),
+        other => other,
+    }
 }
 
 impl ServerHandler for RagboxServer {
@@ -251,6 +289,15 @@ impl ServerHandler for RagboxServer {
             }
             None => (None, None),
         };
+        let setup = self.inner.runner.setup();
+        if let Some(tool) = setup.catalog.get(&request.name).filter(|t| !offered(&self.inner.profile, t)) {
+            let message = format!(
+                "tool '{}' is not offered by this server (--tools {}): start it with --tools all, or name the tool in --tools",
+                tool.name(),
+                self.inner.profile.shown()
+            );
+            return Err(McpError::invalid_params(message, None));
+        }
         let arguments = request.arguments.unwrap_or_default();
         let call = Request { caller: Caller::Client, cancel: context.ct.clone(), progress, timings: None };
         let started = std::time::Instant::now();
