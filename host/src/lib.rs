@@ -17,6 +17,7 @@ pub mod index;
 mod mcp;
 mod platform;
 pub mod postgres;
+mod resources;
 pub mod runtime;
 pub mod store;
 mod text;

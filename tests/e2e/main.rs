@@ -13,6 +13,7 @@ mod load;
 mod postgres;
 mod protocol;
 mod rag_server;
+mod resources;
 mod sandbox;
 mod schemas;
 mod search_workspace;

@@ -181,3 +181,56 @@ fn the_core_profile_lists_what_most_agents_need_and_refuses_the_rest() {
     named.sort();
     assert_eq!(named, ["get_context", "search_workspace"]);
 }
+
+/// MCP 2026-07-28 has no `initialize`: each request carries the protocol
+/// version and the client's capabilities in `_meta`. ragbox answers such a
+/// client, and the older handshake's clients still (the rest of this suite).
+#[test]
+fn a_2026_07_28_client_is_served_without_a_handshake() {
+    let f = Fixture::cortext();
+    let mut raw = Raw::spawn(&f, &["serve"]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}
+    });
+    raw.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}).to_string());
+    let reply = raw.recv();
+    let tools = reply["result"]["tools"].as_array().unwrap_or_else(|| panic!("{reply}"));
+    assert!(tools.iter().any(|t| t["name"] == "search_workspace"), "{reply}");
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "search_workspace", "arguments": {"query": "JWT"}, "_meta": meta}})
+        .to_string(),
+    );
+    let reply = raw.recv();
+    assert_eq!(reply["result"]["structuredContent"]["num_results"], 7, "{reply}");
+    // Without the metadata, the request is refused with what is missing.
+    raw.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}).to_string());
+    let reply = raw.recv();
+    assert!(reply["error"]["message"].as_str().is_some_and(|m| m.contains("protocolVersion")), "{reply}");
+}
+
+/// Over HTTP, a 2026-07-28 client has no session: each POST carries the
+/// version (header and `_meta`) and is answered on its own, token still required.
+#[test]
+fn a_2026_07_28_client_is_served_over_http_without_a_session() {
+    let f = Fixture::cortext();
+    let server = f.serve_http();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "search_workspace", "arguments": {"query": "JWT"},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}
+        }
+    }})
+    .to_string();
+    let headers = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: search_workspace\r\n";
+    let (status, response) = server.post(&server.token, headers, &body);
+    assert_eq!(status, 200, "{response}");
+    assert!(!response.to_ascii_lowercase().contains("mcp-session-id"), "no session: {response}");
+    assert!(response.contains(r#""num_results":7"#), "{response}");
+    let (status, _) = server.post("wrong-token", headers, &body);
+    assert_eq!(status, 401);
+}

@@ -148,6 +148,37 @@ def test_embedding_tools_with_progress(workspace):
     run(scenario())
 
 
+def test_documents_and_skills_are_resources(workspace):
+    skill = "---\nname: rotate-keys\ndescription: Rotate signing keys without downtime.\n---\n# Rotate keys\n\nStep one.\n"
+    (workspace / "skills" / "rotate-keys").mkdir(parents=True)
+    (workspace / "skills" / "rotate-keys" / "SKILL.md").write_text(skill)
+
+    async def scenario():
+        async with stdio_client(server(workspace)) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                assert init.capabilities.resources is not None
+                result = await session.call_tool("embed_workspace", {})
+                assert not result.is_error, result.content
+
+                listed = (await session.list_resources()).resources
+                uris = {str(r.uri) for r in listed}
+                todo = (workspace / "notes" / "todo.md").resolve().as_uri()
+                assert todo in uris and "skill://rotate-keys" in uris, uris
+                assert not any("private" in u for u in uris), uris
+
+                read_back = await session.read_resource(todo)
+                assert read_back.contents[0].text == "Nothing about tokens here.\n"
+                whole = await session.read_resource("skill://rotate-keys")
+                assert whole.contents[0].text == skill
+                assert whole.contents[0].mime_type == "text/markdown"
+
+                templates = (await session.list_resource_templates()).resource_templates
+                assert [t.uri_template for t in templates][1] == "skill://{name}"
+
+    run(scenario())
+
+
 DATA = pathlib.Path(os.environ.get("RAGBOX_DATA", ROOT.parent / "shared" / "data"))
 PYTHON_SOURCES = [
     "skills/wshobson+agents/tools/doc_gardener.py",

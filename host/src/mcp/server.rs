@@ -7,13 +7,15 @@
 use super::profile::Profile;
 use super::progress;
 use super::reply::{failed, to_result};
+use crate::resources::{Body, ResourceError, Resources};
 use crate::runtime::{
     Called, Caller, Failure, LoadedTool, Outcome, Reload, Request, Runner, Setup, Source, UnknownTool,
 };
 use crate::workspace::Workspaces;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -130,6 +132,27 @@ impl RagboxServer {
     /// The served workspace and the others calls may name, as configured now.
     pub(crate) fn workspaces(&self) -> Workspaces {
         self.inner.runner.setup().workspaces.clone()
+    }
+
+    /// Runs `work` on the served workspace's resources on a blocking thread
+    /// (the index is read from disk), its error made MCP's.
+    async fn with_resources<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Resources<'_>) -> Result<T, ResourceError> + Send + 'static,
+    ) -> Result<T, McpError> {
+        let runner = self.inner.runner.clone();
+        let done = tokio::task::spawn_blocking(move || {
+            let served = runner.setup().workspaces.served().to_path_buf();
+            let corpus = runner.corpus(&served);
+            work(&Resources::new(&served, &corpus))
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("resource task failed: {e}"), None))?;
+        done.map_err(|e| match e {
+            ResourceError::Invalid(m) => McpError::invalid_params(m, None),
+            ResourceError::NotFound(m) => McpError::resource_not_found(m, None),
+            other => McpError::internal_error(other.to_string(), None),
+        })
     }
 
     /// Runs the tool `name` on a blocking thread: a client's call or the
@@ -249,13 +272,15 @@ fn lean(schema: serde_json::Value) -> serde_json::Value {
 
 impl ServerHandler for RagboxServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new("ragbox", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!(
-                "ragbox serves the workspace {}: search it by keyword and meaning, and see what is indexed. \
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().build(),
+        )
+        .with_server_info(Implementation::new("ragbox", env!("CARGO_PKG_VERSION")))
+        .with_instructions(format!(
+            "ragbox serves the workspace {}: search it by keyword and meaning, and see what is indexed. \
                  Every tool runs in a sandbox that sees this workspace read-only.",
-                self.inner.runner.setup().workspaces.served().display()
-            ))
+            self.inner.runner.setup().workspaces.served().display()
+        ))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -327,5 +352,63 @@ impl ServerHandler for RagboxServer {
             );
         }
         Ok(to_result(&tool, outcome).into())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let cursor = request.and_then(|r| r.cursor);
+        let page = self.with_resources(move |r| r.list(cursor.as_deref())).await?;
+        let resources = page
+            .entries
+            .into_iter()
+            .map(|e| {
+                let mut resource = Resource::new(e.uri, e.name).with_mime_type(e.mime).with_size(e.size);
+                if let Some(title) = e.title {
+                    resource = resource.with_title(title);
+                }
+                resource
+            })
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.next_cursor = page.next;
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let served = self.inner.runner.setup().workspaces.served().to_path_buf();
+        let root = url::Url::from_directory_path(&served).map(|u| u.to_string()).unwrap_or_default();
+        let templates = vec![
+            ResourceTemplate::new(format!("{root}{{+path}}"), "file")
+                .with_description("A file of the served workspace, by its path in it (links are not followed)"),
+            ResourceTemplate::new("skill://{name}", "skill")
+                .with_description("An indexed skill's whole SKILL.md, by its name")
+                .with_mime_type("text/markdown"),
+        ];
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let contents = self.with_resources(move |r| r.read(&uri)).await?;
+        let item = match contents.body {
+            Body::Text(text) => ResourceContents::text(text, contents.uri),
+            Body::Binary(bytes) => {
+                use base64::Engine as _;
+                ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(bytes), contents.uri)
+            }
+        }
+        .with_mime_type(contents.mime);
+        Ok(ReadResourceResult::new(vec![item]).into())
     }
 }
