@@ -367,6 +367,18 @@ fn a_scaffolded_rust_tool_builds_tests_and_runs_sandboxed() {
     assert!(make(&project, Some("test")).contains("test result: ok. 1 passed"));
     install(&f, &project);
     check_word_stats(&f);
+
+    // The compatibility promise: the same tool built against the previous
+    // release of the contract (ragbox:tools@0.2.0) loads and runs unchanged.
+    std::fs::copy(repo_root().join("tests/compat/wit-0.2.0/ragbox.wit"), project.join("wit/ragbox.wit")).unwrap();
+    build(&project, "rust");
+    let wasm = std::fs::read(project.join("word_stats.wasm")).unwrap();
+    let imports = |version: &str| wasm.windows(version.len()).any(|w| w == version.as_bytes());
+    let interfaces = ["types", "host", "embedder", "corpus", "vectors", "fulltext"];
+    let at = |version: &str| interfaces.iter().any(|i| imports(&format!("ragbox:tools/{i}@{version}")));
+    assert!(at("0.2.0") && !at("0.2.1"), "built against 0.2.0");
+    install(&f, &project);
+    check_word_stats(&f);
 }
 
 /// The same in Python (componentize-py, which the project's Makefile

@@ -149,25 +149,45 @@ pub enum Failure {
     },
 }
 
-/// The version of `wit/ragbox.wit` this host serves.
-pub const WIT_VERSION: &str = "0.2.0";
+/// The version of `wit/ragbox.wit` this host serves. Within one `0.MINOR`
+/// line versions only add (functions, interfaces, types), so a component
+/// built against this version or an earlier one of the line links unchanged
+/// (wasmtime matches its `@0.2.0` imports to these `@0.2.1` definitions).
+pub const WIT_VERSION: &str = "0.2.1";
 
-/// Refuses, by name, a component built against another version of the
-/// `ragbox:tools` package: the linker's own message would only name one
-/// missing import.
+/// Whether a component that imports `ragbox:tools` at `version` runs on this
+/// host; the error says what to rebuild or upgrade.
+fn compatible(version: &str) -> Result<(), String> {
+    let parse = |v: &str| -> Option<(u64, u64, u64)> {
+        let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
+        let triple = (parts.next()??, parts.next()??, parts.next()??);
+        parts.next().is_none().then_some(triple)
+    };
+    let (ours, theirs) = (parse(WIT_VERSION).unwrap_or_default(), parse(version));
+    let line = |(major, minor, _): (u64, u64, u64)| if major == 0 { (0, minor) } else { (major, 0) };
+    match theirs {
+        Some(theirs) if line(theirs) == line(ours) && theirs <= ours => Ok(()),
+        Some(theirs) if line(theirs) == line(ours) => Err(format!(
+            "it was built against ragbox:tools@{version}, newer than the ragbox:tools@{WIT_VERSION} \
+             this ragbox serves: upgrade ragbox, or build it against this ragbox's WIT (`ragbox tools new` carries it)"
+        )),
+        _ => Err(format!(
+            "it was built against ragbox:tools@{version}, but this ragbox serves ragbox:tools@{WIT_VERSION} \
+             (and what earlier versions of its line offer): rebuild it against the wit/ folder of this ragbox version"
+        )),
+    }
+}
+
+/// Refuses, by name, a component built against a version of the
+/// `ragbox:tools` package this host cannot serve: the linker's own message
+/// would only name one missing import.
 fn check_wit_version(engine: &Engine, component: &Component) -> Result<(), String> {
     let ty = component.component_type();
-    let other = ty.imports(engine).find_map(|(name, _)| {
+    let refused = ty.imports(engine).find_map(|(name, _)| {
         let (package, version) = name.strip_prefix("ragbox:tools/")?.split_once('@')?;
-        (version != WIT_VERSION).then(|| format!("ragbox:tools/{package}@{version}"))
+        compatible(version).err().map(|why| why.replacen("ragbox:tools@", &format!("ragbox:tools/{package}@"), 1))
     });
-    match other {
-        Some(import) => Err(format!(
-            "it was built against {import}, but this ragbox serves ragbox:tools@{WIT_VERSION}: \
-             rebuild it against the wit/ folder of this ragbox version"
-        )),
-        None => Ok(()),
-    }
+    refused.map_or(Ok(()), Err)
 }
 
 impl LoadedTool {
@@ -443,7 +463,11 @@ mod tests {
         };
         let e = check_wit_version(&engine, &importing("0.1.0")).unwrap_err();
         assert!(e.contains("built against ragbox:tools/host@0.1.0") && e.contains("rebuild"), "{e}");
+        let e = check_wit_version(&engine, &importing("0.2.9")).unwrap_err();
+        assert!(e.contains("newer than") && e.contains("upgrade ragbox"), "{e}");
+        assert!(check_wit_version(&engine, &importing("0.3.0")).is_err());
         assert_eq!(check_wit_version(&engine, &importing(WIT_VERSION)), Ok(()));
+        assert_eq!(check_wit_version(&engine, &importing("0.2.0")), Ok(()), "an earlier 0.2 still links");
     }
 
     #[test]
