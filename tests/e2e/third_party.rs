@@ -145,6 +145,9 @@ fn the_policy_pins_switches_off_and_inspect_explains() {
     assert_eq!((&report["would_load"], &report["grants"]), (&json!(false), &json!(["workspace:read", "index:read"])));
     assert!(report["refused_because"].as_str().unwrap().contains("ragbox tools trust"), "{report}");
     assert_eq!(report["limits"]["timeout_secs"], 30);
+    // What a start costs: a compile (once per version), and a start from the cache.
+    let (compile, start) = (&report["timings_ms"]["compile"], &report["timings_ms"]["cached_start"]);
+    assert!(compile.as_f64().is_some_and(|ms| ms > 0.0) && start.as_f64().is_some_and(|ms| ms > 0.0), "{report}");
     let tools = tools_json(&f);
     assert!(!names(&tools).contains(&"find_todos".to_string()));
     assert!(rejected_reason(&tools, "find_todos").unwrap().contains("not trusted"));

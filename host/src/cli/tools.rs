@@ -11,7 +11,7 @@ use anyhow::Context;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The grants as `ragbox tools` names them.
 fn grant_names(grants: &Grants) -> Vec<String> {
@@ -70,9 +70,17 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
     let imports: Vec<String> = ty.imports(&engine).map(|(n, _)| n.to_string()).collect();
     let exports: Vec<String> = ty.exports(&engine).map(|(n, _)| n.to_string()).collect();
 
+    // What a start costs: compiling the bytes (a first load, or a new
+    // ragbox), and a start from the compile cache (load, instantiate, describe).
+    let started = Instant::now();
+    // It compiled once already (the cache's load above), so this cannot fail.
+    let _ = wasmtime::component::Component::new(&engine, &bytes);
+    let compile_ms = started.elapsed().as_secs_f64() * 1e3;
     let setup = open(workspace)?.setup();
+    let started = Instant::now();
     let tool = describe(&engine, &cache, file, &bytes)
         .map_err(|e| anyhow::anyhow!("{e}\n(imports: {})", imports.join(", ")))?;
+    let start_ms = started.elapsed().as_secs_f64() * 1e3;
     let info = &tool.info;
     // As the file stands: in the user's tools folder it is the user's own;
     // anywhere else it is judged as a workspace's component would be.
@@ -113,6 +121,10 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
             "max_output_mib": call_limits.max_output_bytes >> 20,
         },
         "pin": format!("[tools.{}]\nsha256 = \"{sha256}\"", info.name),
+        "timings_ms": {
+            "compile": (compile_ms * 10.0).round() / 10.0,
+            "cached_start": (start_ms * 10.0).round() / 10.0,
+        },
     });
     if as_json {
         println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&report)?));
@@ -134,6 +146,9 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
     say!("annotations {}", if flags.is_empty() { "none".to_string() } else { flags.join(", ") });
     say!("imports     {}", imports.join("\n            "));
     say!("exports     {}", exports.join(", "));
+    say!(
+        "start       compiled in {compile_ms:.0} ms (first load, once per version); from the cache, loaded, instantiated and described in {start_ms:.1} ms"
+    );
     say!("input       {}", report["tool"]["input_schema"]);
     if let Some(out) = report["tool"]["output_schema"].as_object() {
         say!("output      {}", Value::Object(out.clone()));
