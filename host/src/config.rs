@@ -384,6 +384,34 @@ impl Config {
     }
 }
 
+impl Config {
+    /// What the workspace's own config lowers or takes away for `tool`
+    /// against the user's config and the defaults, in words: `tools inspect`
+    /// says so rather than leave a lower cap unexplained.
+    pub fn narrowed_by_workspace(&self, tool: &str, indexing: bool, default: &Grants) -> Vec<String> {
+        let user_only = Config { workspace: ConfigFile::default(), ..self.clone() };
+        let (theirs, ours) = (self.limits_for(tool, indexing), user_only.limits_for(tool, indexing));
+        let mut out = Vec::new();
+        let mut lowered = |what: &str, now: u64, was: u64, unit: &str| {
+            if now < was {
+                out.push(format!("{what} lowered to {now} {unit} (your config and the defaults give {was} {unit})"));
+            }
+        };
+        lowered("timeout", theirs.timeout.as_secs(), ours.timeout.as_secs(), "s");
+        lowered("memory", (theirs.memory_bytes >> 20) as u64, (ours.memory_bytes >> 20) as u64, "MiB");
+        lowered("output", (theirs.max_output_bytes >> 20) as u64, (ours.max_output_bytes >> 20) as u64, "MiB");
+        if user_only.grants_for(tool, default.clone()).corpus_write
+            && !self.grants_for(tool, default.clone()).corpus_write
+        {
+            out.push("corpus-write taken away".into());
+        }
+        if self.workspace.tools.get(tool).and_then(|o| o.enabled) == Some(false) {
+            out.push("switched off (enabled = false)".into());
+        }
+        out
+    }
+}
+
 /// The user's config file, when there is one: a regular file (it may be a
 /// link, as dotfile managers make them) of at most 1 MiB.
 fn read_user_file(path: &Path) -> Result<Option<String>, ConfigError> {

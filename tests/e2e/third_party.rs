@@ -187,6 +187,15 @@ fn the_policy_pins_switches_off_and_inspect_explains() {
     let out = f.command(&["tools", "inspect", wasm.to_str().unwrap(), "--json"]).output().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((&report["would_load"], &report["limits"]["timeout_secs"]), (&json!(true), &json!(7)));
+    // And inspect says so, never silently.
+    assert_eq!(
+        report["narrowed_by_workspace"],
+        json!(["timeout lowered to 7 s (your config and the defaults give 30 s)"])
+    );
+    let human = f.command(&["tools", "inspect", wasm.to_str().unwrap()]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&human.stdout).contains("warning: this workspace's .ragbox/config.toml narrows it")
+    );
 
     // A malformed pin is a config error that names the fix.
     f.write_user_config("[tools.find_todos]\nsha256 = \"abc\"\n");

@@ -94,6 +94,7 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
     let verdict = setup.catalog.verdict(&tool, origin, &admit);
     let grants = setup.grants(&tool);
     let call_limits = setup.limits(&tool);
+    let narrowed = setup.config.narrowed_by_workspace(tool.name(), tool.indexing(), &tool.default_grants());
     let schema = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::String(s.to_string()));
     let a = &info.annotations;
     let report = json!({
@@ -120,6 +121,7 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
             "memory_mib": call_limits.memory_bytes >> 20,
             "max_output_mib": call_limits.max_output_bytes >> 20,
         },
+        "narrowed_by_workspace": narrowed,
         "pin": format!("[tools.{}]\nsha256 = \"{sha256}\"", info.name),
         "timings_ms": {
             "compile": (compile_ms * 10.0).round() / 10.0,
@@ -165,6 +167,9 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
         call_limits.memory_bytes >> 20,
         call_limits.max_output_bytes >> 20
     );
+    for change in &narrowed {
+        say!("  warning: this workspace's {DATA_DIR}/{CONFIG_FILE} narrows it: {change}");
+    }
     say!(
         "  to use it, copy it into your tools folder, or into {}/{DATA_DIR}/tools/ and trust its bytes \
          with `ragbox tools trust {}`, which adds to your config:",
