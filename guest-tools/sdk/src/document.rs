@@ -85,6 +85,9 @@ pub fn prepare(path: &str, text: &str) -> Prepared {
         },
         None => (Vec::new(), 0, None),
     };
+    // `ragbox.*` keys are the indexer's own bookkeeping (a skill's marker, a
+    // code file's cut): a file's frontmatter does not get to set them.
+    metadata.retain(|(key, _)| !key.starts_with("ragbox."));
     let extracted = if kind == "html" { html_text(text) } else { None };
     let mut title = metadata.iter().find(|(k, _)| k == "title").map(|(_, v)| v.clone());
     if title.is_none() && kind == "html" {
@@ -191,6 +194,8 @@ mod tests {
         assert!(p.metadata.contains(&("status".into(), "draft".into())));
         assert!(p.metadata.contains(&("conversation".into(), "001-auth".into())));
         assert!(!p.metadata.iter().any(|(k, _)| k == "nested"));
+        let forged = prepare("notes/deploy.md", "---\nname: deploy\nragbox.index: skill\n---\n# Deploy\n");
+        assert!(!forged.metadata.iter().any(|(k, _)| k.starts_with("ragbox.")), "{:?}", forged.metadata);
         assert_eq!(p.conversation.unwrap().kind, "brainstorm");
     }
 
