@@ -26,6 +26,8 @@ pub const PAGE: usize = 200;
 pub const MAX_READ_BYTES: u64 = 8 << 20;
 /// The scheme of a skill's URI.
 const SKILL_SCHEME: &str = "skill://";
+/// The file that makes a folder a skill.
+const SKILL_FILE: &str = "SKILL.md";
 /// Bytes kept as they are in a skill name inside its URI (RFC 3986's unreserved).
 const NAME_KEEPS: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
 
@@ -142,9 +144,13 @@ impl<'a> Resources<'a> {
             (path, mime)
         };
         let bytes = read_beneath(self.workspace, &path)?;
-        // Text is UTF-8 without NUL bytes (which no text file holds: git's rule).
+        // Text is UTF-8 without control characters other than whitespace:
+        // no text file holds NUL (git's rule), and JSON would write each
+        // other one six bytes long.
         let body = match String::from_utf8(bytes) {
-            Ok(text) if !text.contains('\0') => Body::Text(text),
+            Ok(text) if !text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\x0c')) => {
+                Body::Text(text)
+            }
             Ok(text) => Body::Binary(text.into_bytes()),
             Err(e) => Body::Binary(e.into_bytes()),
         };
@@ -162,13 +168,21 @@ impl<'a> Resources<'a> {
             metadata: vec![("ragbox.index".into(), "skill".into()), ("name".into(), name.to_string())],
             ..Filter::default()
         };
-        let found = self.corpus.documents(&filter)?;
-        found.into_iter().next().map(|d| d.path).ok_or_else(|| {
-            ResourceError::NotFound(format!(
+        let found: Vec<String> =
+            self.corpus.documents(&filter)?.into_iter().filter(|d| skill_name(d).is_some()).map(|d| d.path).collect();
+        match found.as_slice() {
+            [path] => Ok(path.clone()),
+            [] => Err(ResourceError::NotFound(format!(
                 "no indexed skill is called '{name}': resources/list names the skills (skill://…), \
                  and embed_workspace indexes new ones"
-            ))
-        })
+            ))),
+            // One could shadow the other: say which, and let the client pick by file.
+            many => Err(ResourceError::Invalid(format!(
+                "{} skills are called '{name}' ({}): read the one you mean by its file:// URI",
+                many.len(),
+                many.join(", ")
+            ))),
+        }
     }
 
     /// The workspace-relative, `/`-separated path a `file:` URI names.
@@ -211,9 +225,11 @@ fn skill_uri(name: &str) -> String {
     format!("{SKILL_SCHEME}{}", utf8_percent_encode(name, NAME_KEEPS))
 }
 
-/// The name of an indexed skill document.
+/// The name of an indexed skill: a `SKILL.md` the indexer read as one (its
+/// metadata alone could come from any file's frontmatter).
 fn skill_name(doc: &DocumentRecord) -> Option<&str> {
-    if doc.metadata.get("ragbox.index").map(String::as_str) != Some("skill") {
+    let is_skill_file = doc.path.rsplit('/').next() == Some(SKILL_FILE);
+    if !is_skill_file || doc.kind != "skill" || doc.metadata.get("ragbox.index").map(String::as_str) != Some("skill") {
         return None;
     }
     doc.metadata.get("name").map(String::as_str).filter(|n| !n.is_empty())
@@ -245,6 +261,10 @@ fn read_beneath(workspace: &Path, rel: &str) -> Result<Vec<u8>, ResourceError> {
     let gone = || ResourceError::NotFound(format!("{rel}: no such file in the workspace (it may have been removed)"));
     let io = |source| ResourceError::Io { path: rel.to_string(), source };
     let mut names: Vec<&str> = rel.split('/').collect();
+    // Stored paths (a skill's) come this way too: each must be one plain name.
+    if names.iter().any(|n| n.is_empty() || *n == "." || *n == ".." || !platform::is_plain_name(n)) {
+        return Err(ResourceError::Invalid(format!("{rel:?} is not a path of plain names inside the workspace")));
+    }
     let last = names.pop().ok_or_else(gone)?;
     if names.iter().chain([&last]).any(|n| is_closed_dir(n)) {
         return Err(ResourceError::NotFound(format!(
@@ -252,16 +272,28 @@ fn read_beneath(workspace: &Path, rel: &str) -> Result<Vec<u8>, ResourceError> {
         )));
     }
     let config = hidden_dir();
+    let config_refused = || ResourceError::NotFound(format!("{rel}: ragbox's config folder is not a resource"));
+    if config.as_ref().is_some_and(|(path, _)| workspace.starts_with(path)) {
+        return Err(config_refused());
+    }
+    if in_process_folder(&workspace.join(rel)) {
+        return Err(ResourceError::NotFound(format!("{rel}: a process's folder in /proc is not a resource")));
+    }
     let mut dir = Dir::open_ambient_dir(workspace, cap_std::ambient_authority()).map_err(io)?;
     let mut real = workspace.to_path_buf();
     for name in names {
-        dir = dir.open_dir_nofollow(name).map_err(|e| not_followed(rel, e))?;
-        real.push(name);
-        if config.as_ref().is_some_and(|(path, id)| {
-            real.starts_with(path) || dir.dir_metadata().is_ok_and(|m| platform::file_id(&m) == *id)
-        }) {
-            return Err(ResourceError::NotFound(format!("{rel}: ragbox's config folder is not a resource")));
+        let next = dir.open_dir_nofollow(name).map_err(|e| not_followed(rel, e))?;
+        let id = next.dir_metadata().map(|m| platform::file_id(&m)).unwrap_or(platform::FileId::NONE);
+        // The data dir under another name for it (a Windows short name, an
+        // HFS+ spelling): known by its identity, as the sandbox's guard knows it.
+        if id != platform::FileId::NONE && dir_identity(&dir, crate::datadir::DATA_DIR) == Some(id) {
+            return Err(ResourceError::NotFound(format!("{rel}: ragbox's data folder is not a resource")));
         }
+        real.push(name);
+        if config.as_ref().is_some_and(|(path, config_id)| real.starts_with(path) || id == *config_id) {
+            return Err(config_refused());
+        }
+        dir = next;
     }
     let kind = dir.symlink_metadata(last).map_err(|e| not_followed(rel, e))?.file_type();
     if kind.is_symlink() {
@@ -291,6 +323,24 @@ fn read_beneath(workspace: &Path, rel: &str) -> Result<Vec<u8>, ResourceError> {
         return Err(ResourceError::Invalid(format!("{rel} grew past {} MiB while it was read", MAX_READ_BYTES >> 20)));
     }
     Ok(bytes)
+}
+
+/// The identity of the folder `name` in `parent`, if there is one.
+fn dir_identity(parent: &Dir, name: &str) -> Option<platform::FileId> {
+    if !parent.symlink_metadata(name).ok()?.is_dir() {
+        return None;
+    }
+    Some(platform::file_id(&parent.open_dir_nofollow(name).ok()?.dir_metadata().ok()?))
+}
+
+/// Whether `path` lies in a process's folder in `/proc` (its environment
+/// and memory), as when `/` is the workspace.
+fn in_process_folder(path: &Path) -> bool {
+    let mut parts = path.components().skip(1).map(|c| c.as_os_str().to_str().unwrap_or(""));
+    parts.next() == Some("proc")
+        && parts.next().is_some_and(|p| {
+            p == "self" || p == "thread-self" || (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
 }
 
 /// The user's config dir (its key, the HTTP token) and its identity, never a resource.
@@ -337,6 +387,11 @@ mod tests {
         assert!(matches!(read_beneath(&ws, "notes/missing.md"), Err(ResourceError::NotFound(_))));
         assert!(matches!(read_beneath(&ws, "notes"), Err(ResourceError::NotFound(_))));
         assert_eq!(read_beneath(&ws, "bin.dat").unwrap(), vec![0xff, 0xfe, 0]);
+        for odd in ["notes/../notes/a.md", "notes//a.md", "./notes/a.md", ""] {
+            assert!(matches!(read_beneath(&ws, odd), Err(ResourceError::Invalid(_))), "{odd:?}");
+        }
+        assert!(in_process_folder(Path::new("/proc/self/environ")) && in_process_folder(Path::new("/proc/1/mem")));
+        assert!(!in_process_folder(Path::new("/proc/cpuinfo")) && !in_process_folder(Path::new("/work/proc/1")));
         #[cfg(unix)]
         {
             let outside = tempfile::tempdir().unwrap();

@@ -33,10 +33,16 @@ pub struct RagboxServer {
     inner: Arc<Inner>,
 }
 
+/// Resource requests served at once (the rest wait their turn).
+const RESOURCE_SLOTS: usize = 4;
+
 struct Inner {
     runner: Arc<Runner>,
     /// Which tools are offered (`--tools`).
     profile: Profile,
+    /// Resource reads and lists at once: each may hold a file of up to
+    /// `MAX_READ_BYTES` (and its JSON) in memory.
+    resource_slots: tokio::sync::Semaphore,
     /// Every client that finished `initialize`, told when the tool list changes.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     /// The `tools/list` entries, made once per setup: HTTP asks for a tool's
@@ -64,7 +70,15 @@ fn offered(profile: &Profile, tool: &LoadedTool) -> bool {
 impl RagboxServer {
     /// A server whose calls `runner` makes, offering the tools `profile` names.
     pub fn new(runner: Arc<Runner>, profile: Profile) -> Self {
-        Self { inner: Arc::new(Inner { runner, profile, peers: Mutex::new(Vec::new()), listing: Mutex::default() }) }
+        Self {
+            inner: Arc::new(Inner {
+                runner,
+                profile,
+                resource_slots: tokio::sync::Semaphore::new(RESOURCE_SLOTS),
+                peers: Mutex::new(Vec::new()),
+                listing: Mutex::default(),
+            }),
+        }
     }
 
     /// The `tools/list` entries of the setup in force.
@@ -140,6 +154,12 @@ impl RagboxServer {
         &self,
         work: impl FnOnce(&Resources<'_>) -> Result<T, ResourceError> + Send + 'static,
     ) -> Result<T, McpError> {
+        let _slot = self
+            .inner
+            .resource_slots
+            .acquire()
+            .await
+            .map_err(|e| McpError::internal_error(format!("resource slots closed: {e}"), None))?;
         let runner = self.inner.runner.clone();
         let done = tokio::task::spawn_blocking(move || {
             let served = runner.setup().workspaces.served().to_path_buf();
