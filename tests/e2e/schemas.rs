@@ -1,5 +1,6 @@
-//! Every built-in tool's contract as `tools/list` shows it (title,
-//! description, input and output schemas, annotations), against the snapshots
+//! Every built-in tool's contract as `tools/list` shows it with
+//! `--output-schemas` (title, description, input and output schemas,
+//! annotations), against the snapshots
 //! in `tests/snapshots/tools/`: a changed contract is a visible diff.
 //! `RAGBOX_BLESS=1 cargo test -p ragbox-tests --test e2e schemas` rewrites them.
 
@@ -9,7 +10,7 @@ use serde_json::{Value, json};
 #[tokio::test]
 async fn every_tool_contract_matches_its_snapshot() {
     let f = Fixture::empty();
-    let client = f.connect().await;
+    let client = f.connect_with(&["serve", "--output-schemas"]).await;
     let tools = client.list_all_tools().await.expect("tools/list");
     client.cancel().await.ok();
     let dir = repo_root().join("tests/snapshots/tools");

@@ -14,7 +14,7 @@ fn structured(result: &rmcp::model::CallToolResult) -> Value {
 #[tokio::test]
 async fn lists_the_tool_with_schemas_and_annotations() {
     let f = Fixture::cortext();
-    let client = f.connect().await;
+    let client = f.connect_with(&["serve", "--output-schemas"]).await;
     let tools = client.list_all_tools().await.unwrap();
     let tool = tools.iter().find(|t| t.name == "search_workspace").expect("search_workspace listed");
     let input = serde_json::to_value(&*tool.input_schema).unwrap();

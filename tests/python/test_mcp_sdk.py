@@ -1,6 +1,7 @@
 """The official MCP Python SDK drives `ragbox serve`: an outside check that
 ragbox speaks MCP the way other clients expect (the SDK also validates
-structuredContent against each tool's outputSchema)."""
+structuredContent against each tool's outputSchema, which the server lists
+with --output-schemas)."""
 
 import ast
 import asyncio
@@ -14,7 +15,7 @@ from mcp.client.stdio import stdio_client
 from conftest import RAGBOX, ROOT, ragbox_env
 
 def server(ws):
-    return StdioServerParameters(command=RAGBOX, args=["serve", "--workspace", str(ws)], env=ragbox_env(ws))
+    return StdioServerParameters(command=RAGBOX, args=["serve", "--workspace", str(ws), "--output-schemas"], env=ragbox_env(ws))
 
 
 def run(coro):

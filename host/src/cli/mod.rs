@@ -100,6 +100,10 @@ enum Command {
         /// tools), or tool names separated by commas.
         #[arg(long, value_name = "PROFILE", default_value = "all", env = "RAGBOX_TOOLS")]
         tools: crate::mcp::Profile,
+        /// List each tool's output schema too, for clients that validate or
+        /// type results (a model reads the result itself; it doubles the list).
+        #[arg(long)]
+        output_schemas: bool,
     },
     /// List the loaded tool components: name, source, sha256 and grants.
     Tools {
@@ -305,8 +309,9 @@ pub fn main() -> ExitCode {
     // A server's log is its record; a command's output is for the person who ran it.
     init_logging(if matches!(cli.command, Command::Serve { .. }) { "info,rmcp=warn" } else { "warn" });
     let result = match cli.command {
-        Command::Serve { workspace, watch, http, token_file, allow_public, allowed_hosts, tools } => {
-            serve::run(&workspace, serve::ServeArgs { watch, http, token_file, allow_public, allowed_hosts, tools })
+        Command::Serve { workspace, watch, http, token_file, allow_public, allowed_hosts, tools, output_schemas } => {
+            let args = serve::ServeArgs { watch, http, token_file, allow_public, allowed_hosts, tools, output_schemas };
+            serve::run(&workspace, args)
         }
         Command::Tools { action: None, workspace, json } => tools::run(&workspace, json),
         Command::Tools { action: Some(ToolsAction::Inspect { file, workspace, json }), .. } => {

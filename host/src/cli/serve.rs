@@ -2,7 +2,7 @@
 
 use super::open::open;
 use crate::mcp::http::{HttpOptions, TOKEN_FILE, load_or_create_token, serve_http};
-use crate::mcp::{Profile, RagboxServer, serve_stdio};
+use crate::mcp::{Offer, Profile, RagboxServer, serve_stdio};
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,8 @@ pub struct ServeArgs {
     pub allowed_hosts: Vec<String>,
     /// Which tools to offer.
     pub tools: Profile,
+    /// List output schemas too.
+    pub output_schemas: bool,
 }
 
 /// Loads the tools, then serves until the client hangs up (stdio) or the
@@ -46,7 +48,8 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
             tracing::warn!("--tools names '{name}', which no loaded tool has (yet)");
         }
     }
-    let server = RagboxServer::new(std::sync::Arc::new(runner), args.tools);
+    let offer = Offer { tools: args.tools, output_schemas: args.output_schemas };
+    let server = RagboxServer::new(std::sync::Arc::new(runner), offer);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let Some(addr) = args.http else {
         return runtime.block_on(serve_stdio(server, args.watch));

@@ -9,5 +9,5 @@ mod reply;
 mod server;
 mod stdio;
 
-pub use profile::Profile;
+pub use profile::{Offer, Profile};
 pub use server::{RagboxServer, serve_stdio};

@@ -1,6 +1,8 @@
-//! Which tools `serve` offers (`--tools`). Every agent reads `tools/list` at
-//! every start; one that needs only search and context pays for less with
-//! `core`. The default, `all`, keeps every tool the seed documents name.
+//! What `serve` lists (`--tools`, `--output-schemas`). Every agent reads
+//! `tools/list` at every start and pays for it in context: one that needs
+//! only search and context pays less with `core`. The default lists every
+//! tool the seed documents name, without output schemas (half the bytes),
+//! which clients that validate results ask for.
 
 use std::collections::BTreeSet;
 use std::str::FromStr;
@@ -40,6 +42,16 @@ impl FromStr for Profile {
             }
         }
     }
+}
+
+/// What `tools/list` offers: which tools, and whether with output schemas.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Offer {
+    /// The tools listed.
+    pub tools: Profile,
+    /// List each tool's output schema too (without its prose), for clients
+    /// that validate or type results; a model reads the result itself.
+    pub output_schemas: bool,
 }
 
 impl Profile {

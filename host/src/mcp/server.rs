@@ -4,7 +4,7 @@
 //! the config and the catalog and, when the list changed, tells the clients
 //! (`notifications/tools/list_changed`).
 
-use super::profile::Profile;
+use super::profile::{Offer, Profile};
 use super::progress;
 use super::reply::{failed, to_result};
 use crate::resources::{Body, ResourceError, Resources};
@@ -38,8 +38,8 @@ const RESOURCE_SLOTS: usize = 4;
 
 struct Inner {
     runner: Arc<Runner>,
-    /// Which tools are offered (`--tools`).
-    profile: Profile,
+    /// What `tools/list` offers (`--tools`, `--output-schemas`).
+    offer: Offer,
     /// Resource reads and lists at once: each may hold a file of up to
     /// `MAX_READ_BYTES` (and its JSON) in memory.
     resource_slots: tokio::sync::Semaphore,
@@ -57,9 +57,10 @@ struct Listing {
     tools: Arc<Vec<Tool>>,
 }
 
-/// The `tools/list` entries of a setup, as far as `profile` offers them.
-fn tools_of(setup: &Setup, profile: &Profile) -> Vec<Tool> {
-    setup.catalog.tools().iter().filter(|t| offered(profile, t)).filter_map(mcp_tool).collect()
+/// The `tools/list` entries of a setup, as `offer` says.
+fn tools_of(setup: &Setup, offer: &Offer) -> Vec<Tool> {
+    let listed = setup.catalog.tools().iter().filter(|t| offered(&offer.tools, t));
+    listed.filter_map(|t| mcp_tool(t, offer.output_schemas)).collect()
 }
 
 /// Whether `profile` offers `tool`.
@@ -68,12 +69,12 @@ fn offered(profile: &Profile, tool: &LoadedTool) -> bool {
 }
 
 impl RagboxServer {
-    /// A server whose calls `runner` makes, offering the tools `profile` names.
-    pub fn new(runner: Arc<Runner>, profile: Profile) -> Self {
+    /// A server whose calls `runner` makes, listing what `offer` says.
+    pub fn new(runner: Arc<Runner>, offer: Offer) -> Self {
         Self {
             inner: Arc::new(Inner {
                 runner,
-                profile,
+                offer,
                 resource_slots: tokio::sync::Semaphore::new(RESOURCE_SLOTS),
                 peers: Mutex::new(Vec::new()),
                 listing: Mutex::default(),
@@ -86,7 +87,7 @@ impl RagboxServer {
         let setup = self.inner.runner.setup();
         let mut listing = self.inner.listing.lock().unwrap_or_else(|e| e.into_inner());
         if !listing.setup.as_ref().is_some_and(|made_from| Arc::ptr_eq(made_from, &setup)) {
-            *listing = Listing { tools: Arc::new(tools_of(&setup, &self.inner.profile)), setup: Some(setup) };
+            *listing = Listing { tools: Arc::new(tools_of(&setup, &self.inner.offer)), setup: Some(setup) };
         }
         listing.tools.clone()
     }
@@ -234,8 +235,8 @@ async fn watch_tools(server: RagboxServer, loader: Arc<dyn Reload>) {
     }
 }
 
-/// The MCP description of a loaded tool.
-fn mcp_tool(tool: &LoadedTool) -> Option<Tool> {
+/// The MCP description of a loaded tool, with its output schema when asked.
+fn mcp_tool(tool: &LoadedTool, output_schema: bool) -> Option<Tool> {
     let info = &tool.info;
     let parse = |s: &str| serde_json::from_str::<serde_json::Value>(s).ok();
     let a = &info.annotations;
@@ -254,7 +255,7 @@ fn mcp_tool(tool: &LoadedTool) -> Option<Tool> {
         value["title"] = json!(title);
         value["annotations"]["title"] = json!(title);
     }
-    if let Some(out) = info.output_schema.as_deref().and_then(parse) {
+    if let Some(out) = info.output_schema.as_deref().filter(|_| output_schema).and_then(parse) {
         value["outputSchema"] = lean(out);
     }
     serde_json::from_value(value)
@@ -335,11 +336,11 @@ impl ServerHandler for RagboxServer {
             None => (None, None),
         };
         let setup = self.inner.runner.setup();
-        if let Some(tool) = setup.catalog.get(&request.name).filter(|t| !offered(&self.inner.profile, t)) {
+        if let Some(tool) = setup.catalog.get(&request.name).filter(|t| !offered(&self.inner.offer.tools, t)) {
             let message = format!(
                 "tool '{}' is not offered by this server (--tools {}): start it with --tools all, or name the tool in --tools",
                 tool.name(),
-                self.inner.profile.shown()
+                self.inner.offer.tools.shown()
             );
             return Err(McpError::invalid_params(message, None));
         }
