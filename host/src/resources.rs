@@ -158,8 +158,8 @@ impl<'a> Resources<'a> {
         Ok(Contents { uri: uri.to_string(), mime, body })
     }
 
-    /// The workspace-relative path of the indexed skill called `name` (the
-    /// first in path order, when two share it).
+    /// The workspace-relative path of the indexed skill called `name`; a
+    /// name more than one skill has is refused, naming their files.
     fn skill_path(&self, name: &str) -> Result<String, ResourceError> {
         let name = percent_decode_str(name.trim_end_matches('/'))
             .decode_utf8()
