@@ -282,6 +282,14 @@ fn tools_call_runs_one_tool_once_from_the_command_line() {
     let (ok, stdout, stderr) = run(&["tools", "call", "get_embedding_status"], None);
     assert!(ok && serde_json::from_str::<Value>(&stdout).is_ok(), "{stdout}{stderr}");
 
+    // inspect shows what those calls cost (the refused ones below never ran).
+    let report = run(&["tools", "inspect", tools.join("find_todos.wasm").to_str().unwrap(), "--json"], None).1;
+    let report: Value = serde_json::from_str(&report).unwrap_or_else(|e| panic!("{e}: {report}"));
+    assert_eq!(report["last_calls_ms"]["count"], 2, "{report}");
+    assert!(
+        report["last_calls"].as_array().unwrap().iter().all(|c| c["outcome"] == "ok" && c["ms"].as_f64() > Some(0.0))
+    );
+
     // What goes wrong says what to do, on stderr, with a failing status.
     for (args, wanted) in [
         (vec!["tools", "call", "find_todos", "{limit: 3}"], "the arguments are not JSON"),

@@ -6,7 +6,7 @@
 use super::open::{self, open};
 use crate::builtins::BUILTIN_TOOLS;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Limits, Origin, user_config_dir};
-use crate::runtime::{Catalog, CompileCache, LoadedTool, Source, load_one, new_engine, read_component};
+use crate::runtime::{Catalog, CompileCache, History, LoadedTool, Source, load_one, new_engine, read_component};
 use anyhow::Context;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -95,6 +95,11 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
     let grants = setup.grants(&tool);
     let call_limits = setup.limits(&tool);
     let narrowed = setup.config.narrowed_by_workspace(tool.name(), tool.indexing(), &tool.default_grants());
+    // What these bytes cost as they were called (by any agent, or `tools call`), oldest first.
+    let calls = History::new(History::default_dir()).last(tool.name(), &sha256);
+    let mut ms: Vec<f64> = calls.iter().map(|c| c.ms).collect();
+    ms.sort_by(f64::total_cmp);
+    let p50 = ms.get(ms.len() / 2).copied();
     let schema = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::String(s.to_string()));
     let a = &info.annotations;
     let report = json!({
@@ -122,6 +127,8 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
             "max_output_mib": call_limits.max_output_bytes >> 20,
         },
         "narrowed_by_workspace": narrowed,
+        "last_calls": calls,
+        "last_calls_ms": { "count": ms.len(), "p50": p50, "max": ms.last() },
         "pin": format!("[tools.{}]\nsha256 = \"{sha256}\"", info.name),
         "timings_ms": {
             "compile": (compile_ms * 10.0).round() / 10.0,
@@ -167,6 +174,14 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
         call_limits.memory_bytes >> 20,
         call_limits.max_output_bytes >> 20
     );
+    match (p50, ms.last()) {
+        (Some(p50), Some(max)) => say!(
+            "  its last {} calls: {p50:.1} ms p50, {max:.1} ms at most (last: {})",
+            ms.len(),
+            calls.last().map_or("", |c| c.outcome.as_str())
+        ),
+        _ => say!("  no calls of these bytes yet (`ragbox tools call` or an agent's calls are kept)"),
+    }
     for change in &narrowed {
         say!("  warning: this workspace's {DATA_DIR}/{CONFIG_FILE} narrows it: {change}");
     }

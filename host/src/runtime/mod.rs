@@ -7,6 +7,7 @@ mod catalog;
 mod engine;
 mod fs_guard;
 mod guard;
+mod history;
 mod linker;
 mod runner;
 mod sandbox;
@@ -20,6 +21,7 @@ pub use catalog::{
     Admit, Catalog, Fingerprint, Found, Rejected, fingerprint, load_one, read_component, untrusted, wasm_files,
 };
 pub use engine::new_engine;
+pub use history::{CallRecord, History};
 use linker::capabilities_linker;
 pub use runner::{Called, Reload, Request, Runner, Setup, UnknownTool};
 pub use sandbox::{CallEnv, Caller, HostState, Progress, ProgressSink};

@@ -5,6 +5,7 @@
 //! same rules to each: which workspace, which grants, which limits.
 
 use super::catalog::{Catalog, Fingerprint};
+use super::history::{CallRecord, History};
 use super::sandbox::{CallEnv, Caller, ProgressSink};
 use super::stages::StagesSink;
 use super::tool::{Failure, LoadedTool, Outcome};
@@ -91,13 +92,15 @@ pub struct Runner {
     setup: RwLock<Arc<Setup>>,
     loader: Option<Arc<dyn Reload>>,
     corpora: Arc<Corpora>,
+    /// Where each call's time is kept for `tools inspect`.
+    history: History,
 }
 
 impl Runner {
     /// A runner offering `setup` on the indexes in `corpora`; with a `loader`,
     /// [`Runner::reload`] reads the files again.
     pub fn new(setup: Setup, loader: Option<Arc<dyn Reload>>, corpora: Arc<Corpora>) -> Self {
-        Self { setup: RwLock::new(Arc::new(setup)), loader, corpora }
+        Self { setup: RwLock::new(Arc::new(setup)), loader, corpora, history: History::new(History::default_dir()) }
     }
 
     /// The setup in force now.
@@ -159,7 +162,9 @@ impl Runner {
             let outcome = Outcome::ToolError { invalid_arguments: true, body };
             return Ok(Called { tool: tool.clone(), outcome });
         }
+        let started = std::time::Instant::now();
         let outcome = tool.call(&arguments, env, &setup.limits(tool));
+        self.history.record(name, &CallRecord::now(&tool.sha256, started.elapsed(), outcome.label()));
         Ok(Called { tool: tool.clone(), outcome })
     }
 }

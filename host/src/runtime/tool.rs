@@ -65,6 +65,27 @@ pub enum Outcome {
     Failed(Failure),
 }
 
+impl Outcome {
+    /// How the call ended, in a word: `ok`, `tool-error`, `invalid-arguments`, or the host's failure.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Ok(_) => "ok",
+            Outcome::ToolError { invalid_arguments: true, .. } => "invalid-arguments",
+            Outcome::ToolError { .. } => "tool-error",
+            Outcome::Failed(failure) => match failure {
+                Failure::Timeout { .. } => "timeout",
+                Failure::Cancelled { .. } => "cancelled",
+                Failure::OutOfMemory { .. } => "out-of-memory",
+                Failure::ArgumentsTooLarge { .. } => "arguments-too-large",
+                Failure::OutputTooLarge { .. } => "output-too-large",
+                Failure::Crashed { .. } => "crashed",
+                Failure::BadResult { .. } => "bad-result",
+                Failure::Setup { .. } => "setup",
+            },
+        }
+    }
+}
+
 /// Why the host stopped a call; the message is what the client sees.
 #[derive(Debug, thiserror::Error)]
 pub enum Failure {
