@@ -109,6 +109,7 @@ test-rust:
 test-guests:
 	cd guest-tools && cargo test --target $(HOST_TRIPLE)
 	cd examples/tool-find-todos && cargo test --target $(HOST_TRIPLE) --target-dir ../../target/guest-tools-tests
+	cd tool-sdk && cargo test --target $(HOST_TRIPLE) --target-dir ../target/guest-tools-tests
 
 test-python:
 	$(PYTHON) -m pytest -q tests/python
@@ -185,6 +186,8 @@ lint:
 	cd tests/hostile && cargo clippy --target wasm32-wasip2 --target-dir ../../target/guest-tools-tests -- -D warnings
 	cd examples/tool-find-todos && cargo fmt --check
 	cd examples/tool-find-todos && cargo clippy --target wasm32-wasip2 --target-dir ../../target/guest-tools-tests -- -D warnings
+	cd tool-sdk && cargo fmt --check
+	cd tool-sdk && cargo clippy --all-targets --target $(HOST_TRIPLE) --target-dir ../target/guest-tools-tests -- -D warnings
 
 fmt:
 	cargo fmt --all

@@ -499,3 +499,59 @@ fn the_readme_walk_through_runs_as_written() {
     assert_eq!(result, json!({"path": "notes.md", "lines": 2, "words": 2, "bytes": 8}));
     assert!(home.path().join(".config/ragbox/tools/line_count.wasm").is_file());
 }
+
+/// The `ragbox-tool` crate (`tool-sdk/`): the example in its README, built
+/// outside the tree against the crate, loads and runs like any tool; the
+/// crate carries this ragbox's WIT and packages as it would be published.
+#[test]
+fn a_tool_built_on_the_ragbox_tool_crate_runs() {
+    let sdk = repo_root().join("tool-sdk");
+    let carried = std::fs::read_to_string(sdk.join("wit/ragbox.wit")).unwrap();
+    assert_eq!(carried, std::fs::read_to_string(repo_root().join("wit/ragbox.wit")).unwrap(), "tool-sdk/wit is wit/");
+
+    let readme = std::fs::read_to_string(sdk.join("README.md")).unwrap();
+    let example = readme.split("```rust\n").nth(1).and_then(|rest| rest.split("```").next()).expect("a rust block");
+    let projects = tempfile::tempdir().unwrap();
+    let project = projects.path().join("hello");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(project.join("src/lib.rs"), example).unwrap();
+    let manifest = format!(
+        "[package]\nname = \"hello\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n\
+         [dependencies]\nragbox-tool = {{ path = {:?} }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\
+         serde_json = \"1\"\n\n[profile.release]\nopt-level = \"s\"\npanic = \"abort\"\n\n[workspace]\n",
+        sdk.display().to_string()
+    );
+    std::fs::write(project.join("Cargo.toml"), manifest).unwrap();
+    let target = repo_root().join("target/guest-tools-tests");
+    let out = std::process::Command::new("cargo")
+        .args(["build", "--release", "--target", "wasm32-wasip2"])
+        .current_dir(&project)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let f = Fixture::empty();
+    let tools = f.config_dir.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::copy(target.join("wasm32-wasip2/release/hello.wasm"), tools.join("hello.wasm")).unwrap();
+    let out = f.command(&["tools", "call", "hello", r#"{"name": "you"}"#]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result, json!({"greeting": "hello, you"}));
+    let out = f.command(&["tools", "call", "hello", r#"{"name": "you", "nmae": 1}"#]).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("'nmae' was unexpected"));
+
+    // What `cargo publish` would upload: the sources, the README and the WIT.
+    let out = std::process::Command::new("cargo")
+        .args(["package", "--list", "--allow-dirty"])
+        .current_dir(&sdk)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for file in ["Cargo.toml", "README.md", "src/lib.rs", "wit/ragbox.wit"] {
+        assert!(listed.lines().any(|l| l == file), "{file} not packaged: {listed}");
+    }
+}
