@@ -382,9 +382,7 @@ impl Config {
             max_output_bytes: mib(capped(user.2, ws.2, 16).max(1)),
         }
     }
-}
 
-impl Config {
     /// What the workspace's own config lowers or takes away for `tool`
     /// against the user's config and the defaults, in words: `tools inspect`
     /// says so rather than leave a lower cap unexplained.
