@@ -120,3 +120,44 @@ async fn a_large_workspace_is_listed_a_page_at_a_time() {
     assert!(names.windows(2).all(|w| w[0] < w[1]), "path order, no repeats");
     client.cancel().await.expect("close");
 }
+
+/// A client is told when the documents changed (the served index's
+/// generation moved): after a call that wrote, and after a `--watch` run
+/// that indexed something; not after a read or a run that found nothing new.
+#[test]
+fn clients_are_told_when_the_resource_list_changes() {
+    use ragbox_tests::Raw;
+    use std::time::{Duration, Instant};
+    let f = Fixture::cortext();
+    let changed = r#""method":"notifications/resources/list_changed""#;
+    // Sends a call and reads up to its reply: whether the client was told meanwhile.
+    let told_during = |raw: &mut Raw, id: u64, tool: &str| {
+        raw.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                         "params": {"name": tool, "arguments": {}}})
+            .to_string(),
+        );
+        let mut told = false;
+        loop {
+            let message = raw.recv_within(Duration::from_secs(120));
+            told |= message.to_string().contains(changed);
+            if message["id"] == id {
+                return told;
+            }
+        }
+    };
+    let mut raw = Raw::start(&f);
+    raw.skip_resource_notices = false;
+    assert!(told_during(&mut raw, 1, "embed_workspace"), "told after embed_workspace indexed the workspace");
+    assert!(!told_during(&mut raw, 2, "embed_workspace"), "not told when nothing changed");
+    assert!(!told_during(&mut raw, 3, "get_embedding_status"), "not told after a read");
+    drop(raw);
+
+    let mut raw = Raw::start_with(&f, &["serve", "--watch"]);
+    raw.skip_resource_notices = false;
+    f.write("notes/new.md", "# New\n\nA note written while serving.\n");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !raw.recv_within(Duration::from_secs(60)).to_string().contains(changed) {
+        assert!(Instant::now() < deadline, "no list_changed after the watcher indexed a new file");
+    }
+}

@@ -130,16 +130,28 @@ impl RagboxServer {
         tokio::spawn(super::follow::watch_workspace(self.clone(), corpus, watch, stop.clone()));
     }
 
+    /// The clients still connected.
+    fn live_peers(&self) -> Vec<Peer<RoleServer>> {
+        let mut peers = self.inner.peers.lock().unwrap_or_else(|e| e.into_inner());
+        peers.retain(|p| !p.is_transport_closed());
+        peers.clone()
+    }
+
     /// Tells every connected client that the tool list changed.
     async fn notify_tool_list_changed(&self) {
-        let peers: Vec<Peer<RoleServer>> = {
-            let mut peers = self.inner.peers.lock().unwrap_or_else(|e| e.into_inner());
-            peers.retain(|p| !p.is_transport_closed());
-            peers.clone()
-        };
-        for peer in peers {
+        for peer in self.live_peers() {
             if let Err(e) = peer.notify_tool_list_changed().await {
                 tracing::warn!("cannot tell a client the tool list changed: {e}");
+            }
+        }
+    }
+
+    /// Tells every connected client that the resource list (the indexed
+    /// documents) may have changed.
+    async fn notify_resource_list_changed(&self) {
+        for peer in self.live_peers() {
+            if let Err(e) = peer.notify_resource_list_changed().await {
+                tracing::debug!("cannot tell a client the resource list changed: {e}");
             }
         }
     }
@@ -185,10 +197,26 @@ impl RagboxServer {
         request: Request,
     ) -> Result<Result<Called, UnknownTool>, Failure> {
         let (runner, owned) = (self.inner.runner.clone(), name.to_string());
-        tokio::task::spawn_blocking(move || runner.call(&owned, arguments, request)).await.map_err(|e| Failure::Setup {
+        let (called, changed) = tokio::task::spawn_blocking(move || {
+            // A tool that may write (embed_workspace, the watcher's runs, a
+            // granted third party): did the served index's generation move?
+            let setup = runner.setup();
+            let writes = setup.catalog.get(&owned).is_some_and(|t| !t.read_only());
+            let corpus = writes.then(|| runner.corpus(setup.workspaces.served()));
+            let generation = || corpus.as_ref().and_then(|c| c.stats().ok()).map(|s| s.generation);
+            let before = generation();
+            let called = runner.call(&owned, arguments, request);
+            (called, writes && generation() != before)
+        })
+        .await
+        .map_err(|e| Failure::Setup {
             tool: name.to_string(),
             reason: format!("the call failed inside the host: {e}"),
-        })
+        })?;
+        if changed {
+            self.notify_resource_list_changed().await;
+        }
+        Ok(called)
     }
 }
 
@@ -294,7 +322,12 @@ fn lean(schema: serde_json::Value) -> serde_json::Value {
 impl ServerHandler for RagboxServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().build(),
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .build(),
         )
         .with_server_info(Implementation::new("ragbox", env!("CARGO_PKG_VERSION")))
         .with_instructions(format!(
