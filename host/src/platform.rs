@@ -187,6 +187,27 @@ impl FileId {
     }
 }
 
+/// The identity of the folder `name` in `parent`, if it is one (read
+/// through a handle: Windows gives a path's metadata without its file index).
+pub fn dir_identity(parent: &cap_std::fs::Dir, name: &str) -> Option<FileId> {
+    use cap_fs_ext::DirExt as _;
+    if !parent.symlink_metadata(name).ok()?.is_dir() {
+        return None;
+    }
+    let dir = parent.open_dir_nofollow(name).ok()?;
+    Some(file_id(&dir.dir_metadata().ok()?))
+}
+
+/// Whether `real` (absolute, no link on it) lies in a process's folder in
+/// `/proc`: its environment and memory, never for a tool or a client.
+pub fn in_process_folder(real: &std::path::Path) -> bool {
+    let mut parts = real.components().skip(1).map(|c| c.as_os_str().to_str().unwrap_or(""));
+    parts.next() == Some("proc")
+        && parts.next().is_some_and(|p| {
+            p == "self" || p == "thread-self" || (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
 /// The identity of the file `meta` describes. `meta` must come through an
 /// open handle (`File::metadata`, `Dir::dir_metadata`): Windows gives a
 /// path's metadata without its file index, which is then 0 (no identity).

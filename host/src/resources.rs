@@ -276,7 +276,7 @@ fn read_beneath(workspace: &Path, rel: &str) -> Result<Vec<u8>, ResourceError> {
     if config.as_ref().is_some_and(|(path, _)| workspace.starts_with(path)) {
         return Err(config_refused());
     }
-    if in_process_folder(&workspace.join(rel)) {
+    if platform::in_process_folder(&workspace.join(rel)) {
         return Err(ResourceError::NotFound(format!("{rel}: a process's folder in /proc is not a resource")));
     }
     let mut dir = Dir::open_ambient_dir(workspace, cap_std::ambient_authority()).map_err(io)?;
@@ -286,7 +286,7 @@ fn read_beneath(workspace: &Path, rel: &str) -> Result<Vec<u8>, ResourceError> {
         let id = next.dir_metadata().map(|m| platform::file_id(&m)).unwrap_or(platform::FileId::NONE);
         // The data dir under another name for it (a Windows short name, an
         // HFS+ spelling): known by its identity, as the sandbox's guard knows it.
-        if id != platform::FileId::NONE && dir_identity(&dir, crate::datadir::DATA_DIR) == Some(id) {
+        if id != platform::FileId::NONE && platform::dir_identity(&dir, crate::datadir::DATA_DIR) == Some(id) {
             return Err(ResourceError::NotFound(format!("{rel}: ragbox's data folder is not a resource")));
         }
         real.push(name);
@@ -323,24 +323,6 @@ fn read_beneath(workspace: &Path, rel: &str) -> Result<Vec<u8>, ResourceError> {
         return Err(ResourceError::Invalid(format!("{rel} grew past {} MiB while it was read", MAX_READ_BYTES >> 20)));
     }
     Ok(bytes)
-}
-
-/// The identity of the folder `name` in `parent`, if there is one.
-fn dir_identity(parent: &Dir, name: &str) -> Option<platform::FileId> {
-    if !parent.symlink_metadata(name).ok()?.is_dir() {
-        return None;
-    }
-    Some(platform::file_id(&parent.open_dir_nofollow(name).ok()?.dir_metadata().ok()?))
-}
-
-/// Whether `path` lies in a process's folder in `/proc` (its environment
-/// and memory), as when `/` is the workspace.
-fn in_process_folder(path: &Path) -> bool {
-    let mut parts = path.components().skip(1).map(|c| c.as_os_str().to_str().unwrap_or(""));
-    parts.next() == Some("proc")
-        && parts.next().is_some_and(|p| {
-            p == "self" || p == "thread-self" || (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        })
 }
 
 /// The user's config dir (its key, the HTTP token) and its identity, never a resource.
@@ -390,8 +372,9 @@ mod tests {
         for odd in ["notes/../notes/a.md", "notes//a.md", "./notes/a.md", ""] {
             assert!(matches!(read_beneath(&ws, odd), Err(ResourceError::Invalid(_))), "{odd:?}");
         }
-        assert!(in_process_folder(Path::new("/proc/self/environ")) && in_process_folder(Path::new("/proc/1/mem")));
-        assert!(!in_process_folder(Path::new("/proc/cpuinfo")) && !in_process_folder(Path::new("/work/proc/1")));
+        let in_proc = |p: &str| platform::in_process_folder(Path::new(p));
+        assert!(in_proc("/proc/self/environ") && in_proc("/proc/1/mem"));
+        assert!(!in_proc("/proc/cpuinfo") && !in_proc("/work/proc/1"));
         #[cfg(unix)]
         {
             let outside = tempfile::tempdir().unwrap();
@@ -400,6 +383,29 @@ mod tests {
             std::os::unix::fs::symlink(outside.path().join("secret.md"), ws.join("file-link.md")).unwrap();
             assert!(read_beneath(&ws, "linked/secret.md").is_err(), "a linked folder is not followed");
             assert!(read_beneath(&ws, "file-link.md").is_err(), "a linked file is not followed");
+            // What a clone can ship: a link to a device, a FIFO (whose open
+            // would wait for a writer), a data dir that is a link out.
+            std::os::unix::fs::symlink("/dev/zero", ws.join("zero.md")).unwrap();
+            assert!(read_beneath(&ws, "zero.md").is_err(), "a link to /dev/zero is not followed");
+            let fifo = std::ffi::CString::new(ws.join("pipe.md").into_os_string().into_encoded_bytes()).unwrap();
+            // SAFETY: a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+            let started = std::time::Instant::now();
+            assert!(
+                matches!(read_beneath(&ws, "pipe.md"), Err(ResourceError::NotFound(m)) if m.contains("not a regular file"))
+            );
+            assert!(started.elapsed() < std::time::Duration::from_secs(1), "a FIFO is not waited on");
+            let shipped = tempfile::tempdir().unwrap();
+            let elsewhere = platform::canonical(shipped.path()).unwrap();
+            std::fs::create_dir_all(elsewhere.join("sub/.ragbox")).unwrap();
+            std::fs::write(elsewhere.join("sub/.ragbox/owner"), "made elsewhere").unwrap();
+            std::os::unix::fs::symlink(elsewhere.join("sub/.ragbox"), ws.join("notes/.ragbox")).unwrap();
+            assert!(read_beneath(&ws, "notes/.ragbox/owner").is_err(), "a data dir that links out");
+            // A file made elsewhere and hard-linked in is the workspace's file, as it is to tools.
+            std::fs::write(elsewhere.join("made.md"), "made elsewhere").unwrap();
+            if std::fs::hard_link(elsewhere.join("made.md"), ws.join("notes/made.md")).is_ok() {
+                assert_eq!(read_beneath(&ws, "notes/made.md").unwrap(), b"made elsewhere");
+            }
         }
     }
 }

@@ -71,16 +71,6 @@ fn dir_id(path: &Path) -> Option<FileId> {
     Some(platform::file_id(&dir.dir_metadata().ok()?))
 }
 
-/// The identity of the folder `name` in `parent`, if it is one (read
-/// through a handle: Windows gives a path's metadata without its file index).
-fn dir_identity(parent: &cap_std::fs::Dir, name: &str) -> Option<FileId> {
-    if !parent.symlink_metadata(name).ok()?.is_dir() {
-        return None;
-    }
-    let dir = parent.open_dir_nofollow(name).ok()?;
-    Some(platform::file_id(&dir.dir_metadata().ok()?))
-}
-
 /// Whether `name` is a data dir's, as a case-insensitive filesystem sees it.
 fn is_data_dir_name(name: &str) -> bool {
     name.eq_ignore_ascii_case(crate::datadir::DATA_DIR)
@@ -122,11 +112,7 @@ impl FsGuard {
         if below.components().any(|c| c.as_os_str().to_str().is_some_and(is_data_dir_name)) {
             return true;
         }
-        let mut parts = real.components().skip(1).map(|c| c.as_os_str().to_str().unwrap_or(""));
-        parts.next() == Some("proc")
-            && parts.next().is_some_and(|p| {
-                p == "self" || p == "thread-self" || (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            })
+        platform::in_process_folder(real)
     }
 
     /// Whether the folder `opened`, reached as `name` inside `parent`, is a
@@ -139,7 +125,7 @@ impl FsGuard {
         if self.hidden_ids.contains(&opened) {
             return true;
         }
-        dir_identity(parent, crate::datadir::DATA_DIR) == Some(opened)
+        platform::dir_identity(parent, crate::datadir::DATA_DIR) == Some(opened)
     }
 }
 
@@ -302,7 +288,7 @@ impl GuardedFs<'_> {
             if follow && meta.file_type().is_symlink() {
                 return Err(code(ErrorCode::NotPermitted));
             }
-            if let Some(id) = last.filter(|_| meta.is_dir()).and_then(|name| dir_identity(&parent, name))
+            if let Some(id) = last.filter(|_| meta.is_dir()).and_then(|name| platform::dir_identity(&parent, name))
                 && self.guard.aliases_hidden(&parent, id)
             {
                 return Err(code(ErrorCode::NoEntry));
