@@ -396,7 +396,7 @@ fn a_scaffolded_rust_tool_builds_tests_and_runs_sandboxed() {
     let imports = |version: &str| wasm.windows(version.len()).any(|w| w == version.as_bytes());
     let interfaces = ["types", "host", "embedder", "corpus", "vectors", "fulltext"];
     let at = |version: &str| interfaces.iter().any(|i| imports(&format!("ragbox:tools/{i}@{version}")));
-    assert!(at("0.2.0") && !at("0.2.1"), "built against 0.2.0");
+    assert!(at("0.2.0") && !at("0.2.2"), "built against 0.2.0");
     install(&f, &project);
     check_word_stats(&f);
 }

@@ -1,7 +1,7 @@
 //! Write a ragbox tool component in Rust.
 //!
 //! A tool is a WebAssembly component of the `tool` world in
-//! `ragbox:tools@0.2.1` (this crate's `wit/ragbox.wit`, the file
+//! `ragbox:tools@0.2.2` (this crate's `wit/ragbox.wit`, the file
 //! componentize-py and componentize-js read too). This crate carries that
 //! contract, its bindings ([`bindings`]), and what every tool repeats:
 //! parsing its arguments ([`arguments`]), errors an agent can act on
@@ -47,13 +47,13 @@ pub use bindings::Guest;
 /// `export_tool!(T)`: makes `T`, which implements [`Guest`], this component's tool.
 pub use bindings::export_tool;
 pub use bindings::ragbox::tools::types::{Annotations, CallError, ToolInfo};
-pub use bindings::ragbox::tools::{corpus, embedder, fulltext, host, types, vectors};
+pub use bindings::ragbox::tools::{corpus, documents, embedder, extract, fulltext, host, types, vectors};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// The version of the contract this crate builds against.
-pub const WIT_VERSION: &str = "0.2.1";
+pub const WIT_VERSION: &str = "0.2.2";
 
 /// A tool's description: read-only, idempotent and closed-world annotations
 /// (a tool that changes anything says so by changing them).

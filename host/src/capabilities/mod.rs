@@ -7,6 +7,7 @@ mod convert;
 mod corpus;
 mod embedder;
 mod error;
+mod extract;
 mod host;
 mod search;
 

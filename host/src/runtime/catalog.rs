@@ -9,10 +9,12 @@
 
 use super::RuntimeError;
 use super::cache::CompileCache;
+use super::extract::{Extractors, LoadedExtractor, is_extractor};
 use super::tool::{LoadedTool, Source};
 use crate::config::{Limits, Origin};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use wasmtime::Engine;
 
 /// Largest component file accepted.
@@ -66,6 +68,8 @@ pub struct Catalog {
     rejected: Vec<Rejected>,
     /// Every built-in's tool name, loaded or disabled: names no other component may take.
     builtin_names: Vec<String>,
+    /// The extractor components, by the formats they read.
+    extractors: Arc<Extractors>,
 }
 
 /// Why a component offering `name`, a built-in tool's name, is refused.
@@ -93,8 +97,9 @@ impl Catalog {
     ) -> Self {
         let mut catalog = Self::default();
         let add = |catalog: &mut Self, source: Source, origin: Origin, bytes: &[u8]| {
-            let tool = match load_one(engine, cache, source.clone(), bytes, describe_limits) {
-                Ok(tool) => tool,
+            let tool = match load_component(engine, cache, source.clone(), bytes, describe_limits) {
+                Ok(Loaded::Tool(tool)) => tool,
+                Ok(Loaded::Extractor(extractor)) => return catalog.add_extractor(extractor, origin, admit),
                 Err(reason) => return catalog.reject(source, reason),
             };
             if origin == Origin::BuiltIn {
@@ -126,6 +131,11 @@ impl Catalog {
             add(&mut catalog, source, origin, &bytes);
         }
         catalog
+    }
+
+    /// The extractors that read documents which are not text, by format.
+    pub fn extractors(&self) -> Arc<Extractors> {
+        self.extractors.clone()
     }
 
     /// The loaded tools.
@@ -175,13 +185,54 @@ impl Catalog {
         }
     }
 
+    /// Adds an extractor the policy admits (under its name, as a tool would
+    /// be) for the formats no earlier one reads.
+    fn add_extractor(&mut self, extractor: LoadedExtractor, origin: Origin, admit: Admit) {
+        let source = extractor.source.clone();
+        let verdict = admit(extractor.name(), &extractor.sha256, origin)
+            .map_err(|reason| format!("extractor '{}' {reason}", extractor.name()))
+            .and_then(|()| Arc::make_mut(&mut self.extractors).add(extractor));
+        match verdict {
+            Ok(()) => tracing::debug!(source = %source, "extractor loaded"),
+            Err(reason) => self.reject(source, reason),
+        }
+    }
+
     fn reject(&mut self, source: Source, reason: String) {
         tracing::warn!("component {source} not loaded: {reason}");
         self.rejected.push(Rejected { source, reason });
     }
 }
 
-/// Compiles (or loads from the cache) one component and asks it to describe itself.
+/// A loaded component: a tool, or an extractor of document formats.
+pub enum Loaded {
+    /// A component of the `tool` world.
+    Tool(LoadedTool),
+    /// A component of the `extractor` world.
+    Extractor(LoadedExtractor),
+}
+
+/// Compiles (or loads from the cache) one component and asks it what it is:
+/// a tool describes itself, an extractor names its formats.
+pub fn load_component(
+    engine: &Engine,
+    cache: &CompileCache,
+    source: Source,
+    bytes: &[u8],
+    limits: &Limits,
+) -> Result<Loaded, String> {
+    let sha256 = hex::encode(Sha256::digest(bytes));
+    let component = cache.load(engine, bytes, &sha256, &source.to_string()).map_err(|e| e.to_string())?;
+    if is_extractor(engine, &component) {
+        let name = source.stem();
+        return LoadedExtractor::new(engine, &component, &name, source.clone(), sha256)
+            .map(Loaded::Extractor)
+            .map_err(|message| format!("extractor {source}: {message}"));
+    }
+    LoadedTool::new(engine, &component, source, sha256, limits).map(Loaded::Tool).map_err(|e| e.to_string())
+}
+
+/// Compiles (or loads from the cache) one tool component and asks it to describe itself.
 pub fn load_one(
     engine: &Engine,
     cache: &CompileCache,
@@ -189,11 +240,10 @@ pub fn load_one(
     bytes: &[u8],
     limits: &Limits,
 ) -> Result<LoadedTool, String> {
-    let sha256 = hex::encode(Sha256::digest(bytes));
-    cache
-        .load(engine, bytes, &sha256, &source.to_string())
-        .and_then(|component| LoadedTool::new(engine, &component, source, sha256, limits))
-        .map_err(|e| e.to_string())
+    match load_component(engine, cache, source.clone(), bytes, limits)? {
+        Loaded::Tool(tool) => Ok(tool),
+        Loaded::Extractor(_) => Err(format!("{source} is an extractor component, not a tool")),
+    }
 }
 
 /// Why a workspace's component at `source` with bytes `sha256` is refused

@@ -63,6 +63,11 @@ impl Guard {
         self.cancel.is_cancelled() || Instant::now() >= self.deadline
     }
 
+    /// The time left before the deadline.
+    pub fn remaining(&self) -> std::time::Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
     /// True once the call should wind down: cancelled, or 90% of its time used.
     pub fn should_stop(&self) -> bool {
         self.cancel.is_cancelled() || Instant::now() >= self.soft_deadline

@@ -5,6 +5,7 @@ pub(crate) mod bindings;
 mod cache;
 mod catalog;
 mod engine;
+mod extract;
 mod fs_guard;
 mod guard;
 mod history;
@@ -18,9 +19,11 @@ mod tool;
 pub use bindings::ragbox::tools::host::Level;
 pub use cache::CompileCache;
 pub use catalog::{
-    Admit, Catalog, Fingerprint, Found, Rejected, fingerprint, load_one, read_component, untrusted, wasm_files,
+    Admit, Catalog, Fingerprint, Found, Loaded, Rejected, fingerprint, load_component, load_one, read_component,
+    untrusted, wasm_files,
 };
 pub use engine::new_engine;
+pub use extract::{ExtractFailure, ExtractLimits, Extractors, LoadedExtractor};
 pub use history::{CallRecord, History};
 use linker::capabilities_linker;
 pub use runner::{Called, Reload, Request, Runner, Setup, UnknownTool};

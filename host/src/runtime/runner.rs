@@ -147,6 +147,7 @@ impl Runner {
             cancel: request.cancel,
             caller: request.caller,
             timings: request.timings,
+            extractors: setup.catalog.extractors(),
         };
         let value = Value::Object(arguments);
         let arguments = value.to_string();

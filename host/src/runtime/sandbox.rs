@@ -2,6 +2,7 @@
 //! workspace preopened read-only as its only filesystem, no environment, no
 //! arguments, no sockets, stdout discarded and stderr captured.
 
+use super::extract::Extractors;
 use super::fs_guard::{FsGuard, GuardedFs};
 use super::guard::{Guard, Interrupt};
 use super::stages::{Stages, StagesSink};
@@ -49,6 +50,8 @@ pub struct CallEnv {
     pub caller: Caller,
     /// Receives where the call's time went, when the caller asked (`ragbox index --timings`).
     pub timings: Option<StagesSink>,
+    /// What reads documents that are not text (PDF, Word, …) for the call.
+    pub extractors: Arc<Extractors>,
 }
 
 /// Who started a call.
@@ -73,6 +76,7 @@ impl CallEnv {
             cancel: CancellationToken::new(),
             caller: Caller::Client,
             timings: None,
+            extractors: Arc::default(),
         }
     }
 }

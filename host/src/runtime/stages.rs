@@ -25,9 +25,11 @@ pub enum Stage {
     KeywordSearch,
     /// `host.files`: listing the workspace.
     Walk,
+    /// `extract.extract`: documents read by extractor components.
+    Extract,
 }
 
-const STAGES: [(Stage, &str); 8] = [
+const STAGES: [(Stage, &str); 9] = [
     (Stage::Instantiate, "instantiate"),
     (Stage::Embed, "embed"),
     (Stage::Tokenize, "tokenize"),
@@ -36,6 +38,7 @@ const STAGES: [(Stage, &str); 8] = [
     (Stage::VectorSearch, "vector search"),
     (Stage::KeywordSearch, "keyword search"),
     (Stage::Walk, "walk"),
+    (Stage::Extract, "extract"),
 ];
 
 /// Time and calls per stage, and the call's whole time.

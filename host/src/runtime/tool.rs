@@ -22,6 +22,16 @@ pub enum Source {
     File(PathBuf),
 }
 
+impl Source {
+    /// Its short name: the crate's, or the file's without `.wasm`.
+    pub fn stem(&self) -> String {
+        match self {
+            Source::BuiltIn(name) => name.clone(),
+            Source::File(path) => path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
+        }
+    }
+}
+
 impl std::fmt::Display for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -173,8 +183,8 @@ pub enum Failure {
 /// The version of `wit/ragbox.wit` this host serves. Within one `0.MINOR`
 /// line versions only add (functions, interfaces, types), so a component
 /// built against this version or an earlier one of the line links unchanged
-/// (wasmtime matches its `@0.2.0` imports to these `@0.2.1` definitions).
-pub const WIT_VERSION: &str = "0.2.1";
+/// (wasmtime matches its `@0.2.0` imports to these `@0.2.2` definitions).
+pub const WIT_VERSION: &str = "0.2.2";
 
 /// Whether a component that imports `ragbox:tools` at `version` runs on this
 /// host; the error says what to rebuild or upgrade.
@@ -202,7 +212,7 @@ fn compatible(version: &str) -> Result<(), String> {
 /// Refuses, by name, a component built against a version of the
 /// `ragbox:tools` package this host cannot serve: the linker's own message
 /// would only name one missing import.
-fn check_wit_version(engine: &Engine, component: &Component) -> Result<(), String> {
+pub(super) fn check_wit_version(engine: &Engine, component: &Component) -> Result<(), String> {
     let ty = component.component_type();
     let refused = ty.imports(engine).find_map(|(name, _)| {
         let (package, version) = name.strip_prefix("ragbox:tools/")?.split_once('@')?;

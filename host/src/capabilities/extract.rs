@@ -1,0 +1,30 @@
+//! `extract`: documents that are not text, read by the extractor components
+//! (`runtime::extract`), each file in its own sandbox.
+
+use super::error::{error, invalid};
+use crate::runtime::bindings::ragbox::tools::documents::{self, Extracted};
+use crate::runtime::bindings::ragbox::tools::extract;
+use crate::runtime::bindings::ragbox::tools::types::{Error, ErrorCode};
+use crate::runtime::{ExtractFailure, HostState, Stage};
+
+impl documents::Host for HostState {}
+
+impl extract::Host for HostState {
+    fn formats(&mut self) -> Vec<String> {
+        self.env.extractors.formats()
+    }
+
+    fn extract(&mut self, name: String, bytes: Vec<u8>) -> Result<Extracted, Error> {
+        // Reading a document may take a while: other processes may want the store meanwhile.
+        self.release_store();
+        // One file's budget never outlasts the call it is read for.
+        let remaining = self.guard.remaining();
+        let cancel = self.env.cancel.clone();
+        let extractors = self.env.extractors.clone();
+        let read = self.timed(Stage::Extract, |_| extractors.extract(&name, &bytes, remaining, cancel));
+        read.map_err(|failure| match failure {
+            ExtractFailure::Cancelled => error(ErrorCode::Cancelled, "reading the document was cancelled"),
+            other => invalid(other.to_string()),
+        })
+    }
+}

@@ -1,0 +1,362 @@
+//! Extractor components (the WIT `extractor` world): the text out of document
+//! formats that are not text, such as PDF and Word. Parsers of such formats
+//! are where most parsing bugs live, so each file is read by a fresh instance
+//! with no filesystem, environment or network, under its own deadline and
+//! memory limit, and what it returns is capped: a hostile document can at
+//! worst waste its own budget.
+
+use super::guard::{Guard, Interrupt};
+use super::stderr::StderrCapture;
+use super::tool::Source;
+use crate::runtime::bindings::ragbox::tools::documents::{ExtractError, Extracted, Part};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Engine, Store, UpdateDeadline};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+mod bindings {
+    #![allow(missing_docs)]
+    wasmtime::component::bindgen!({
+        world: "extractor",
+        path: "../wit",
+        with: { "ragbox:tools/documents": crate::runtime::bindings::ragbox::tools::documents },
+    });
+}
+use bindings::{Extractor, ExtractorPre};
+
+/// One file's budget: the time and memory its extraction may take, and the
+/// text it may return.
+#[derive(Debug, Clone, Copy)]
+pub struct ExtractLimits {
+    /// Wall-clock time for one file.
+    pub timeout: Duration,
+    /// Linear memory the instance may grow to.
+    pub memory_bytes: usize,
+    /// Text returned, all parts together.
+    pub max_text_bytes: usize,
+}
+
+impl Default for ExtractLimits {
+    fn default() -> Self {
+        Self { timeout: Duration::from_secs(60), memory_bytes: 1 << 30, max_text_bytes: 64 << 20 }
+    }
+}
+
+/// Why a file gave no text. Each says what to do, for the indexing report.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractFailure {
+    /// No extractor reads this extension.
+    #[error("no extractor reads .{ext} files")]
+    NoExtractor {
+        /// The file's extension.
+        ext: String,
+    },
+    /// The file is not a valid document of its format.
+    #[error("cannot read it as {format}: {message}")]
+    Malformed {
+        /// The format's extension.
+        format: String,
+        /// What the extractor found wrong.
+        message: String,
+    },
+    /// A valid document without text, such as a scan.
+    #[error("no text to index: {0}")]
+    NoText(String),
+    /// A valid document the extractor cannot read, such as an encrypted one.
+    #[error("not readable by ragbox: {0}")]
+    Unsupported(String),
+    /// The file used up its time.
+    #[error("reading it took over its {secs} s budget; the file may be hostile or damaged")]
+    Timeout {
+        /// The budget.
+        secs: u64,
+    },
+    /// The file needed more memory than its budget.
+    #[error("reading it needed over its {limit_mib} MiB memory budget; the file may be hostile or damaged")]
+    OutOfMemory {
+        /// The budget.
+        limit_mib: usize,
+    },
+    /// It gave more text than a file may.
+    #[error("it holds over {limit_mib} MiB of text, more than one file may; split it")]
+    TooMuchText {
+        /// The limit.
+        limit_mib: usize,
+    },
+    /// The call it was read for was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// The extractor crashed on it.
+    #[error("the {extractor} extractor crashed on it ({reason}); the file may be hostile or damaged")]
+    Crashed {
+        /// Which extractor.
+        extractor: String,
+        /// The trap, and what the extractor said last.
+        reason: String,
+    },
+}
+
+/// The data of one extraction's store: WASI with nothing in reach.
+struct ExtractState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    guard: Guard,
+}
+
+impl WasiView for ExtractState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// A loaded extractor component.
+#[derive(Clone)]
+pub struct LoadedExtractor {
+    /// Its name: the crate or file stem (config's `[tools.NAME]` disables it).
+    name: Arc<str>,
+    /// Where it came from.
+    pub source: Source,
+    /// The sha256 of its bytes.
+    pub sha256: String,
+    /// The extensions it reads, lowercase.
+    formats: Vec<String>,
+    engine: Engine,
+    pre: Arc<ExtractorPre<ExtractState>>,
+}
+
+/// True when `component` is an extractor (exports `extract`) rather than a tool.
+pub fn is_extractor(engine: &Engine, component: &Component) -> bool {
+    component.component_type().exports(engine).any(|(name, _)| name == "extract")
+}
+
+/// A store for one extraction, with `limits` and the caller's `cancel`.
+fn new_store(engine: &Engine, limits: &ExtractLimits, cancel: CancellationToken) -> Store<ExtractState> {
+    // No preopens, environment, arguments or sockets: the bytes come as an argument.
+    let wasi = WasiCtxBuilder::new()
+        .stderr(StderrCapture::default())
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .build();
+    let guard = Guard::new(limits.memory_bytes, limits.timeout, cancel);
+    let mut store = Store::new(engine, ExtractState { wasi, table: ResourceTable::new(), guard });
+    store.limiter(|s| &mut s.guard);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|mut ctx| match ctx.data_mut().guard.check() {
+        None => Ok(UpdateDeadline::Continue(1)),
+        Some(Interrupt::Deadline) => Err(wasmtime::format_err!("deadline exceeded")),
+        Some(Interrupt::Cancelled) => Err(wasmtime::format_err!("cancelled")),
+    });
+    store
+}
+
+/// Largest label kept for a part.
+const MAX_LABEL_CHARS: usize = 80;
+/// Metadata entries kept from one file, and the size of each value.
+const MAX_METADATA: usize = 32;
+const MAX_METADATA_VALUE: usize = 1000;
+
+impl LoadedExtractor {
+    /// Links `component` and asks it which formats it reads.
+    pub fn new(
+        engine: &Engine,
+        component: &Component,
+        name: &str,
+        source: Source,
+        sha256: String,
+    ) -> Result<Self, String> {
+        super::tool::check_wit_version(engine, component)?;
+        let mut linker: Linker<ExtractState> = Linker::new(engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| format!("{e:#}"))?;
+        let pre = linker
+            .instantiate_pre(component)
+            .and_then(ExtractorPre::new)
+            .map_err(|e| format!("it does not fit the ragbox extractor world: {e:#}"))?;
+        let limits = ExtractLimits { timeout: Duration::from_secs(10), ..Default::default() };
+        let mut store = new_store(engine, &limits, CancellationToken::new());
+        let formats = pre
+            .instantiate(&mut store)
+            .and_then(|x: Extractor| x.call_formats(&mut store))
+            .map_err(|e| format!("formats() failed: {e:#}"))?;
+        let formats: Vec<String> = formats.iter().map(|f| f.trim_start_matches('.').to_ascii_lowercase()).collect();
+        if let Some(bad) =
+            formats.iter().find(|f| f.is_empty() || f.len() > 16 || !f.bytes().all(|b| b.is_ascii_alphanumeric()))
+        {
+            return Err(format!("formats() named {bad:?}: an extension is 1 to 16 letters or digits"));
+        }
+        Ok(Self { name: Arc::from(name), source, sha256, formats, engine: engine.clone(), pre: Arc::new(pre) })
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The extensions it reads.
+    pub fn formats(&self) -> &[String] {
+        &self.formats
+    }
+
+    /// The text of the file `name` with content `bytes`, read in a fresh
+    /// instance under `limits`. Blocks.
+    pub fn extract(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        limits: &ExtractLimits,
+        cancel: CancellationToken,
+    ) -> Result<Extracted, ExtractFailure> {
+        let started = Instant::now();
+        let mut store = new_store(&self.engine, limits, cancel);
+        let result = self.pre.instantiate(&mut store).and_then(|x: Extractor| x.call_extract(&mut store, name, bytes));
+        tracing::debug!(extractor = &*self.name, file = name, ms = started.elapsed().as_millis() as u64, "extracted");
+        let guard = &store.data().guard;
+        let format = extension(name).unwrap_or_default();
+        match result {
+            Ok(Ok(extracted)) => tidy(extracted, limits.max_text_bytes),
+            Ok(Err(ExtractError::Malformed(message))) => Err(ExtractFailure::Malformed { format, message }),
+            Ok(Err(ExtractError::NoText(message))) => Err(ExtractFailure::NoText(message)),
+            Ok(Err(ExtractError::Unsupported(message))) => Err(ExtractFailure::Unsupported(message)),
+            Err(trap) => Err(match (guard.interrupted, guard.memory_denied) {
+                (Some(Interrupt::Deadline), _) => ExtractFailure::Timeout { secs: limits.timeout.as_secs() },
+                (Some(Interrupt::Cancelled), _) => ExtractFailure::Cancelled,
+                (None, Some(_)) => ExtractFailure::OutOfMemory { limit_mib: limits.memory_bytes >> 20 },
+                (None, None) => {
+                    let reason = match trap.downcast_ref::<wasmtime::Trap>() {
+                        Some(t) => t.to_string(),
+                        None => format!("{trap:#}"),
+                    };
+                    ExtractFailure::Crashed { extractor: self.name.to_string(), reason }
+                }
+            }),
+        }
+    }
+}
+
+/// What an extractor returned, held to what the index accepts: the text
+/// capped, labels one short line, metadata a few short fields and never the
+/// indexer's own `ragbox.*` keys.
+fn tidy(mut extracted: Extracted, max_text: usize) -> Result<Extracted, ExtractFailure> {
+    let text: usize = extracted.parts.iter().map(|p| p.text.len()).sum();
+    if text > max_text {
+        return Err(ExtractFailure::TooMuchText { limit_mib: max_text >> 20 });
+    }
+    let line = |s: &str, max: usize| -> String {
+        let one: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).take(max).collect();
+        one.trim().to_string()
+    };
+    for Part { label, .. } in &mut extracted.parts {
+        *label = label.as_deref().map(|l| line(l, MAX_LABEL_CHARS)).filter(|l| !l.is_empty());
+    }
+    extracted.title = extracted.title.as_deref().map(|t| line(t, MAX_METADATA_VALUE)).filter(|t| !t.is_empty());
+    extracted.metadata.retain(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty() && !k.starts_with("ragbox."));
+    extracted.metadata.truncate(MAX_METADATA);
+    for (k, v) in &mut extracted.metadata {
+        *k = line(k, 64);
+        *v = line(v, MAX_METADATA_VALUE);
+    }
+    Ok(extracted)
+}
+
+/// The lowercase extension of a file name.
+fn extension(name: &str) -> Option<String> {
+    let file = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    file.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).filter(|e| !e.is_empty())
+}
+
+/// The extractors in force, by the extension each reads: built-ins first,
+/// and a format a built-in reads is never taken by another component.
+#[derive(Clone, Default)]
+pub struct Extractors {
+    by_format: BTreeMap<String, LoadedExtractor>,
+    loaded: Vec<LoadedExtractor>,
+    limits: ExtractLimits,
+}
+
+impl Extractors {
+    /// Adds `extractor` for each format it reads that none has yet; `Err`
+    /// names the formats already taken (the extractor is added for none).
+    pub fn add(&mut self, extractor: LoadedExtractor) -> Result<(), String> {
+        let taken: Vec<String> = extractor
+            .formats
+            .iter()
+            .filter_map(|f| self.by_format.get(f).map(|by| format!(".{f} (read by {})", by.source)))
+            .collect();
+        if !taken.is_empty() {
+            return Err(format!("extractor '{}' reads formats already taken: {}", extractor.name, taken.join(", ")));
+        }
+        for format in &extractor.formats {
+            self.by_format.insert(format.clone(), extractor.clone());
+        }
+        self.loaded.push(extractor);
+        Ok(())
+    }
+
+    /// The loaded extractors.
+    pub fn loaded(&self) -> &[LoadedExtractor] {
+        &self.loaded
+    }
+
+    /// Every extension some extractor reads, sorted.
+    pub fn formats(&self) -> Vec<String> {
+        self.by_format.keys().cloned().collect()
+    }
+
+    /// Reads the file `name` (`bytes`) with the extractor for its extension,
+    /// within one file's budget and at most `within`.
+    pub fn extract(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        within: Duration,
+        cancel: CancellationToken,
+    ) -> Result<Extracted, ExtractFailure> {
+        let ext = extension(name).unwrap_or_default();
+        let extractor = self.by_format.get(&ext).ok_or(ExtractFailure::NoExtractor { ext })?;
+        let limits = ExtractLimits { timeout: self.limits.timeout.min(within), ..self.limits };
+        match extractor.extract(name, bytes, &limits, cancel) {
+            // The call's own time ran out, not the file's budget: the file is not to blame.
+            Err(ExtractFailure::Timeout { .. }) if within < self.limits.timeout => Err(ExtractFailure::Cancelled),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(label: Option<&str>, text: &str) -> Part {
+        Part { label: label.map(str::to_string), text: text.to_string() }
+    }
+
+    #[test]
+    fn what_an_extractor_returns_is_held_to_what_the_index_accepts() {
+        let extracted = Extracted {
+            title: Some("  A\ttitle\n".into()),
+            metadata: vec![
+                ("author".into(), "Ada".into()),
+                ("ragbox.index".into(), "skill".into()),
+                ("empty".into(), " ".into()),
+            ],
+            parts: vec![part(Some("p.\t1\n"), "one"), part(Some("   "), "two")],
+        };
+        let tidy = tidy(extracted, 1 << 20).expect("within limits");
+        assert_eq!(tidy.title.as_deref(), Some("A title"));
+        assert_eq!(tidy.metadata, vec![("author".to_string(), "Ada".to_string())]);
+        assert_eq!(tidy.parts[0].label.as_deref(), Some("p. 1"));
+        assert_eq!(tidy.parts[1].label, None);
+        let big = Extracted { title: None, metadata: vec![], parts: vec![part(None, &"x".repeat(2048))] };
+        assert!(matches!(super::tidy(big, 1024), Err(ExtractFailure::TooMuchText { .. })));
+    }
+
+    #[test]
+    fn extensions_are_read_from_the_file_name() {
+        assert_eq!(extension("a/b/Report.PDF").as_deref(), Some("pdf"));
+        assert_eq!(extension("a.b/README"), None);
+        assert_eq!(extension("x."), None);
+    }
+}
