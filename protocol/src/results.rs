@@ -30,7 +30,7 @@ pub struct Passage {
     /// The chunk's position in its document (search results only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_index: Option<u32>,
-    /// Where the passage sits: `path:first-last` lines, 1-based (left out when the file changed since indexing).
+    /// Where the passage sits: `path:first-last` lines, 1-based (left out when the file changed since indexing); in a PDF, deck or workbook its pages, slides or sheets (`report.pdf p. 14`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
 }
@@ -119,7 +119,7 @@ pub struct SourceRef {
     /// The chunk's position in the document, for chunk results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_index: Option<u32>,
-    /// Where the chunk sits: `path:first-last` lines, 1-based (left out when the file changed since indexing).
+    /// Where the chunk sits: `path:first-last` lines, 1-based (left out when the file changed since indexing); in a PDF, deck or workbook its pages, slides or sheets (`report.pdf p. 14`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
 }

@@ -24,28 +24,168 @@ pub struct Prepared {
     pub extracted: Option<String>,
 }
 
-/// Binary document formats that are recognised but not indexed, with what to do.
-const UNSUPPORTED: &[(&str, &str)] = &[
+/// Document formats someone would expect to be searchable, by name: what an
+/// error says when no extractor reads one (old binary Office files, or a
+/// format whose extractor the user disabled).
+const DOCUMENT_FORMATS: &[(&str, &str)] = &[
     ("pdf", "PDF"),
     ("docx", "Word"),
-    ("doc", "Word"),
+    ("doc", "Word 97-2003"),
     ("odt", "OpenDocument text"),
+    ("ods", "OpenDocument spreadsheet"),
+    ("odp", "OpenDocument presentation"),
     ("rtf", "RTF"),
     ("epub", "EPUB"),
     ("pptx", "PowerPoint"),
+    ("ppt", "PowerPoint 97-2003"),
     ("xlsx", "Excel"),
+    ("xls", "Excel 97-2003"),
 ];
 
 /// Why a binary file at `path` is not indexed, when it is a document format
-/// someone would expect to be (PDF, Word, …); `None` for other binary files.
-pub fn unsupported(path: &str) -> Option<String> {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())?;
-    let (_, format) = UNSUPPORTED.iter().find(|(e, _)| *e == ext)?;
+/// someone would expect to be (PDF, Word, …) that no extractor reads;
+/// `None` for other binary files. `readable` lists the formats extractors read.
+pub fn unsupported(path: &str, readable: &[String]) -> Option<String> {
+    let ext = extension(path)?;
+    let (_, format) = DOCUMENT_FORMATS.iter().find(|(e, _)| *e == ext)?;
+    let alternatives = match readable.iter().map(|f| format!(".{f}")).collect::<Vec<_>>() {
+        r if r.is_empty() => {
+            "no document formats are read (is the extract-documents extractor disabled in your config?)".to_string()
+        }
+        r => format!("documents are read as {}", r.join(", ")),
+    };
     Some(format!(
-        "unsupported file type: {format} ({ext}); ragbox indexes text, Markdown, JSON, CSV, HTML and code. \
-         Save it as text or Markdown to index it"
+        "unsupported file type: {format} (.{ext}); ragbox indexes text, Markdown, JSON, CSV, HTML and code, and \
+         {alternatives}. Save it in one of those formats to index it"
     ))
+}
+
+/// The lowercase extension of the file at `path`.
+fn extension(path: &str) -> Option<String> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())
+}
+
+/// The metadata key under which a document read by an extractor keeps where
+/// each of its labelled parts (pages, slides, sheets) starts in its text: one
+/// line `offset<TAB>label` each. Present, maybe empty, on every such document.
+pub const PARTS: &str = "ragbox.parts";
+
+/// Whether `doc`'s text came from an extractor (its chunks' ranges are then
+/// in that text, not in the file's bytes).
+pub fn is_extracted(metadata: &[(String, String)]) -> bool {
+    metadata.iter().any(|(k, _)| k == PARTS)
+}
+
+/// A document's text as an extractor gave it: its parts joined by blank
+/// lines, and where each labelled part starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assembled {
+    /// The text to chunk.
+    pub text: String,
+    /// Byte offset in `text` and label of each labelled part, in order.
+    pub parts: Vec<(usize, String)>,
+}
+
+/// Joins `parts` (label, text) into one text, keeping where each labelled one starts.
+pub fn assemble<'a>(parts: impl IntoIterator<Item = (Option<&'a str>, &'a str)>) -> Assembled {
+    let mut text = String::new();
+    let mut labels = Vec::new();
+    for (label, part) in parts {
+        let part = part.trim_matches(['\n', '\r']);
+        if part.trim().is_empty() {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        if let Some(label) = label {
+            labels.push((text.len(), label.to_string()));
+        }
+        text.push_str(part);
+    }
+    Assembled { text, parts: labels }
+}
+
+/// The [`PARTS`] value for `parts`.
+pub fn encode_parts(parts: &[(usize, String)]) -> String {
+    parts.iter().map(|(at, label)| format!("{at}\t{}", label.replace(['\t', '\n'], " "))).collect::<Vec<_>>().join("\n")
+}
+
+/// The parts a [`PARTS`] value lists (lines that do not parse are skipped).
+pub fn decode_parts(value: &str) -> Vec<(usize, String)> {
+    value
+        .lines()
+        .filter_map(|line| {
+            let (at, label) = line.split_once('\t')?;
+            Some((at.parse().ok()?, label.to_string()))
+        })
+        .collect()
+}
+
+/// What a reader calls the place of bytes `start..end` of a document with
+/// `parts`: `p. 3`, or `p. 3–4` across two parts of one kind, `sheet A – sheet
+/// B` across others; `None` when no labelled part holds it.
+pub fn part_span(parts: &[(usize, String)], start: usize, end: usize) -> Option<String> {
+    let at = |offset: usize| parts.partition_point(|(s, _)| *s <= offset).checked_sub(1);
+    let first = at(start)?;
+    let last = at(end.saturating_sub(1).max(start)).unwrap_or(first);
+    let (a, b) = (&parts[first].1, &parts[last].1);
+    if first == last || a == b {
+        return Some(a.clone());
+    }
+    // "p. 3" and "p. 4" share their kind: "p. 3–4".
+    match (a.rsplit_once(' '), b.rsplit_once(' ')) {
+        (Some((kind_a, n)), Some((kind_b, m)))
+            if kind_a == kind_b && n.parse::<u64>().is_ok() && m.parse::<u64>().is_ok() =>
+        {
+            Some(format!("{kind_a} {n}\u{2013}{m}"))
+        }
+        _ => Some(format!("{a} \u{2013} {b}")),
+    }
+}
+
+/// The kind a document read by an extractor is recorded as: its format.
+fn document_kind(path: &str) -> &'static str {
+    match extension(path).as_deref() {
+        Some("pdf") => "pdf",
+        Some("docx") => "docx",
+        Some("pptx") => "pptx",
+        Some("xlsx") => "xlsx",
+        Some("odt") => "odt",
+        Some("ods") => "ods",
+        Some("odp") => "odp",
+        Some("epub") => "epub",
+        Some("rtf") => "rtf",
+        Some("ipynb") => "notebook",
+        _ => "document",
+    }
+}
+
+/// What the index keeps about a document at `path` that an extractor read:
+/// its title and metadata as the extractor gave them, and its assembled text to chunk.
+pub fn prepare_extracted(
+    path: &str,
+    title: Option<String>,
+    mut metadata: Vec<(String, String)>,
+    assembled: Assembled,
+) -> Prepared {
+    let conversation = Layout::current().parse(path);
+    metadata.retain(|(key, _)| !key.starts_with("ragbox."));
+    metadata.push((PARTS.to_string(), encode_parts(&assembled.parts)));
+    if let Some(c) = &conversation {
+        metadata.push(("conversation".into(), c.conversation.clone()));
+    }
+    let title = title.or_else(|| first_heading(&assembled.text));
+    Prepared {
+        kind: document_kind(path),
+        title,
+        metadata,
+        conversation,
+        body_start: 0,
+        frontmatter_error: None,
+        extracted: Some(assembled.text),
+    }
 }
 
 /// The visible text of an HTML page: tags, scripts and styles dropped, headings
@@ -57,8 +197,7 @@ pub fn html_text(html: &str) -> Option<String> {
 
 /// The kind of file at `path`, from its extension.
 pub fn kind_of(path: &str) -> &'static str {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let ext = extension(path).unwrap_or_default();
     match ext.as_str() {
         "md" | "markdown" | "mdx" => "markdown",
         "txt" | "text" | "rst" | "org" | "adoc" | "log" | "" => "text",
@@ -213,11 +352,33 @@ mod tests {
     }
 
     #[test]
-    fn document_formats_that_are_not_indexed_say_so() {
-        assert!(unsupported("papers/study.PDF").unwrap().starts_with("unsupported file type: PDF (pdf)"));
-        assert!(unsupported("a/b.docx").is_some());
-        assert_eq!(unsupported("image.png"), None);
-        assert_eq!(unsupported("noext"), None);
+    fn document_formats_no_extractor_reads_say_so() {
+        let readable = vec!["pdf".to_string(), "docx".to_string()];
+        let old_word = unsupported("a/b.DOC", &readable).unwrap();
+        assert!(old_word.starts_with("unsupported file type: Word 97-2003 (.doc)"), "{old_word}");
+        assert!(old_word.contains("read as .pdf, .docx"), "{old_word}");
+        assert!(unsupported("papers/study.pdf", &[]).unwrap().contains("disabled"));
+        assert_eq!(unsupported("image.png", &readable), None);
+        assert_eq!(unsupported("noext", &readable), None);
+    }
+
+    #[test]
+    fn an_extracted_document_keeps_where_each_part_starts() {
+        let doc =
+            assemble([(Some("p. 1"), "One.\n"), (Some("p. 2"), "  \n"), (Some("p. 3"), "Three."), (None, "Tail.")]);
+        assert_eq!(doc.text, "One.\n\nThree.\n\nTail.");
+        assert_eq!(doc.parts, vec![(0, "p. 1".to_string()), (6, "p. 3".to_string())]);
+        assert_eq!(decode_parts(&encode_parts(&doc.parts)), doc.parts);
+        assert_eq!(decode_parts("x\tbad\n12"), vec![]);
+        assert_eq!(part_span(&doc.parts, 0, 4).as_deref(), Some("p. 1"));
+        assert_eq!(part_span(&doc.parts, 2, 10).as_deref(), Some("p. 1\u{2013}3"));
+        assert_eq!(part_span(&doc.parts, 6, 6).as_deref(), Some("p. 3"));
+        let sheets = vec![(0, "sheet Q1".to_string()), (10, "sheet Costs".to_string())];
+        assert_eq!(part_span(&sheets, 5, 15).as_deref(), Some("sheet Q1 \u{2013} sheet Costs"));
+        assert_eq!(part_span(&[(5, "p. 2".to_string())], 0, 3), None);
+        let p = prepare_extracted("papers/a.pdf", None, vec![("ragbox.index".into(), "skill".into())], doc);
+        assert_eq!((p.kind, p.title.as_deref()), ("pdf", None));
+        assert!(is_extracted(&p.metadata) && !p.metadata.iter().any(|(k, _)| k == "ragbox.index"));
     }
 
     #[test]

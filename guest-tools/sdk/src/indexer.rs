@@ -9,8 +9,10 @@
 
 use crate::bindings::ragbox::tools::corpus::{self, Chunk, Document, NewDocument};
 use crate::bindings::ragbox::tools::embedder::{self, EmbedKind};
+use crate::bindings::ragbox::tools::extract;
+use crate::bindings::ragbox::tools::types::ErrorCode;
 use crate::chunk::{Sizes, chunk};
-use crate::document::prepare;
+use crate::document::{Assembled, assemble, prepare, prepare_extracted};
 use crate::text::looks_binary;
 use crate::{code, host, skill, walk};
 use ragbox_protocol::{FileError, IndexReport};
@@ -70,7 +72,10 @@ impl Report {
 
 /// A file's content as read for indexing.
 struct Content {
+    /// Its text; empty for a document an extractor reads (see `document`).
     text: String,
+    /// The bytes of a document an extractor reads (PDF, Word, …), until it is read.
+    document: Option<Vec<u8>>,
     hash: String,
     size: u64,
     mtime: i64,
@@ -193,11 +198,14 @@ pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Doc
         {
             survey.total_files += 1;
             survey.unchanged += 1;
+            if let Some(reason) = unreadable(d) {
+                survey.errors.push((entry.path.clone(), reason));
+            }
             on_disk.insert(entry.path);
             continue;
         }
-        let outcome =
-            if entry.size > walk::DEFAULT_MAX_FILE_BYTES { Err(too_large(entry.size)) } else { read(&entry.path) };
+        let limit = max_bytes(&entry.path);
+        let outcome = if entry.size > limit { Err(too_large(entry.size, limit)) } else { read(&entry.path) };
         let content = match outcome {
             Ok(None) => continue, // binary: not indexable
             Ok(Some(content)) => content,
@@ -219,7 +227,12 @@ pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Doc
         }
         on_disk.insert(entry.path.clone());
         match stored.get(&entry.path) {
-            Some(d) if d.content_hash == content.hash && indexed_as_now(&entry.path, d) => survey.unchanged += 1,
+            Some(d) if d.content_hash == content.hash && indexed_as_now(&entry.path, d) => {
+                survey.unchanged += 1;
+                if let Some(reason) = unreadable(d) {
+                    survey.errors.push((entry.path, reason));
+                }
+            }
             Some(_) => survey.changed.push(entry.path),
             None => survey.new.push(entry.path),
         }
@@ -230,6 +243,16 @@ pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Doc
             stored.keys().filter(|p| scope.covers(p) && only.wants(p) && !on_disk.contains(*p)).cloned().collect();
     }
     survey
+}
+
+/// The metadata key under which a document no extractor could read keeps why:
+/// it is stored without chunks, so the same bytes are not read again on every
+/// run, and each run and status still lists the file with that reason.
+const UNREADABLE: &str = "ragbox.unreadable";
+
+/// Why the stored document's file could not be read, if it could not.
+fn unreadable(stored: &Document) -> Option<String> {
+    stored.metadata.iter().find(|(k, _)| k == UNREADABLE).map(|(_, v)| v.clone())
 }
 
 /// The metadata key of when a document's file was read, seconds since the Unix epoch.
@@ -250,6 +273,10 @@ fn unchanged_by_stat(entry: &walk::Entry, stored: &Document) -> bool {
 /// Whether a stored document was cut the way its file is cut now: skills and
 /// code indexed by an older ragbox as prose are re-embedded as whole units.
 fn indexed_as_now(path: &str, stored: &Document) -> bool {
+    // A notebook indexed as JSON before an extractor read it is read again.
+    if is_document(path) != crate::document::is_extracted(&stored.metadata) {
+        return false;
+    }
     let marker = if skill::is_skill(path) {
         skill::MARKER
     } else if crate::document::kind_of(path) == "code" {
@@ -311,7 +338,29 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
                 continue;
             }
         };
-        let mut prepared = prepare(&path, &content.text);
+        let mut content = content;
+        let mut prepared = match content.document.take() {
+            Some(bytes) => match extract::extract(&path, &bytes) {
+                Ok(doc) => {
+                    let assembled = assemble(doc.parts.iter().map(|p| (p.label.as_deref(), p.text.as_str())));
+                    prepare_extracted(&path, doc.title, doc.metadata, assembled)
+                }
+                Err(e) if e.code == ErrorCode::Cancelled => {
+                    report.stopped_early = true;
+                    break;
+                }
+                Err(e) => {
+                    // Kept, without chunks, with why: the same bytes are not read again.
+                    let nothing = Assembled { text: String::new(), parts: Vec::new() };
+                    let mut prepared = prepare_extracted(&path, None, Vec::new(), nothing);
+                    prepared.metadata.push((UNREADABLE.to_string(), e.message.clone()));
+                    report.errors.push((path.clone(), e.message));
+                    batch.push(Pending { path, content, chunks: Vec::new(), embed: Vec::new(), prepared });
+                    continue;
+                }
+            },
+            None => prepare(&path, &content.text),
+        };
         let (chunks, embed) = if skill::is_skill(&path) {
             // Parent-child: one chunk holding the whole SKILL.md, its vector from the intent.
             let parsed = match skill::parse(&content.text) {
@@ -425,7 +474,9 @@ fn flush(batch: &mut Vec<Pending>, report: &mut Report) -> Result<u64, String> {
         if texts.is_empty() { Vec::new() } else { embedder::embed(&texts, EmbedKind::Passage)? }.into_iter();
     let mut documents = Vec::with_capacity(batch.len());
     let mut chunk_count = 0;
+    let mut unreadable = 0;
     for Pending { path, content, chunks, embed, prepared } in batch.drain(..) {
+        unreadable += u64::from(prepared.metadata.iter().any(|(k, _)| k == UNREADABLE));
         let doc_vectors: Vec<Vec<f32>> = vectors.by_ref().take(embed.len()).collect();
         let conversation = prepared.conversation;
         let mut metadata = prepared.metadata;
@@ -449,22 +500,46 @@ fn flush(batch: &mut Vec<Pending>, report: &mut Report) -> Result<u64, String> {
     if stored > 0 {
         corpus::put_many(&documents)?;
     }
-    report.embedded += stored;
+    report.embedded += stored - unreadable;
     report.chunks += chunk_count;
     Ok(stored)
 }
 
+/// Largest document an extractor is handed (PDF, Word, …): such files run
+/// larger than text, and their extractor has its own memory budget.
+const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
+
+/// The formats the host's extractors read (asked once per call).
+fn document_formats() -> &'static [String] {
+    static FORMATS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    FORMATS.get_or_init(extract::formats)
+}
+
+/// Whether an extractor reads the file at `path`.
+fn is_document(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.rsplit_once('.').is_some_and(|(_, ext)| document_formats().iter().any(|f| f.eq_ignore_ascii_case(ext)))
+}
+
+/// The largest file at `path` that is indexed.
+fn max_bytes(path: &str) -> u64 {
+    if is_document(path) { MAX_DOCUMENT_BYTES } else { walk::DEFAULT_MAX_FILE_BYTES }
+}
+
 /// Reads a file for indexing: `None` when it is binary, an error for a
-/// document format that is not supported (PDF, Word, …).
+/// document format that no extractor reads (old Word files, …). A document
+/// an extractor reads is kept as bytes, read into text only when embedded.
 fn read(path: &str) -> Result<Option<Content>, String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
-    if meta.len() > walk::DEFAULT_MAX_FILE_BYTES {
-        return Err(too_large(meta.len()));
+    let limit = max_bytes(path);
+    if meta.len() > limit {
+        return Err(too_large(meta.len(), limit));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    if looks_binary(&bytes) {
+    let document = is_document(path);
+    if !document && looks_binary(&bytes) {
         // A document format someone expects to be searchable gets a reason; other binaries are skipped.
-        return match crate::document::unsupported(path) {
+        return match crate::document::unsupported(path, document_formats()) {
             Some(reason) => Err(reason),
             None => Ok(None),
         };
@@ -473,12 +548,15 @@ fn read(path: &str) -> Result<Option<Content>, String> {
     let (_, mtime) = walk::stat(&meta);
     let size = bytes.len() as u64;
     let read_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    if document {
+        return Ok(Some(Content { text: String::new(), document: Some(bytes), hash, size, mtime, read_at }));
+    }
     // Invalid UTF-8 is read with replacement characters rather than refused.
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    Ok(Some(Content { text, hash, size, mtime, read_at }))
+    Ok(Some(Content { text, document: None, hash, size, mtime, read_at }))
 }
 
 /// The content hash the index records: sha256, hex.
@@ -490,12 +568,8 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn too_large(size: u64) -> String {
-    format!(
-        "file is {:.1} MiB, over the {} MiB limit for indexing",
-        size as f64 / (1 << 20) as f64,
-        walk::DEFAULT_MAX_FILE_BYTES >> 20
-    )
+fn too_large(size: u64, limit: u64) -> String {
+    format!("file is {:.1} MiB, over the {} MiB limit for indexing", size as f64 / (1 << 20) as f64, limit >> 20)
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ pub mod bindings {
 }
 
 pub use bindings::ragbox::tools::types::{Annotations, CallError, Error, ErrorCode, ToolInfo};
-pub use bindings::ragbox::tools::{corpus, embedder, fulltext, host, vectors};
+pub use bindings::ragbox::tools::{corpus, documents, embedder, extract, fulltext, host, vectors};
 pub use bindings::{Guest, export};
 /// The result and error shapes the host reads back.
 pub use ragbox_protocol as protocol;

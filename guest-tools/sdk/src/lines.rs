@@ -1,9 +1,12 @@
 //! Where a hit sits in its file, as `path:first-last` lines: an agent can open
 //! or cite exactly that range instead of reading the file again to find it.
 //! Chunks are stored with byte ranges; lines are counted from the file as it
-//! is now, and left out when it no longer matches what was indexed.
+//! is now, and left out when it no longer matches what was indexed. A
+//! document an extractor read (PDF, slides, …) is pointed into by its pages,
+//! slides or sheets instead: `report.pdf p. 14`.
 
 use crate::bindings::ragbox::tools::corpus::Document;
+use crate::document::{PARTS, decode_parts, is_extracted, part_span};
 use std::collections::HashMap;
 
 /// The files read so far in one call, each once, with their line starts.
@@ -24,6 +27,9 @@ impl Lines {
     /// the indexed one (changed since, so its lines would point elsewhere)
     /// or it is HTML.
     pub fn location(&mut self, doc: &Document, start: u64, end: u64) -> Option<String> {
+        if let Some(parts) = parts(doc) {
+            return part_span(&parts, start as usize, end as usize).map(|at| format!("{} {at}", doc.path));
+        }
         let file = self.file(doc)?;
         let (first, last) = span(&file.starts, file.bytes.len(), start as usize, end as usize)?;
         Some(format!("{}:{first}-{last}", doc.path))
@@ -35,8 +41,9 @@ impl Lines {
     }
 
     fn file(&mut self, doc: &Document) -> Option<&File> {
-        // An HTML page is chunked by its visible text: its ranges are not the file's bytes.
-        if doc.kind == "html" {
+        // An HTML page is chunked by its visible text, a PDF by its extracted
+        // text: their ranges are not the file's bytes.
+        if doc.kind == "html" || is_extracted(&doc.metadata) {
             return None;
         }
         self.files.entry(doc.path.clone()).or_insert_with(|| read(&doc.path, doc.size)).as_ref()
@@ -45,6 +52,15 @@ impl Lines {
     /// `path:a-b,c-d` for several byte ranges of `doc`, in file order; `None`
     /// as for [`Lines::location`].
     pub fn locations(&mut self, doc: &Document, runs: &[(u64, u64)]) -> Option<String> {
+        if let Some(parts) = parts(doc) {
+            let mut places: Vec<String> = Vec::new();
+            for at in runs.iter().filter_map(|&(start, end)| part_span(&parts, start as usize, end as usize)) {
+                if !places.contains(&at) {
+                    places.push(at);
+                }
+            }
+            return (!places.is_empty()).then(|| format!("{} {}", doc.path, places.join(", ")));
+        }
         let file = self.file(doc)?;
         let ranges = runs
             .iter()
@@ -54,6 +70,11 @@ impl Lines {
             .collect::<Option<Vec<_>>>()?;
         Some(format!("{}:{}", doc.path, ranges.join(",")))
     }
+}
+
+/// The labelled parts of a document an extractor read; `None` for a file read as text.
+fn parts(doc: &Document) -> Option<Vec<(usize, String)>> {
+    doc.metadata.iter().find(|(k, _)| k == PARTS).map(|(_, v)| decode_parts(v))
 }
 
 /// The file's line starts, when it is still `size` bytes.
