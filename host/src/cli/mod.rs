@@ -8,6 +8,7 @@ macro_rules! say {
 }
 
 mod doctor;
+mod extract;
 mod index;
 mod init;
 mod migrate;
@@ -38,6 +39,7 @@ Examples:
   ragbox search \"tar archive\" --hybrid meaning and keywords fused (--fulltext: BM25 only)
   ragbox sources --stats               what is indexed, with statistics
   ragbox similar notes/jwt.md          documents like this one
+  ragbox extract report.pdf            the text ragbox reads out of a document, page by page
   ragbox init --agent all              write the MCP config of Claude Code, Gemini CLI, OpenCode, Codex, Cursor, VS Code
   ragbox init --agent claude-desktop   add this workspace to your Claude Desktop (or windsurf) user config
   ragbox init --http http://127.0.0.1:8765/mcp   point them at a running HTTP server instead
@@ -248,6 +250,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the text ragbox reads out of documents (PDF, DOCX, PPTX, XLSX,
+    /// ODT, EPUB, RTF, ipynb), part by part, with the sandboxed extractor the
+    /// indexer uses.
+    Extract {
+        /// The files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The workspace whose config and tools folders decide which extractors load.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
+        workspace: PathBuf,
+        /// One JSON object a line per file: path, title, metadata, parts, ms (or error).
+        #[arg(long)]
+        json: bool,
+    },
     /// Manage the embedding model.
     Model {
         #[command(subcommand)]
@@ -356,6 +372,7 @@ pub fn main() -> ExitCode {
         Command::Doctor { reset: false, workspace, .. } => doctor::check(&workspace),
         Command::Doctor { reset: true, yes, workspace } => doctor::reset(&workspace, yes),
         Command::Migrate { to, workspace, json } => migrate::run(&workspace, &to, json),
+        Command::Extract { files, workspace, json } => extract::run(&files, &workspace, json),
         Command::Model { action } => model::run(action),
     };
     match result {

@@ -153,6 +153,16 @@ impl Reload for Loader {
     }
 }
 
+/// The components `workspace` would load (its config and tools folders as
+/// `serve` reads them), without the model or the index.
+pub fn catalog(workspace: &Path) -> anyhow::Result<Catalog> {
+    let served = Workspaces::new(workspace, &[]).context("cannot open this workspace")?;
+    let engine = new_engine()?;
+    let cache = CompileCache::new(&engine, CompileCache::default_dir());
+    let loader = Loader { served: served.served().to_path_buf(), engine, cache };
+    Ok(loader.setup()?.catalog)
+}
+
 /// Opens `workspace` and loads every tool component: the runner every
 /// command (and `serve`) makes its calls through.
 pub fn open(workspace: &Path) -> anyhow::Result<Runner> {

@@ -6,7 +6,9 @@
 use super::open::{self, open};
 use crate::builtins::BUILTIN_TOOLS;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Limits, Origin, user_config_dir};
-use crate::runtime::{Catalog, CompileCache, History, LoadedTool, Source, load_one, new_engine, read_component};
+use crate::runtime::{
+    Catalog, CompileCache, History, Loaded, LoadedTool, Source, load_component, load_one, new_engine, read_component,
+};
 use anyhow::Context;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -36,18 +38,26 @@ pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
                        "grants": grant_names(&setup.grants(t))})
             })
             .collect();
+        let extractors: Vec<_> = catalog
+            .extractors()
+            .loaded()
+            .iter()
+            .map(|x| json!({"name": x.name(), "formats": x.formats(), "source": x.source.to_string(), "sha256": x.sha256}))
+            .collect();
         let rejected: Vec<_> =
             catalog.rejected().iter().map(|r| json!({"source": r.source.to_string(), "reason": r.reason})).collect();
-        println!(
-            "{}",
-            crate::text::for_json(&serde_json::to_string_pretty(&json!({"tools": tools, "rejected": rejected}))?)
-        );
+        let all = json!({"tools": tools, "extractors": extractors, "rejected": rejected});
+        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&all)?));
         return Ok(());
     }
     let width = catalog.tools().iter().map(|t| t.name().len()).max().unwrap_or(4).max(4);
     say!("{:width$}  {:64}  {:40}  SOURCE", "NAME", "SHA256", "GRANTS");
     for t in catalog.tools() {
         say!("{:width$}  {:64}  {:40}  {}", t.name(), t.sha256, grant_names(&setup.grants(t)).join(","), t.source);
+    }
+    for x in catalog.extractors().loaded() {
+        let formats = x.formats().iter().map(|f| format!(".{f}")).collect::<Vec<_>>().join(" ");
+        say!("extractor {} ({}) reads {formats}: {}", x.name(), x.sha256, x.source);
     }
     for r in catalog.rejected() {
         say!("rejected: {}: {}", r.source, r.reason);
@@ -216,14 +226,26 @@ pub fn trust(file: &Path) -> anyhow::Result<()> {
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let engine = new_engine()?;
     let cache = CompileCache::new(&engine, CompileCache::default_dir());
-    let tool = describe(&engine, &cache, file, &bytes).map_err(anyhow::Error::msg)?;
-    let name = tool.name().to_string();
+    let loaded = load_component(&engine, &cache, Source::File(file.to_path_buf()), &bytes, &describe_limits())
+        .map_err(anyhow::Error::msg)?;
     let builtins =
         Catalog::load(&engine, &cache, BUILTIN_TOOLS, Vec::new(), &describe_limits(), &|_, _, _| Ok(()), &|_| true);
-    // Pinned or not, a built-in's name is never another component's.
-    if let Err(reason) = builtins.verdict(&tool, Origin::User, &|_, _, _| Ok(())) {
-        anyhow::bail!("{}: {reason}", file.display());
-    }
+    let (name, what) = match &loaded {
+        Loaded::Tool(tool) => {
+            // Pinned or not, a built-in's name is never another component's.
+            if let Err(reason) = builtins.verdict(tool, Origin::User, &|_, _, _| Ok(())) {
+                anyhow::bail!("{}: {reason}", file.display());
+            }
+            (tool.name().to_string(), "tool")
+        }
+        Loaded::Extractor(extractor) => {
+            // Its pin lives under [tools.NAME]: a built-in's name would disable or pin that built-in too.
+            if builtins.is_builtin_name(extractor.name()) {
+                anyhow::bail!("{}: '{}' is a built-in tool's name; rename the file", file.display(), extractor.name());
+            }
+            (extractor.name().to_string(), "extractor")
+        }
+    };
     let dir = user_config_dir().context("no config dir for this user: set RAGBOX_CONFIG_DIR")?;
     let path = dir.join(CONFIG_FILE);
     let text = match std::fs::read_to_string(&path) {
@@ -248,7 +270,7 @@ pub fn trust(file: &Path) -> anyhow::Result<()> {
     table.insert("sha256", toml_edit::value(&sha256));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     std::fs::write(&path, doc.to_string()).with_context(|| format!("cannot write {}", path.display()))?;
-    say!("trusted tool '{name}' ({sha256}) in {}", path.display());
+    say!("trusted {what} '{name}' ({sha256}) in {}", path.display());
     say!("it loads from a workspace's {DATA_DIR}/tools/ while its bytes stay these; grants are still yours to give");
     Ok(())
 }
