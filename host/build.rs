@@ -44,20 +44,28 @@ fn main() {
         );
     }
 
-    let mut generated = String::from("/// Tool components built from `guest-tools/`: (crate name, component bytes).\n");
-    generated.push_str("pub const BUILTIN_TOOLS: &[(&str, &[u8])] = &[\n");
-    for (name, _) in &tools {
-        let wasm = target_dir.join("wasm32-wasip2/release").join(format!("{}.wasm", name.replace('-', "_")));
-        assert!(wasm.exists(), "expected {} after building guest-tools", wasm.display());
-        writeln!(generated, "    ({name:?}, include_bytes!({:?})),", wasm.display().to_string())
-            .expect("write to String");
+    // Extractor crates are named extract-*; the rest are tools.
+    let mut generated = String::new();
+    for (konst, doc, extractors) in [
+        ("BUILTIN_TOOLS", "Tool components built from `guest-tools/`", false),
+        ("BUILTIN_EXTRACTORS", "Extractor components (`extract-*`) built from `guest-tools/`", true),
+    ] {
+        writeln!(generated, "/// {doc}: (crate name, component bytes).").expect("write to String");
+        writeln!(generated, "pub const {konst}: &[(&str, &[u8])] = &[").expect("write to String");
+        for (name, _) in tools.iter().filter(|(name, _)| name.starts_with("extract-") == extractors) {
+            let wasm = target_dir.join("wasm32-wasip2/release").join(format!("{}.wasm", name.replace('-', "_")));
+            assert!(wasm.exists(), "expected {} after building guest-tools", wasm.display());
+            writeln!(generated, "    ({name:?}, include_bytes!({:?})),", wasm.display().to_string())
+                .expect("write to String");
+        }
+        generated.push_str("];\n");
     }
-    generated.push_str("];\n");
     std::fs::write(out_dir.join("builtin_tools.rs"), generated).expect("write builtin_tools.rs");
 }
 
-/// The tool crates of the guest workspace: every member folder except `sdk`
-/// (the shared library) and `fuzz` (cargo fuzz targets, outside the workspace).
+/// The component crates of the guest workspace (tools and extractors): every
+/// member folder except `sdk` (the shared library) and `fuzz` (cargo fuzz
+/// targets, outside the workspace).
 fn tool_crates(guests: &Path) -> Vec<(String, PathBuf)> {
     let mut tools: Vec<(String, PathBuf)> = std::fs::read_dir(guests)
         .expect("read guest-tools/")

@@ -25,7 +25,12 @@ mod walk;
 mod watch;
 pub mod workspace;
 
-/// Tool components built from `guest-tools/` and embedded at build time.
+/// Tool and extractor components built from `guest-tools/` and embedded at build time.
 pub mod builtins {
     include!(concat!(env!("OUT_DIR"), "/builtin_tools.rs"));
+
+    /// Every built-in component: the tools, then the extractors.
+    pub fn components() -> Vec<(&'static str, &'static [u8])> {
+        BUILTIN_TOOLS.iter().chain(BUILTIN_EXTRACTORS).copied().collect()
+    }
 }

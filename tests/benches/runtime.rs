@@ -123,7 +123,7 @@ fn main() {
     .unwrap();
     writeln!(
         report,
-        "- tools loaded: the {} built-in components + hostile (the user's tools folder)\n",
+        "- tools loaded: the {} built-in tools + hostile (the user's tools folder), and the built-in extractor\n",
         ragbox::builtins::BUILTIN_TOOLS.len()
     )
     .unwrap();

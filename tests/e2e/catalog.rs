@@ -110,8 +110,8 @@ fn compile_cache_is_written_and_reused() {
     };
     run();
     let entries: Vec<_> = walk(&cache).into_iter().filter(|p| p.extension().is_some_and(|e| e == "cwasm")).collect();
-    let builtins = ragbox::builtins::BUILTIN_TOOLS.len();
-    assert_eq!(entries.len(), builtins, "one cached component per built-in: {entries:?}");
+    let builtins = ragbox::builtins::components().len();
+    assert_eq!(entries.len(), builtins, "one cached component per built-in tool and extractor: {entries:?}");
     let modified = std::fs::metadata(&entries[0]).unwrap().modified().unwrap();
     run();
     assert_eq!(std::fs::metadata(&entries[0]).unwrap().modified().unwrap(), modified, "cache entry rewritten");

@@ -1,7 +1,7 @@
 //! Opening a workspace: its config, the allowed folders and the tool catalog,
 //! loaded again whenever the tools folders or the config files change.
 
-use crate::builtins::BUILTIN_TOOLS;
+use crate::builtins;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Origin, user_config_dir};
 use crate::corpus::{Corpora, SharedEmbedder};
 use crate::datadir::{DataDir, TOOLS_DIR, ToolFile, owner};
@@ -136,7 +136,8 @@ impl Loader {
         let pinned = |sha256: &str| config.pins(sha256);
         let found = components(&self.served, &pinned);
         let limits = super::tools::describe_limits();
-        let catalog = Catalog::load(&self.engine, &self.cache, BUILTIN_TOOLS, found, &limits, &policy, &pinned);
+        let catalog =
+            Catalog::load(&self.engine, &self.cache, &builtins::components(), found, &limits, &policy, &pinned);
         Ok(Setup { config, workspaces, catalog })
     }
 }

@@ -4,7 +4,7 @@
 //! `ragbox tools call NAME JSON`: run one tool once, as under `serve`.
 
 use super::open::{self, open};
-use crate::builtins::BUILTIN_TOOLS;
+use crate::builtins;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Limits, Origin, user_config_dir};
 use crate::runtime::{
     Catalog, CompileCache, History, Loaded, LoadedTool, Source, load_component, load_one, new_engine, read_component,
@@ -228,19 +228,26 @@ pub fn trust(file: &Path) -> anyhow::Result<()> {
     let cache = CompileCache::new(&engine, CompileCache::default_dir());
     let loaded = load_component(&engine, &cache, Source::File(file.to_path_buf()), &bytes, &describe_limits())
         .map_err(anyhow::Error::msg)?;
-    let builtins =
-        Catalog::load(&engine, &cache, BUILTIN_TOOLS, Vec::new(), &describe_limits(), &|_, _, _| Ok(()), &|_| true);
+    let shipped = Catalog::load(
+        &engine,
+        &cache,
+        &builtins::components(),
+        Vec::new(),
+        &describe_limits(),
+        &|_, _, _| Ok(()),
+        &|_| true,
+    );
     let (name, what) = match &loaded {
         Loaded::Tool(tool) => {
             // Pinned or not, a built-in's name is never another component's.
-            if let Err(reason) = builtins.verdict(tool, Origin::User, &|_, _, _| Ok(())) {
+            if let Err(reason) = shipped.verdict(tool, Origin::User, &|_, _, _| Ok(())) {
                 anyhow::bail!("{}: {reason}", file.display());
             }
             (tool.name().to_string(), "tool")
         }
         Loaded::Extractor(extractor) => {
             // Its pin lives under [tools.NAME]: a built-in's name would disable or pin that built-in too.
-            if builtins.is_builtin_name(extractor.name()) {
+            if shipped.is_builtin_name(extractor.name()) {
                 anyhow::bail!("{}: '{}' is a built-in tool's name; rename the file", file.display(), extractor.name());
             }
             (extractor.name().to_string(), "extractor")
