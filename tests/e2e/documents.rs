@@ -131,6 +131,11 @@ async fn documents_are_found_on_the_page_that_holds_the_answer() {
     // Semantic ranking may put a near neighbour first; nine in ten must land.
     assert!(misses.len() * 10 <= checks.len(), "{} of {} missed:\n{}", misses.len(), checks.len(), misses.join("\n"));
 
+    // A document's own metadata is a filter like frontmatter.
+    let by = search(&client, "harbour", json!({ "metadata_filters": { "author": "Mara Quint" } })).await;
+    assert!(by.iter().any(|h| h["source"]["filepath"] == json!("docs/facts.pdf")), "{by:?}");
+    assert!(by.iter().all(|h| h["metadata"]["author"] == json!("Mara Quint")), "{by:?}");
+
     // The file-type filter and statistics know the new types.
     let pdfs = search(&client, "harbour", json!({ "sources": [".pdf"] })).await;
     assert!(pdfs.iter().all(|h| h["source"]["filepath"].as_str().unwrap().ends_with(".pdf")), "{pdfs:?}");

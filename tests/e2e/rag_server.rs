@@ -92,11 +92,8 @@ fn corpus() -> Corpus {
          <h1>Deploying</h1><p>Build with <code>make release</code>, then copy the binary to the server &amp; \
          restart the service.</p></body></html>",
     );
-    // A PDF: recognised, not indexed, reported.
-    f.write_bytes(
-        "papers/study.pdf",
-        b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nstream\x00\x01\x02\nendstream\n",
-    );
+    // A Word 97-2003 file (an OLE compound file): recognised, not read, reported.
+    f.write_bytes("papers/study.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1\x00\x00\x00\x00binary Word 97 body");
     Corpus { f, queries, abstracts }
 }
 
@@ -139,8 +136,8 @@ async fn the_seed_003_tools_on_real_data() {
     );
     let errors = r["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{r}");
-    assert_eq!(errors[0]["path"], "papers/study.pdf");
-    assert!(errors[0]["error"].as_str().unwrap().starts_with("unsupported file type: PDF"), "{r}");
+    assert_eq!(errors[0]["path"], "papers/study.doc");
+    assert!(errors[0]["error"].as_str().unwrap().starts_with("unsupported file type: Word 97-2003"), "{r}");
 
     // HTML is indexed by its visible text.
     let r = ok(
