@@ -164,12 +164,13 @@ test-windows: .cross-stamp
 # five-minute version: SciFact cut to 400 documents, embedding and peers only.
 # The first `make bench` also embeds the 100,000-chunk corpus of bench/scale.py
 # once and loads it into each system (kept in bench/.cache/scale-100k).
-bench: release bench-venvs
+bench: release bench-venvs .documents-tools-stamp
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench runtime
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench watch
 	$(BENCH_VENV)/bin/python bench/embed_peers.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/peers.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/quality.py
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/documents.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/scale.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/postgres.py
 	cargo bench -p ragbox-tests --bench vectors
