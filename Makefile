@@ -130,7 +130,7 @@ test-rust:
 	# The search tools' end-to-end tests again with every index in PostgreSQL + pgvector
 	# (the tests start the server from target/postgres; one collection per fixture).
 	RAGBOX_TEST_BACKEND=postgres cargo test -p ragbox-tests --test e2e -- \
-		cortext_rag:: rag_server:: search_workspace:: skills:: code_units:: watch:: load::
+		cortext_rag:: rag_server:: search_workspace:: skills:: code_units:: watch:: load:: documents::
 
 # Guest logic (arguments, Cortext paths, filters) as native unit tests; the example tool's too.
 test-guests: $(DOCUMENTS)
