@@ -17,8 +17,9 @@ impl extract::Host for HostState {
     fn extract(&mut self, name: String, bytes: Vec<u8>) -> Result<Extracted, Error> {
         // Reading a document may take a while: other processes may want the store meanwhile.
         self.release_store();
-        // One file's budget never outlasts the call it is read for.
-        let remaining = self.guard.remaining();
+        // One file's budget ends where the call should wind down, so the tool
+        // still has the last tenth of its time to keep what it finished.
+        let remaining = self.guard.soft_remaining();
         let cancel = self.env.cancel.clone();
         let extractors = self.env.extractors.clone();
         let read = self.timed(Stage::Extract, |_| extractors.extract(&name, &bytes, remaining, cancel));

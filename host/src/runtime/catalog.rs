@@ -66,7 +66,7 @@ pub fn fingerprint(dirs: &[PathBuf], files: &[PathBuf]) -> Fingerprint {
 pub struct Catalog {
     tools: Vec<LoadedTool>,
     rejected: Vec<Rejected>,
-    /// Every built-in's tool name, loaded or disabled: names no other component may take.
+    /// Every built-in's name (tools and extractors), loaded or disabled: names no other component may take.
     builtin_names: Vec<String>,
     /// The extractor components, by the formats they read.
     extractors: Arc<Extractors>,
@@ -189,6 +189,13 @@ impl Catalog {
     /// be) for the formats no earlier one reads.
     fn add_extractor(&mut self, extractor: LoadedExtractor, origin: Origin, admit: Admit) {
         let source = extractor.source.clone();
+        // Its name keys its `[tools.NAME]` section: a built-in's is never shared.
+        if origin == Origin::BuiltIn {
+            self.builtin_names.push(extractor.name().to_string());
+        } else if self.is_builtin_name(extractor.name()) {
+            let reason = format!("extractor name '{}' is a built-in's; rename the file", extractor.name());
+            return self.reject(source, reason);
+        }
         let verdict = admit(extractor.name(), &extractor.sha256, origin)
             .map_err(|reason| format!("extractor '{}' {reason}", extractor.name()))
             .and_then(|()| Arc::make_mut(&mut self.extractors).add(extractor));

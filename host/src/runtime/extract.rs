@@ -41,7 +41,8 @@ pub struct ExtractLimits {
 
 impl Default for ExtractLimits {
     fn default() -> Self {
-        Self { timeout: Duration::from_secs(60), memory_bytes: 1 << 30, max_text_bytes: 64 << 20 }
+        // 8 MiB of text is what one call may tokenize, as for a text file.
+        Self { timeout: Duration::from_secs(60), memory_bytes: 1 << 30, max_text_bytes: 8 << 20 }
     }
 }
 
@@ -153,6 +154,10 @@ fn new_store(engine: &Engine, limits: &ExtractLimits, cancel: CancellationToken)
     store
 }
 
+/// Most formats one extractor may read.
+const MAX_FORMATS: usize = 64;
+/// Longest message kept from an extractor (it lands in reports and the index).
+const MAX_MESSAGE_CHARS: usize = 300;
 /// Largest label kept for a part.
 const MAX_LABEL_CHARS: usize = 80;
 /// Metadata entries kept from one file, and the size of each value.
@@ -181,6 +186,9 @@ impl LoadedExtractor {
             .instantiate(&mut store)
             .and_then(|x: Extractor| x.call_formats(&mut store))
             .map_err(|e| format!("formats() failed: {e:#}"))?;
+        if formats.len() > MAX_FORMATS {
+            return Err(format!("formats() named {} formats; an extractor reads at most {MAX_FORMATS}", formats.len()));
+        }
         let formats: Vec<String> = formats.iter().map(|f| f.trim_start_matches('.').to_ascii_lowercase()).collect();
         if let Some(bad) =
             formats.iter().find(|f| f.is_empty() || f.len() > 16 || !f.bytes().all(|b| b.is_ascii_alphanumeric()))
@@ -215,11 +223,14 @@ impl LoadedExtractor {
         tracing::debug!(extractor = &*self.name, file = name, ms = started.elapsed().as_millis() as u64, "extracted");
         let guard = &store.data().guard;
         let format = extension(name).unwrap_or_default();
+        let said = |message: &str| line(message, MAX_MESSAGE_CHARS);
         match result {
             Ok(Ok(extracted)) => tidy(extracted, limits.max_text_bytes),
-            Ok(Err(ExtractError::Malformed(message))) => Err(ExtractFailure::Malformed { format, message }),
-            Ok(Err(ExtractError::NoText(message))) => Err(ExtractFailure::NoText(message)),
-            Ok(Err(ExtractError::Unsupported(message))) => Err(ExtractFailure::Unsupported(message)),
+            Ok(Err(ExtractError::Malformed(message))) => {
+                Err(ExtractFailure::Malformed { format, message: said(&message) })
+            }
+            Ok(Err(ExtractError::NoText(message))) => Err(ExtractFailure::NoText(said(&message))),
+            Ok(Err(ExtractError::Unsupported(message))) => Err(ExtractFailure::Unsupported(said(&message))),
             Err(trap) => Err(match (guard.interrupted, guard.memory_denied) {
                 (Some(Interrupt::Deadline), _) => ExtractFailure::Timeout { secs: limits.timeout.as_secs() },
                 (Some(Interrupt::Cancelled), _) => ExtractFailure::Cancelled,
@@ -227,7 +238,7 @@ impl LoadedExtractor {
                 (None, None) => {
                     let reason = match trap.downcast_ref::<wasmtime::Trap>() {
                         Some(t) => t.to_string(),
-                        None => format!("{trap:#}"),
+                        None => said(&format!("{trap:#}")),
                     };
                     ExtractFailure::Crashed { extractor: self.name.to_string(), reason }
                 }
@@ -240,25 +251,40 @@ impl LoadedExtractor {
 /// capped, labels one short line, metadata a few short fields and never the
 /// indexer's own `ragbox.*` keys.
 fn tidy(mut extracted: Extracted, max_text: usize) -> Result<Extracted, ExtractFailure> {
-    let text: usize = extracted.parts.iter().map(|p| p.text.len()).sum();
+    // Counted as the indexer joins them: a blank line between parts.
+    let text: usize = extracted.parts.iter().map(|p| p.text.len() + 2).sum();
     if text > max_text {
         return Err(ExtractFailure::TooMuchText { limit_mib: max_text >> 20 });
     }
-    let line = |s: &str, max: usize| -> String {
-        let one: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).take(max).collect();
-        one.trim().to_string()
-    };
     for Part { label, .. } in &mut extracted.parts {
         *label = label.as_deref().map(|l| line(l, MAX_LABEL_CHARS)).filter(|l| !l.is_empty());
     }
     extracted.title = extracted.title.as_deref().map(|t| line(t, MAX_METADATA_VALUE)).filter(|t| !t.is_empty());
-    extracted.metadata.retain(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty() && !k.starts_with("ragbox."));
-    extracted.metadata.truncate(MAX_METADATA);
-    for (k, v) in &mut extracted.metadata {
-        *k = line(k, 64);
-        *v = line(v, MAX_METADATA_VALUE);
-    }
+    let fields = std::mem::take(&mut extracted.metadata);
+    extracted.metadata = fields
+        .into_iter()
+        .map(|(k, v)| (line(&k, 64), line(&v, MAX_METADATA_VALUE)))
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty() && !reserved(k))
+        .take(MAX_METADATA)
+        .collect();
     Ok(extracted)
+}
+
+/// One line of at most `max` characters: control characters become spaces, ends trimmed.
+fn line(s: &str, max: usize) -> String {
+    let one: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).take(max).collect();
+    one.trim().to_string()
+}
+
+/// Keys the index sets itself: the indexer's `ragbox.*` bookkeeping (in any
+/// case, with invisible characters) and Cortext's `conversation`.
+fn reserved(key: &str) -> bool {
+    let visible: String = key
+        .chars()
+        .filter(|c| !c.is_whitespace() && !matches!(c, '\u{200b}'..='\u{200f}' | '\u{2060}' | '\u{feff}'))
+        .collect();
+    let lower = visible.to_lowercase();
+    lower.starts_with("ragbox.") || lower == "conversation"
 }
 
 /// The lowercase extension of a file name.
@@ -271,8 +297,8 @@ fn extension(name: &str) -> Option<String> {
 /// and a format a built-in reads is never taken by another component.
 #[derive(Clone, Default)]
 pub struct Extractors {
-    by_format: BTreeMap<String, LoadedExtractor>,
-    loaded: Vec<LoadedExtractor>,
+    by_format: BTreeMap<String, Arc<LoadedExtractor>>,
+    loaded: Vec<Arc<LoadedExtractor>>,
     limits: ExtractLimits,
 }
 
@@ -288,6 +314,7 @@ impl Extractors {
         if !taken.is_empty() {
             return Err(format!("extractor '{}' reads formats already taken: {}", extractor.name, taken.join(", ")));
         }
+        let extractor = Arc::new(extractor);
         for format in &extractor.formats {
             self.by_format.insert(format.clone(), extractor.clone());
         }
@@ -296,7 +323,7 @@ impl Extractors {
     }
 
     /// The loaded extractors.
-    pub fn loaded(&self) -> &[LoadedExtractor] {
+    pub fn loaded(&self) -> &[Arc<LoadedExtractor>] {
         &self.loaded
     }
 
@@ -340,6 +367,9 @@ mod tests {
             metadata: vec![
                 ("author".into(), "Ada".into()),
                 ("ragbox.index".into(), "skill".into()),
+                (" ragbox.parts".into(), "0\tp. 9".into()),
+                ("Ragbox\u{200b}.unreadable".into(), "no".into()),
+                ("conversation".into(), "x".into()),
                 ("empty".into(), " ".into()),
             ],
             parts: vec![part(Some("p.\t1\n"), "one"), part(Some("   "), "two")],

@@ -63,9 +63,9 @@ impl Guard {
         self.cancel.is_cancelled() || Instant::now() >= self.deadline
     }
 
-    /// The time left before the deadline.
-    pub fn remaining(&self) -> std::time::Duration {
-        self.deadline.saturating_duration_since(Instant::now())
+    /// The time left before the call should wind down (90% of its time).
+    pub fn soft_remaining(&self) -> std::time::Duration {
+        self.soft_deadline.saturating_duration_since(Instant::now())
     }
 
     /// True once the call should wind down: cancelled, or 90% of its time used.
