@@ -126,6 +126,20 @@ def million_cells_xlsx():
     return out.getvalue()
 
 
+def long_name_epub():
+    """An EPUB whose container names a 1 MB path: messages that quote it must stay short."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("mimetype", "application/epub+zip")
+        z.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?><container xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+            f'version="1.0"><rootfiles><rootfile full-path="{"A" * 1_000_000}.opf" '
+            'media-type="application/oebps-package+xml"/></rootfiles></container>',
+        )
+    return out.getvalue()
+
+
 def pdf(objects, root=1):
     """A PDF whose numbered objects are `objects` (bodies), with a correct xref."""
     out = bytearray(b"%PDF-1.7\n")
@@ -187,6 +201,7 @@ def main():
         "random.docx": bytes(rng.getrandbits(8) for _ in range(65536)),
         "random.pptx": b"PK\x03\x04" + bytes(rng.getrandbits(8) for _ in range(4096)),
         "empty.epub": b"",
+        "long-name.epub": long_name_epub(),
     }
     if len(sys.argv) > 2:
         with open(sys.argv[2], "rb") as f:

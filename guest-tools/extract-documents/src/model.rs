@@ -57,8 +57,10 @@ pub fn malformed(what: impl fmt::Display) -> ExtractError {
     ExtractError::Malformed(what.to_string())
 }
 
-/// Most text one file may yield; the rest is cut and the cut said in the last part.
-pub const MAX_TEXT: usize = 64 << 20;
+/// Most text one file may yield; the rest is cut and the cut said in the last part. Under the
+/// 8 MiB the host takes from one file (what one call may tokenize), with room for the breaks
+/// that join the parts.
+pub const MAX_TEXT: usize = 7 << 20;
 
 /// The kind of the last block written, so list items and table rows stay on adjacent lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -104,8 +104,16 @@ pub fn assemble<'a>(parts: impl IntoIterator<Item = (Option<&'a str>, &'a str)>)
         }
         text.push_str(part);
     }
+    // Every hit carries its document's part list: a document of more parts than a reader
+    // could be pointed through (200,000 sheets, say) is pointed into by none.
+    if labels.len() > MAX_LABELLED_PARTS {
+        labels.clear();
+    }
     Assembled { text, parts: labels }
 }
+
+/// The most labelled parts a document keeps (a 10,000-page PDF keeps its pages).
+pub const MAX_LABELLED_PARTS: usize = 10_000;
 
 /// The [`PARTS`] value for `parts`.
 pub fn encode_parts(parts: &[(usize, String)]) -> String {
@@ -376,6 +384,8 @@ mod tests {
         let sheets = vec![(0, "sheet Q1".to_string()), (10, "sheet Costs".to_string())];
         assert_eq!(part_span(&sheets, 5, 15).as_deref(), Some("sheet Q1 \u{2013} sheet Costs"));
         assert_eq!(part_span(&[(5, "p. 2".to_string())], 0, 3), None);
+        let many: Vec<String> = (0..=MAX_LABELLED_PARTS).map(|i| format!("sheet {i}")).collect();
+        assert!(assemble(many.iter().map(|l| (Some(l.as_str()), "x"))).parts.is_empty());
         let p = prepare_extracted("papers/a.pdf", None, vec![("ragbox.index".into(), "skill".into())], doc);
         assert_eq!((p.kind, p.title.as_deref()), ("pdf", None));
         assert!(is_extracted(&p.metadata) && !p.metadata.iter().any(|(k, _)| k == "ragbox.index"));

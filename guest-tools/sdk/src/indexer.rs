@@ -21,6 +21,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Chunks embedded per call to the model.
 const BATCH_CHUNKS: usize = 64;
+/// Most texts one `embedder.embed` call takes (the host's limit).
+const EMBED_CALL_TEXTS: usize = 4096;
 /// Documents stored per transaction at most (many small or empty files).
 const BATCH_DOCUMENTS: usize = 256;
 
@@ -250,6 +252,9 @@ pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Doc
 /// run, and each run and status still lists the file with that reason.
 const UNREADABLE: &str = "ragbox.unreadable";
 
+/// The longest reason kept for a file that could not be read.
+const MAX_REASON: usize = 500;
+
 /// Why the stored document's file could not be read, if it could not.
 fn unreadable(stored: &Document) -> Option<String> {
     stored.metadata.iter().find(|(k, _)| k == UNREADABLE).map(|(_, v)| v.clone())
@@ -353,7 +358,7 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
                     // Kept, without chunks, with why: the same bytes are not read again.
                     let nothing = Assembled { text: String::new(), parts: Vec::new() };
                     let mut prepared = prepare_extracted(&path, None, Vec::new(), nothing);
-                    prepared.metadata.push((UNREADABLE.to_string(), e.message.clone()));
+                    prepared.metadata.push((UNREADABLE.to_string(), crate::text::truncate(&e.message, MAX_REASON)));
                     report.errors.push((path.clone(), e.message));
                     batch.push(Pending { path, content, chunks: Vec::new(), embed: Vec::new(), prepared });
                     continue;
@@ -378,14 +383,27 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
             let whole = Chunk { text: content.text.clone(), start: 0, end: content.text.len() as u64 };
             (vec![whole], vec![parsed.intent_text()])
         } else if prepared.kind == "code" {
-            code_chunks(&path, &content.text, sizes, &mut prepared)?
+            // The model is loaded by now: what fails here is this file's (too long to tokenize).
+            match code_chunks(&path, &content.text, sizes, &mut prepared) {
+                Ok(cut) => cut,
+                Err(e) => {
+                    report.errors.push((path, e));
+                    continue;
+                }
+            }
         } else {
             // HTML is chunked by its visible text; everything else from after the frontmatter.
             let (body, base) = match &prepared.extracted {
                 Some(text) => (text.as_str(), 0),
                 None => (&content.text[prepared.body_start..], prepared.body_start),
             };
-            let offsets = embedder::token_offsets(body)?;
+            let offsets = match embedder::token_offsets(body) {
+                Ok(offsets) => offsets,
+                Err(e) => {
+                    report.errors.push((path, e.message));
+                    continue;
+                }
+            };
             let chunks: Vec<Chunk> = chunk(body, &offsets, sizes)
                 .into_iter()
                 .map(|s| Chunk {
@@ -469,9 +487,13 @@ struct Pending {
 /// documents in one transaction: an interrupted run loses at most one batch.
 fn flush(batch: &mut Vec<Pending>, report: &mut Report) -> Result<u64, String> {
     let texts: Vec<String> = batch.iter().flat_map(|p| p.embed.iter().cloned()).collect();
-    // Empty and whitespace-only files have no chunks: nothing for the model.
-    let mut vectors =
-        if texts.is_empty() { Vec::new() } else { embedder::embed(&texts, EmbedKind::Passage)? }.into_iter();
+    // Empty and whitespace-only files have no chunks: nothing for the model. A long
+    // document's chunks go in several calls: the host takes so many texts at once.
+    let mut vectors = Vec::with_capacity(texts.len());
+    for slice in texts.chunks(EMBED_CALL_TEXTS) {
+        vectors.extend(embedder::embed(slice, EmbedKind::Passage)?);
+    }
+    let mut vectors = vectors.into_iter();
     let mut documents = Vec::with_capacity(batch.len());
     let mut chunk_count = 0;
     let mut unreadable = 0;
