@@ -212,6 +212,11 @@ fn tools_json(f: &Fixture) -> Value {
 async fn a_dropped_in_extractor_loads_under_the_tools_rules() {
     let real = documents().join("real");
     let f = Fixture::empty();
+    f.write_bytes("docs/scan.pdf", &std::fs::read(real.join("scan.pdf")).unwrap());
+    // The built-in finds no text in a scan, and says so.
+    let out = f.command(&["index", "--json"]).output().unwrap();
+    let first: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(first["errors"][0]["error"].as_str().unwrap_or_default().contains("no text layer"), "{first}");
     f.write_bytes("docs/facts.pdf", &std::fs::read(real.join("facts.pdf")).unwrap());
     let tools = f.config_dir.join("tools");
     std::fs::create_dir_all(&tools).unwrap();
@@ -231,7 +236,14 @@ async fn a_dropped_in_extractor_loads_under_the_tools_rules() {
     assert!(listed["extractors"][0]["formats"].as_array().unwrap().contains(&json!("pdf")), "{listed}");
     let client = f.connect().await;
     let report = ok(&client, "embed_workspace", json!({})).await;
-    assert_eq!((&report["embedded"], &report["errors"]), (&json!(1), &Value::Null), "{report}");
+    assert_eq!(report["embedded"], json!(1), "{report}");
+    // What the built-in could not read, another extractor is given to read.
+    assert_eq!(errors(&report).len(), 1, "{report}");
+    if !ragbox_tests::postgres_backend() {
+        let scan = f.store().document("docs/scan.pdf").unwrap().unwrap();
+        let by = scan.metadata.get("ragbox.extractor").cloned().unwrap_or_default();
+        assert!(by.starts_with("pdfx@"), "{:?}", scan.metadata);
+    }
     drop(client);
 
     // A workspace's copy is neither compiled nor run until trusted; none reads PDFs now.

@@ -252,12 +252,29 @@ pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Doc
 /// run, and each run and status still lists the file with that reason.
 const UNREADABLE: &str = "ragbox.unreadable";
 
+/// The metadata key of the extractor that read a document (`extract.identity`).
+const EXTRACTOR: &str = "ragbox.extractor";
+
+/// The extractor that reads the file at `path` now (asked once per extension and call).
+fn extractor_of(path: &str) -> Option<String> {
+    static KNOWN: std::sync::Mutex<BTreeMap<String, Option<String>>> = std::sync::Mutex::new(BTreeMap::new());
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    known.entry(ext).or_insert_with(|| extract::identity(path)).clone()
+}
+
+/// The value of metadata `key` of a stored document.
+fn meta<'a>(stored: &'a Document, key: &str) -> Option<&'a str> {
+    stored.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
 /// The longest reason kept for a file that could not be read.
 const MAX_REASON: usize = 500;
 
 /// Why the stored document's file could not be read, if it could not.
 fn unreadable(stored: &Document) -> Option<String> {
-    stored.metadata.iter().find(|(k, _)| k == UNREADABLE).map(|(_, v)| v.clone())
+    meta(stored, UNREADABLE).map(str::to_string)
 }
 
 /// The metadata key of when a document's file was read, seconds since the Unix epoch.
@@ -280,6 +297,10 @@ fn unchanged_by_stat(entry: &walk::Entry, stored: &Document) -> bool {
 fn indexed_as_now(path: &str, stored: &Document) -> bool {
     // A notebook indexed as JSON before an extractor read it is read again.
     if is_document(path) != crate::document::is_extracted(&stored.metadata) {
+        return false;
+    }
+    // A file one extractor could not read is tried again by another (or a newer one).
+    if unreadable(stored).is_some() && meta(stored, EXTRACTOR) != extractor_of(path).as_deref() {
         return false;
     }
     let marker = if skill::is_skill(path) {
@@ -348,7 +369,9 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
             Some(bytes) => match extract::extract(&path, &bytes) {
                 Ok(doc) => {
                     let assembled = assemble(doc.parts.iter().map(|p| (p.label.as_deref(), p.text.as_str())));
-                    prepare_extracted(&path, doc.title, doc.metadata, assembled)
+                    let mut prepared = prepare_extracted(&path, doc.title, doc.metadata, assembled);
+                    prepared.metadata.extend(extractor_of(&path).map(|x| (EXTRACTOR.to_string(), x)));
+                    prepared
                 }
                 Err(e) if e.code == ErrorCode::Cancelled => {
                     report.stopped_early = true;
@@ -359,6 +382,7 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
                     let nothing = Assembled { text: String::new(), parts: Vec::new() };
                     let mut prepared = prepare_extracted(&path, None, Vec::new(), nothing);
                     prepared.metadata.push((UNREADABLE.to_string(), crate::text::truncate(&e.message, MAX_REASON)));
+                    prepared.metadata.extend(extractor_of(&path).map(|x| (EXTRACTOR.to_string(), x)));
                     report.errors.push((path.clone(), e.message));
                     batch.push(Pending { path, content, chunks: Vec::new(), embed: Vec::new(), prepared });
                     continue;

@@ -14,6 +14,10 @@ impl extract::Host for HostState {
         self.env.extractors.formats()
     }
 
+    fn identity(&mut self, name: String) -> Option<String> {
+        self.env.extractors.identity(&name)
+    }
+
     fn extract(&mut self, name: String, bytes: Vec<u8>) -> Result<Extracted, Error> {
         // Reading a document may take a while: other processes may want the store meanwhile.
         self.release_store();

@@ -332,6 +332,12 @@ impl Extractors {
         self.by_format.keys().cloned().collect()
     }
 
+    /// The extractor for files named like `name`: its name and the start of its sha256.
+    pub fn identity(&self, name: &str) -> Option<String> {
+        let extractor = self.by_format.get(&extension(name)?)?;
+        Some(format!("{}@{}", extractor.name, extractor.sha256.get(..16).unwrap_or(&extractor.sha256)))
+    }
+
     /// Reads the file `name` (`bytes`) with the extractor for its extension,
     /// within one file's budget and at most `within`.
     pub fn extract(
