@@ -37,6 +37,15 @@ pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
             say!("  {}  {}", r.embedded_at, r.path);
         }
     }
+    if s.not_indexed.count > 0 {
+        say!("not indexed: {}", s.not_indexed.count);
+        for f in &s.not_indexed.files {
+            say!("  {}: {}", f.path, f.error);
+        }
+        if s.not_indexed.count > s.not_indexed.files.len() {
+            say!("  … and {} more", s.not_indexed.count - s.not_indexed.files.len());
+        }
+    }
     let pending = &s.pending;
     if pending.total == 0 {
         say!("up to date: nothing pending");
