@@ -3,7 +3,7 @@
 
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::indexer::{stored_documents, survey};
+use ragbox_sdk::indexer::{self, stored_documents, survey};
 use ragbox_sdk::protocol::{
     EmbeddingStatus, FileError, NotIndexed, PathList, Pending, RecentEmbedding, VectorIndexState,
 };
@@ -30,7 +30,8 @@ fn listed(paths: &[String]) -> PathList {
 fn status() -> Result<EmbeddingStatus, String> {
     let stats = corpus::stats()?;
     let stored = stored_documents()?;
-    let mut recent: Vec<_> = stored.values().collect();
+    // A file no extractor could read is listed under not_indexed, not as embedded.
+    let mut recent: Vec<_> = stored.values().filter(|d| !indexer::is_unreadable(d)).collect();
     recent.sort_by(|a, b| b.embedded_at.cmp(&a.embedded_at).then_with(|| a.path.cmp(&b.path)));
     let recent: Vec<RecentEmbedding> = recent
         .iter()

@@ -272,6 +272,11 @@ fn meta<'a>(stored: &'a Document, key: &str) -> Option<&'a str> {
 /// The longest reason kept for a file that could not be read.
 const MAX_REASON: usize = 500;
 
+/// Whether the stored document is a file no extractor could read (kept without chunks).
+pub fn is_unreadable(stored: &Document) -> bool {
+    meta(stored, UNREADABLE).is_some()
+}
+
 /// Why the stored document's file could not be read, if it could not.
 fn unreadable(stored: &Document) -> Option<String> {
     meta(stored, UNREADABLE).map(str::to_string)
