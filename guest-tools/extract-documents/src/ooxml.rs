@@ -179,6 +179,8 @@ struct DocxWalk<'s> {
     b: Builder,
     styles: &'s HashMap<String, Style>,
     page: usize,
+    /// Whether the last page break was an explicit one.
+    explicit_last: bool,
     paras: Vec<Para>,
     tables: usize,
     row: Vec<String>,
@@ -205,13 +207,16 @@ impl DocxWalk<'_> {
         }
     }
 
-    fn page_break(&mut self) {
+    /// A page ends: at an explicit break (`explicit`), or where the writer last rendered one.
+    fn page_break(&mut self, explicit: bool) {
         let pending = self.paras.last().is_some_and(|p| !p.text.trim().is_empty());
-        // A break with nothing since the last one is the same break written twice (Word puts a
-        // lastRenderedPageBreak after an explicit one); an empty first page is not a page either.
-        if !pending && !self.b.part_has_text() {
+        let nothing_since = !pending && !self.b.part_has_text();
+        // Word writes a lastRenderedPageBreak right after an explicit break: the same break
+        // twice. An explicit break always ends a page, even an empty one (a blank page).
+        if !explicit && nothing_since && (self.explicit_last || self.page == 1) {
             return;
         }
+        self.explicit_last = explicit;
         // Text before the break stays on this page; the rest of the paragraph goes on.
         if let Some(p) = self.paras.last_mut() {
             let done =
@@ -237,6 +242,7 @@ pub fn docx(bytes: &[u8]) -> Result<Extracted> {
         b: Builder::new(),
         styles: &styles,
         page: 1,
+        explicit_last: false,
         paras: Vec::new(),
         tables: 0,
         row: Vec::new(),
@@ -285,7 +291,9 @@ pub fn docx(bytes: &[u8]) -> Result<Extracted> {
                         }
                     }
                 }
-                "pageBreakBefore" if in_ppr && t.attr("val").is_none_or(|v| v != "0" && v != "false") => w.page_break(),
+                "pageBreakBefore" if in_ppr && t.attr("val").is_none_or(|v| v != "0" && v != "false") => {
+                    w.page_break(true)
+                }
                 "t" => {
                     let s = x.text()?;
                     if let Some(p) = w.paras.last_mut() {
@@ -299,12 +307,12 @@ pub fn docx(bytes: &[u8]) -> Result<Extracted> {
                 }
                 "br" | "cr" => {
                     if t.attr("type") == Some("page") {
-                        w.page_break();
+                        w.page_break(true);
                     } else if let Some(p) = w.paras.last_mut() {
                         p.text.push('\n');
                     }
                 }
-                "lastRenderedPageBreak" => w.page_break(),
+                "lastRenderedPageBreak" => w.page_break(false),
                 "noBreakHyphen" => {
                     if let Some(p) = w.paras.last_mut() {
                         p.text.push('-');

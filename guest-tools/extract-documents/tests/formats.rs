@@ -56,6 +56,14 @@ fn docx_headings_lists_tables_and_pages() {
     );
     assert_eq!(part(&e, Some("p. 2")), "after the break.\n\n## Outlook\n\nKept.");
 
+    // A blank page (two explicit breaks) and a blank cover page still count.
+    let brk = r#"<w:p><w:r><w:br w:type="page"/></w:r></w:p>"#;
+    let e = extract("b.docx", &docx(&[p("", "alpha"), brk.into(), brk.into(), p("", "gamma")].concat())).unwrap();
+    assert_eq!((part(&e, Some("p. 1")), part(&e, Some("p. 3"))), ("alpha", "gamma"));
+    assert_eq!(meta(&e, "pages"), Some("3"));
+    let e = extract("c.docx", &docx(&[brk.into(), p("", "after the cover")].concat())).unwrap();
+    assert_eq!(part(&e, Some("p. 2")), "after the cover");
+
     // No page breaks: one part, no label.
     let e = extract("a.docx", &docx(&p("", "Only page."))).unwrap();
     assert_eq!(e.parts.len(), 1);
