@@ -274,6 +274,44 @@ pub fn first_heading(parts: &[Part]) -> Option<String> {
     })
 }
 
+/// A paragraph of a word-processing document (DOCX, ODT) while it is read.
+#[derive(Debug, Default)]
+pub struct Para {
+    /// Its text so far.
+    pub text: String,
+    /// Its heading level, if it is a heading.
+    pub heading: Option<usize>,
+    /// Its list level, if it is a list item.
+    pub list: Option<usize>,
+    /// Whether it sits in a table cell.
+    pub in_table: bool,
+    /// Whether a page break follows it (ODT paragraph styles say so).
+    pub break_after: bool,
+}
+
+impl Para {
+    /// Writes the finished paragraph: into the table `cell` being read, or
+    /// into `b` as a heading, a list item or a paragraph.
+    pub fn emit(self, b: &mut Builder, cell: &mut String) {
+        let text = self.text.trim();
+        if text.is_empty() {
+            return;
+        }
+        if self.in_table {
+            if !cell.is_empty() {
+                cell.push(' ');
+            }
+            cell.push_str(text);
+        } else if let Some(level) = self.heading {
+            b.heading(level, text);
+        } else if let Some(level) = self.list {
+            b.item(level, text);
+        } else {
+            b.para(text);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

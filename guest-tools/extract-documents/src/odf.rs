@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use crate::model::{Builder, Extracted, Meta, Result, first_heading, push_meta};
+use crate::model::{Builder, Extracted, Meta, Para, Result, first_heading, push_meta};
 use crate::sheets::Rows;
 use crate::xml::{Ev, Xml};
 use crate::zipx::Zip;
@@ -52,15 +52,6 @@ fn meta(zip: &mut Zip) -> Result<Meta> {
     Ok((title, meta))
 }
 
-#[derive(Debug, Default)]
-struct Para {
-    text: String,
-    heading: Option<usize>,
-    list: Option<usize>,
-    in_table: bool,
-    break_after: bool,
-}
-
 /// The text of an ODT file; split into pages (`p. N`) where it records page breaks.
 pub fn odt(bytes: &[u8]) -> Result<Extracted> {
     let mut zip = Zip::open(bytes, "ODT")?;
@@ -79,31 +70,12 @@ pub fn odt(bytes: &[u8]) -> Result<Extracted> {
     let mut cell = String::new();
     let mut page = 1usize;
 
-    // Emits a finished paragraph into the cell or the page.
-    fn emit(b: &mut Builder, cell: &mut String, p: Para) {
-        let text = p.text.trim();
-        if text.is_empty() {
-            return;
-        }
-        if p.in_table {
-            if !cell.is_empty() {
-                cell.push(' ');
-            }
-            cell.push_str(text);
-        } else if let Some(level) = p.heading {
-            b.heading(level, text);
-        } else if let Some(level) = p.list {
-            b.item(level, text);
-        } else {
-            b.para(text);
-        }
-    }
     // A page break: a break with nothing written since the last one is the same break.
     let page_break = |b: &mut Builder, paras: &mut Vec<Para>, cell: &mut String, page: &mut usize| {
         if let Some(p) = paras.last_mut() {
             let done = Para { text: std::mem::take(&mut p.text), heading: p.heading.take(), ..Para::default() };
             let in_table = p.in_table;
-            emit(b, cell, Para { in_table, ..done });
+            Para { in_table, ..done }.emit(b, cell);
         }
         if b.part_has_text() {
             *page += 1;
@@ -173,7 +145,7 @@ pub fn odt(bytes: &[u8]) -> Result<Extracted> {
                 "p" | "h" => {
                     if let Some(p) = paras.pop() {
                         let after = p.break_after;
-                        emit(&mut b, &mut cell, p);
+                        p.emit(&mut b, &mut cell);
                         if after && tables == 0 {
                             page_break(&mut b, &mut paras, &mut cell, &mut page);
                         }

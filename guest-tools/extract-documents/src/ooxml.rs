@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::{Builder, Extracted, Meta, Result, first_heading, malformed, push_meta};
+use crate::model::{Builder, Extracted, Meta, Para, Result, first_heading, malformed, push_meta};
 use crate::xml::{Ev, Tag, Xml};
 use crate::zipx::{Zip, resolve};
 
@@ -167,14 +167,6 @@ fn style_info(styles: &HashMap<String, Style>, id: &str) -> (Option<usize>, bool
     (heading, list)
 }
 
-#[derive(Debug, Default)]
-struct Para {
-    text: String,
-    heading: Option<usize>,
-    list: Option<usize>,
-    in_table: bool,
-}
-
 struct DocxWalk<'s> {
     b: Builder,
     styles: &'s HashMap<String, Style>,
@@ -189,22 +181,7 @@ struct DocxWalk<'s> {
 
 impl DocxWalk<'_> {
     fn emit(&mut self, p: Para) {
-        let text = p.text.trim();
-        if text.is_empty() {
-            return;
-        }
-        if p.in_table {
-            if !self.cell.is_empty() {
-                self.cell.push(' ');
-            }
-            self.cell.push_str(text);
-        } else if let Some(level) = p.heading {
-            self.b.heading(level, text);
-        } else if let Some(level) = p.list {
-            self.b.item(level, text);
-        } else {
-            self.b.para(text);
-        }
+        p.emit(&mut self.b, &mut self.cell);
     }
 
     /// A page ends: at an explicit break (`explicit`), or where the writer last rendered one.
@@ -219,8 +196,13 @@ impl DocxWalk<'_> {
         self.explicit_last = explicit;
         // Text before the break stays on this page; the rest of the paragraph goes on.
         if let Some(p) = self.paras.last_mut() {
-            let done =
-                Para { text: std::mem::take(&mut p.text), heading: p.heading, list: p.list, in_table: p.in_table };
+            let done = Para {
+                text: std::mem::take(&mut p.text),
+                heading: p.heading,
+                list: p.list,
+                in_table: p.in_table,
+                ..Para::default()
+            };
             p.heading = None;
             self.emit(done);
         }
