@@ -46,7 +46,7 @@ const DOCUMENT_FORMATS: &[(&str, &str)] = &[
 /// someone would expect to be (PDF, Word, …) that no extractor reads;
 /// `None` for other binary files. `readable` lists the formats extractors read.
 pub fn unsupported(path: &str, readable: &[String]) -> Option<String> {
-    let ext = extension(path)?;
+    let ext = extension(path);
     let (_, format) = DOCUMENT_FORMATS.iter().find(|(e, _)| *e == ext)?;
     let alternatives = match readable.iter().map(|f| format!(".{f}")).collect::<Vec<_>>() {
         r if r.is_empty() => {
@@ -60,10 +60,12 @@ pub fn unsupported(path: &str, readable: &[String]) -> Option<String> {
     ))
 }
 
-/// The lowercase extension of the file at `path`.
-fn extension(path: &str) -> Option<String> {
+/// The lowercase extension of the file at `path` ("" when none; `.bashrc` has none).
+pub fn extension(path: &str) -> String {
     let name = path.rsplit('/').next().unwrap_or(path);
-    name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())
+    name.rsplit_once('.')
+        .map(|(stem, e)| if stem.is_empty() { String::new() } else { e.to_ascii_lowercase() })
+        .unwrap_or_default()
 }
 
 /// The metadata key under which a document read by an extractor keeps where
@@ -155,17 +157,17 @@ pub fn part_span(parts: &[(usize, String)], start: usize, end: usize) -> Option<
 
 /// The kind a document read by an extractor is recorded as: its format.
 fn document_kind(path: &str) -> &'static str {
-    match extension(path).as_deref() {
-        Some("pdf") => "pdf",
-        Some("docx") => "docx",
-        Some("pptx") => "pptx",
-        Some("xlsx") => "xlsx",
-        Some("odt") => "odt",
-        Some("ods") => "ods",
-        Some("odp") => "odp",
-        Some("epub") => "epub",
-        Some("rtf") => "rtf",
-        Some("ipynb") => "notebook",
+    match extension(path).as_str() {
+        "pdf" => "pdf",
+        "docx" => "docx",
+        "pptx" => "pptx",
+        "xlsx" => "xlsx",
+        "odt" => "odt",
+        "ods" => "ods",
+        "odp" => "odp",
+        "epub" => "epub",
+        "rtf" => "rtf",
+        "ipynb" => "notebook",
         _ => "document",
     }
 }
@@ -205,8 +207,7 @@ pub fn html_text(html: &str) -> Option<String> {
 
 /// The kind of file at `path`, from its extension.
 pub fn kind_of(path: &str) -> &'static str {
-    let ext = extension(path).unwrap_or_default();
-    match ext.as_str() {
+    match extension(path).as_str() {
         "md" | "markdown" | "mdx" => "markdown",
         "txt" | "text" | "rst" | "org" | "adoc" | "log" | "" => "text",
         "json" | "jsonl" | "ndjson" => "json",

@@ -258,8 +258,7 @@ const EXTRACTOR: &str = "ragbox.extractor";
 /// The extractor that reads the file at `path` now (asked once per extension and call).
 fn extractor_of(path: &str) -> Option<String> {
     static KNOWN: std::sync::Mutex<BTreeMap<String, Option<String>>> = std::sync::Mutex::new(BTreeMap::new());
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let ext = crate::document::extension(path);
     let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
     known.entry(ext).or_insert_with(|| extract::identity(path)).clone()
 }
@@ -568,8 +567,8 @@ fn document_formats() -> &'static [String] {
 
 /// Whether an extractor reads the file at `path`.
 fn is_document(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.rsplit_once('.').is_some_and(|(_, ext)| document_formats().iter().any(|f| f.eq_ignore_ascii_case(ext)))
+    let ext = crate::document::extension(path);
+    !ext.is_empty() && document_formats().contains(&ext)
 }
 
 /// The largest file at `path` that is indexed.

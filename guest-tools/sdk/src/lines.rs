@@ -13,6 +13,8 @@ use std::collections::HashMap;
 #[derive(Default)]
 pub struct Lines {
     files: HashMap<String, Option<File>>,
+    /// The part lists of documents an extractor read, each decoded once.
+    parts: HashMap<String, Vec<(usize, String)>>,
 }
 
 /// A file's bytes and the byte offset where each of its lines begins.
@@ -27,8 +29,8 @@ impl Lines {
     /// the indexed one (changed since, so its lines would point elsewhere)
     /// or it is HTML.
     pub fn location(&mut self, doc: &Document, start: u64, end: u64) -> Option<String> {
-        if let Some(parts) = parts(doc) {
-            return part_span(&parts, start as usize, end as usize).map(|at| format!("{} {at}", doc.path));
+        if let Some(parts) = self.parts(doc) {
+            return part_span(parts, start as usize, end as usize).map(|at| format!("{} {at}", doc.path));
         }
         let file = self.file(doc)?;
         let (first, last) = span(&file.starts, file.bytes.len(), start as usize, end as usize)?;
@@ -38,6 +40,12 @@ impl Lines {
     /// The file's bytes, when it is still the size indexed.
     pub fn bytes(&mut self, doc: &Document) -> Option<&[u8]> {
         self.file(doc).map(|f| f.bytes.as_slice())
+    }
+
+    /// The labelled parts of a document an extractor read; `None` for a file read as text.
+    fn parts(&mut self, doc: &Document) -> Option<&[(usize, String)]> {
+        let (_, value) = doc.metadata.iter().find(|(k, _)| k == PARTS)?;
+        Some(self.parts.entry(doc.path.clone()).or_insert_with(|| decode_parts(value)))
     }
 
     fn file(&mut self, doc: &Document) -> Option<&File> {
@@ -52,9 +60,9 @@ impl Lines {
     /// `path:a-b,c-d` for several byte ranges of `doc`, in file order; `None`
     /// as for [`Lines::location`].
     pub fn locations(&mut self, doc: &Document, runs: &[(u64, u64)]) -> Option<String> {
-        if let Some(parts) = parts(doc) {
+        if let Some(parts) = self.parts(doc) {
             let mut places: Vec<String> = Vec::new();
-            for at in runs.iter().filter_map(|&(start, end)| part_span(&parts, start as usize, end as usize)) {
+            for at in runs.iter().filter_map(|&(start, end)| part_span(parts, start as usize, end as usize)) {
                 if !places.contains(&at) {
                     places.push(at);
                 }
@@ -70,11 +78,6 @@ impl Lines {
             .collect::<Option<Vec<_>>>()?;
         Some(format!("{}:{}", doc.path, ranges.join(",")))
     }
-}
-
-/// The labelled parts of a document an extractor read; `None` for a file read as text.
-fn parts(doc: &Document) -> Option<Vec<(usize, String)>> {
-    doc.metadata.iter().find(|(k, _)| k == PARTS).map(|(_, v)| decode_parts(v))
 }
 
 /// The file's line starts, when it is still `size` bytes.

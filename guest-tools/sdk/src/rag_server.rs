@@ -7,6 +7,7 @@ use crate::bindings::ragbox::tools::corpus::{Document, Filter};
 use crate::bindings::ragbox::tools::fulltext;
 use crate::bindings::ragbox::tools::vectors::Hit;
 use crate::cortext::DateRange;
+use crate::document::extension;
 use crate::group::{FileHit, Run};
 use crate::hybrid::{self, Scored};
 use crate::lines::Lines;
@@ -94,14 +95,6 @@ const MIME: &[(&str, &str)] = &[
     ("sql", "application/sql"),
     ("css", "text/css"),
 ];
-
-/// The file's extension, lowercased ("" when none).
-pub fn extension(path: &str) -> String {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.rsplit_once('.')
-        .map(|(stem, e)| if stem.is_empty() { String::new() } else { e.to_ascii_lowercase() })
-        .unwrap_or_default()
-}
 
 /// The MIME type of a file, from its extension (`text/plain` for other text).
 pub fn mime_of(path: &str) -> &'static str {
