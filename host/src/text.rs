@@ -40,6 +40,15 @@ pub fn word_end(text: &str, from: usize, max: usize) -> usize {
     }
 }
 
+/// `text` as one short line: every unsafe character (controls, line
+/// separators, bidirectional overrides) a space, at most `max` characters,
+/// trimmed. For what a component says about a file: a label, a metadata
+/// field, a message.
+pub fn one_line(text: &str, max: usize) -> String {
+    let line: String = text.chars().map(|c| if is_unsafe(c) { ' ' } else { c }).take(max).collect();
+    line.trim().to_string()
+}
+
 /// `text` for a terminal or a plain-text file: every unsafe character except
 /// newline and tab becomes a visible escape (`\x1b`, `\u{202e}`), so file
 /// content cannot move the cursor, set the title or hide text.

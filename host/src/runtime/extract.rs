@@ -9,6 +9,7 @@ use super::guard::{Guard, Interrupt};
 use super::stderr::StderrCapture;
 use super::tool::Source;
 use crate::runtime::bindings::ragbox::tools::documents::{ExtractError, Extracted, Part};
+use crate::text::one_line as line;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -268,12 +269,6 @@ fn tidy(mut extracted: Extracted, max_text: usize) -> Result<Extracted, ExtractF
         .take(MAX_METADATA)
         .collect();
     Ok(extracted)
-}
-
-/// One line of at most `max` characters: control characters become spaces, ends trimmed.
-fn line(s: &str, max: usize) -> String {
-    let one: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).take(max).collect();
-    one.trim().to_string()
 }
 
 /// Keys the index sets itself: the indexer's `ragbox.*` bookkeeping (in any
