@@ -60,12 +60,12 @@ fn dot_i8_rows_body(query: &[i8], rows: &[i8], out: &mut [i32]) {
 /// `a · b` over the shorter length.
 pub fn dot_f32(isa: Isa, a: &[f32], b: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx2Fma {
+    if isa.has_avx2() {
         #[target_feature(enable = "avx2,fma")]
         fn avx2(a: &[f32], b: &[f32]) -> f32 {
             dot_f32_body::<true>(a, b)
         }
-        // SAFETY: `Isa::Avx2Fma` is only chosen after the CPU was seen to have AVX2 and FMA.
+        // SAFETY: `has_avx2` paths are only chosen after the CPU was seen to have AVX2 and FMA.
         return unsafe { avx2(a, b) };
     }
     let _ = isa;
@@ -75,7 +75,7 @@ pub fn dot_f32(isa: Isa, a: &[f32], b: &[f32]) -> f32 {
 /// `a · b` of two int8 vectors, exactly, over the shorter length.
 pub fn dot_i8(isa: Isa, a: &[i8], b: &[i8]) -> i32 {
     #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx2Fma {
+    if isa.has_avx2() {
         #[target_feature(enable = "avx2,fma")]
         fn avx2(a: &[i8], b: &[i8]) -> i32 {
             dot_i8_body(a, b)
@@ -91,7 +91,7 @@ pub fn dot_i8(isa: Isa, a: &[i8], b: &[i8]) -> i32 {
 /// values: the exact scan's inner loop, dispatched once per block.
 pub fn dot_i8_rows(isa: Isa, query: &[i8], rows: &[i8], out: &mut [i32]) {
     #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx2Fma {
+    if isa.has_avx2() {
         #[target_feature(enable = "avx2,fma")]
         fn avx2(query: &[i8], rows: &[i8], out: &mut [i32]) {
             dot_i8_rows_body(query, rows, out)

@@ -8,6 +8,7 @@
 //! packs its small per-head operands on the fly.
 
 use super::Isa;
+use super::buf::Buf;
 use super::rows::{self, Activation};
 use rayon::prelude::*;
 
@@ -18,14 +19,14 @@ pub const MR: usize = 6;
 /// Depth of one pass over a panel: a 16 KiB slice of it stays in L1.
 const KC: usize = 256;
 /// Rows of A per block: a 96 KiB block of A stays in L2 across the panels.
-const MC: usize = 96;
+pub(crate) const MC: usize = 96;
 
 /// B (k × n) packed into panels of [`NR`] columns, zero past `n`.
 #[derive(Debug, Clone, Default)]
 pub struct Packed {
     k: usize,
     n: usize,
-    data: Vec<f32>,
+    data: Buf<f32>,
 }
 
 impl Packed {
@@ -41,7 +42,7 @@ impl Packed {
     pub fn repack_transposed(&mut self, w: &[f32], n: usize, k: usize, ld: usize) {
         self.reshape(k, n);
         let panel_len = k * NR;
-        for (j, panel) in self.data.chunks_exact_mut(panel_len).enumerate() {
+        for (j, panel) in self.data.to_mut().chunks_exact_mut(panel_len).enumerate() {
             for c in 0..NR.min(n - j * NR) {
                 let row = &w[(j * NR + c) * ld..][..k];
                 for (p, v) in row.iter().enumerate() {
@@ -55,12 +56,23 @@ impl Packed {
     pub fn repack_rows(&mut self, b: &[f32], k: usize, n: usize, ld: usize) {
         self.reshape(k, n);
         let panel_len = k * NR;
-        for (j, panel) in self.data.chunks_exact_mut(panel_len).enumerate() {
+        for (j, panel) in self.data.to_mut().chunks_exact_mut(panel_len).enumerate() {
             let cols = NR.min(n - j * NR);
             for p in 0..k {
                 panel[p * NR..][..cols].copy_from_slice(&b[p * ld + j * NR..][..cols]);
             }
         }
+    }
+
+    /// A packing of `k × n` read back from `data` (as [`Self::data`] gave it);
+    /// `None` when its length does not fit those sizes.
+    pub fn from_data(k: usize, n: usize, data: Buf<f32>) -> Option<Self> {
+        (data.len() == n.div_ceil(NR) * k * NR).then_some(Self { k, n, data })
+    }
+
+    /// The packed values, to keep (see [`Self::from_data`]).
+    pub fn data(&self) -> &Buf<f32> {
+        &self.data
     }
 
     /// Columns of B.
@@ -71,12 +83,13 @@ impl Packed {
     fn reshape(&mut self, k: usize, n: usize) {
         self.k = k;
         self.n = n;
-        self.data.clear();
-        self.data.resize(n.div_ceil(NR) * k * NR, 0.0);
+        let data = self.data.to_mut();
+        data.clear();
+        data.resize(n.div_ceil(NR) * k * NR, 0.0);
     }
 
     fn view(&self) -> View<'_> {
-        View { k: self.k, n: self.n, data: &self.data }
+        View { k: self.k, n: self.n, data: &self.data[..] }
     }
 }
 
@@ -89,12 +102,8 @@ struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    fn panels(&self) -> usize {
-        self.n.div_ceil(NR)
-    }
-
     /// Panels `from..to`.
-    fn panels_range(&self, from: usize, to: usize) -> View<'a> {
+    pub(crate) fn panels_range(&self, from: usize, to: usize) -> View<'a> {
         let n = self.n.min(to * NR) - from * NR;
         View { k: self.k, n, data: &self.data[from * self.k * NR..to * self.k * NR] }
     }
@@ -113,7 +122,7 @@ pub enum Epilogue<'a> {
 
 impl<'a> Epilogue<'a> {
     /// The same epilogue for the columns from `col` on.
-    fn past_column(self, col: usize) -> Epilogue<'a> {
+    pub(crate) fn past_column(self, col: usize) -> Epilogue<'a> {
         match self {
             Epilogue::None => Epilogue::None,
             Epilogue::Bias(bias) => Epilogue::Bias(&bias[col..]),
@@ -125,44 +134,56 @@ impl<'a> Epilogue<'a> {
 /// `C = A · B` (+ epilogue), A `m × b.k()` with row stride `lda`, C `m × b.n()`
 /// with row stride `ldc`, shared out over the thread pool.
 pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usize, epilogue: Epilogue) {
+    let view = b.view();
+    shared(b.k, b.n, NR, c, ldc, |row, col, cols, out, ld| {
+        let panels = view.panels_range(col / NR, (col + cols).div_ceil(NR));
+        gemm_view(isa, &a[row * lda..], lda, panels, out, ld, epilogue.past_column(col));
+    });
+}
+
+/// Shares out the product `C (m × n) = A (m × k) · B` over the thread pool, for
+/// a kernel whose B panels are `nr` columns wide. `serial(row, col, cols, out,
+/// ld)` computes rows `row..` (as many as `out` holds at stride `ld`) of
+/// columns `col..col + cols` into `out`; `col` is a multiple of `nr`.
+pub(crate) fn shared<F>(k: usize, n: usize, nr: usize, c: &mut [f32], ldc: usize, serial: F)
+where
+    F: Fn(usize, usize, usize, &mut [f32], usize) + Sync,
+{
     let m = c.len().div_ceil(ldc);
-    let b = b.view();
-    if m == 0 || b.n == 0 {
+    if m == 0 || n == 0 {
         return;
     }
     let threads = rayon::current_num_threads().max(1);
     // Small products are not worth a trip through the pool.
-    if m * b.k * b.n < 1 << 18 || threads == 1 {
-        return gemm_view(isa, a, lda, b, c, ldc, epilogue);
+    if m * k * n < 1 << 18 || threads == 1 {
+        return serial(0, 0, n, c, ldc);
     }
     if m <= MC {
         // Few rows (a query): split the columns, so that each thread reads only
         // its share of the weights; a row split would stream all of them per thread.
-        let per_group = b.panels().div_ceil(threads);
-        let groups = b.panels().div_ceil(per_group);
-        let parts: Vec<(usize, Vec<f32>)> = (0..groups)
+        let panels = n.div_ceil(nr);
+        let per_group = panels.div_ceil(threads);
+        let groups = panels.div_ceil(per_group);
+        let parts: Vec<(usize, usize, Vec<f32>)> = (0..groups)
             .into_par_iter()
             .map(|g| {
-                let from = g * per_group;
-                let view = b.panels_range(from, ((g + 1) * per_group).min(b.panels()));
-                let mut part = vec![0.0f32; m * view.n];
-                gemm_view(isa, a, lda, view, &mut part, view.n, epilogue.past_column(from * NR));
-                (from * NR, part)
+                let col = g * per_group * nr;
+                let cols = n.min(col + per_group * nr) - col;
+                let mut part = vec![0.0f32; m * cols];
+                serial(0, col, cols, &mut part, cols);
+                (col, cols, part)
             })
             .collect();
-        for (col, part) in parts {
-            let width = part.len() / m;
-            for (r, row) in part.chunks_exact(width).enumerate() {
-                c[r * ldc + col..][..width].copy_from_slice(row);
+        for (col, cols, part) in parts {
+            for (r, row) in part.chunks_exact(cols).enumerate() {
+                c[r * ldc + col..][..cols].copy_from_slice(row);
             }
         }
         return;
     }
     // Many rows: blocks of rows, enough for every thread, at most MC each.
     let per_task = m.div_ceil(threads * 2).next_multiple_of(MR).clamp(MR, MC);
-    c.par_chunks_mut(per_task * ldc).enumerate().for_each(|(t, c_rows)| {
-        gemm_view(isa, &a[t * per_task * lda..], lda, b, c_rows, ldc, epilogue);
-    });
+    c.par_chunks_mut(per_task * ldc).enumerate().for_each(|(t, rows)| serial(t * per_task, 0, n, rows, ldc));
 }
 
 /// [`gemm`] on the calling thread only (attention runs one per head in parallel).
@@ -171,30 +192,62 @@ pub fn gemm_serial(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], l
 }
 
 fn gemm_view(isa: Isa, a: &[f32], lda: usize, b: View, c: &mut [f32], ldc: usize, epilogue: Epilogue) {
-    let (k, n) = (b.k, b.n);
+    let blocking = Blocking { mr: MR, nr: NR, kc: KC };
+    blocked(a, lda, b.data, b.k, b.n, c, ldc, blocking, |kc, a, lda, rows, panel, c, ldc, add| {
+        tile(isa, kc, a, lda, rows, panel, c, ldc, add)
+    });
+    finish(isa, c, ldc, c.len().div_ceil(ldc), b.n, epilogue);
+}
+
+/// A micro-kernel's shape: `mr` rows × `nr` columns of C, `kc` steps of depth per pass.
+#[derive(Clone, Copy)]
+pub(crate) struct Blocking {
+    pub(crate) mr: usize,
+    pub(crate) nr: usize,
+    pub(crate) kc: usize,
+}
+
+/// The blocked loop nest around a micro-kernel: `C = A · B` for A with `depth`
+/// values a row (stride `lda`) and B packed as panels of `nr` columns, `depth`
+/// rows each. `tile(kc, a, lda, rows, panel, c, ldc, add)` computes (or with
+/// `add`, adds) one `rows × nr` tile over `kc` steps of depth into `mr` rows of `c`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn blocked<T, F>(
+    a: &[T],
+    lda: usize,
+    panels: &[T],
+    depth: usize,
+    n: usize,
+    c: &mut [f32],
+    ldc: usize,
+    b: Blocking,
+    tile: F,
+) where
+    F: Fn(usize, &[T], usize, usize, &[T], &mut [f32], usize, bool),
+{
     let m = c.len().div_ceil(ldc);
     assert!(m == 0 || c.len() >= (m - 1) * ldc + n, "C too short for {m} rows of {n}");
-    assert!(m == 0 || a.len() >= (m - 1) * lda + k, "A too short for {m} rows of {k}");
-    let mut tail = [0.0f32; MR * NR];
+    assert!(m == 0 || a.len() >= (m - 1) * lda + depth, "A too short for {m} rows of {depth}");
+    let mut tail = vec![0.0f32; b.mr * b.nr];
     for i0 in (0..m).step_by(MC) {
         let mc = MC.min(m - i0);
-        for k0 in (0..k).step_by(KC) {
-            let kc = KC.min(k - k0);
-            for j in 0..b.panels() {
-                let panel = &b.data[j * k * NR + k0 * NR..][..kc * NR];
-                let cols = NR.min(n - j * NR);
-                for ii in (0..mc).step_by(MR) {
-                    let rows = MR.min(mc - ii);
+        for k0 in (0..depth).step_by(b.kc) {
+            let kc = b.kc.min(depth - k0);
+            for j in 0..n.div_ceil(b.nr) {
+                let panel = &panels[j * depth * b.nr + k0 * b.nr..][..kc * b.nr];
+                let cols = b.nr.min(n - j * b.nr);
+                for ii in (0..mc).step_by(b.mr) {
+                    let rows = b.mr.min(mc - ii);
                     let a_tile = &a[(i0 + ii) * lda + k0..];
-                    let c_at = (i0 + ii) * ldc + j * NR;
-                    if rows == MR && cols == NR {
-                        tile(isa, kc, a_tile, lda, rows, panel, &mut c[c_at..], ldc, k0 > 0);
+                    let c_at = (i0 + ii) * ldc + j * b.nr;
+                    if rows == b.mr && cols == b.nr {
+                        tile(kc, a_tile, lda, rows, panel, &mut c[c_at..], ldc, k0 > 0);
                     } else {
                         // A partial tile goes through a full-size buffer.
-                        tile(isa, kc, a_tile, lda, rows, panel, &mut tail, NR, false);
+                        tile(kc, a_tile, lda, rows, panel, &mut tail, b.nr, false);
                         for r in 0..rows {
                             let out = &mut c[c_at + r * ldc..][..cols];
-                            let src = &tail[r * NR..][..cols];
+                            let src = &tail[r * b.nr..][..cols];
                             if k0 > 0 {
                                 out.iter_mut().zip(src).for_each(|(o, s)| *o += s);
                             } else {
@@ -205,17 +258,21 @@ fn gemm_view(isa: Isa, a: &[f32], lda: usize, b: View, c: &mut [f32], ldc: usize
                 }
             }
         }
-        let (bias, act) = match epilogue {
-            Epilogue::None => continue,
-            Epilogue::Bias(bias) => (bias, None),
-            Epilogue::BiasActivation(bias, act) => (bias, Some(act)),
-        };
-        for r in i0..i0 + mc {
-            let row = &mut c[r * ldc..][..n];
-            match act {
-                Some(act) => rows::bias_activation(isa, row, n, bias, act),
-                None => row.iter_mut().zip(bias).for_each(|(v, b)| *v += b),
-            }
+    }
+}
+
+/// Applies `epilogue` to `rows` finished rows of `n` values at stride `ldc`.
+pub(crate) fn finish(isa: Isa, c: &mut [f32], ldc: usize, rows: usize, n: usize, epilogue: Epilogue) {
+    let (bias, act) = match epilogue {
+        Epilogue::None => return,
+        Epilogue::Bias(bias) => (bias, None),
+        Epilogue::BiasActivation(bias, act) => (bias, Some(act)),
+    };
+    for r in 0..rows {
+        let row = &mut c[r * ldc..][..n];
+        match act {
+            Some(act) => rows::bias_activation(isa, row, n, bias, act),
+            None => row.iter_mut().zip(bias).for_each(|(v, b)| *v += b),
         }
     }
 }
@@ -229,8 +286,8 @@ fn tile(isa: Isa, kc: usize, a: &[f32], lda: usize, rows: usize, panel: &[f32], 
     assert!((1..=MR).contains(&rows) && a.len() >= (rows - 1) * lda + kc && panel.len() >= kc * NR);
     assert!(c.len() >= (MR - 1) * ldc + NR);
     #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx2Fma {
-        // SAFETY: Avx2Fma is only chosen when the CPU has both; the asserts above
+    if isa.has_avx2() {
+        // SAFETY: `has_avx2` paths are only chosen when the CPU has both; the asserts above
         // bound every pointer the kernel forms.
         return unsafe { avx2::tile(kc, a.as_ptr(), lda, rows, panel.as_ptr(), c.as_mut_ptr(), ldc, add) };
     }
@@ -373,7 +430,7 @@ mod tests {
                 }
                 let mut from_rows = Packed::default();
                 from_rows.repack_rows(&b, k, n, n);
-                assert_eq!(from_rows.data, packed.data);
+                assert_eq!(&from_rows.data[..], &packed.data[..]);
             }
         }
     }

@@ -174,12 +174,12 @@ macro_rules! dispatched {
         #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
         pub fn $name(isa: Isa, $($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
-            if isa == Isa::Avx2Fma {
+            if isa.has_avx2() {
                 #[target_feature(enable = "avx2,fma")]
                 fn avx2($($arg: $ty),*) {
                     $body($($arg),*)
                 }
-                // SAFETY: `Isa::Avx2Fma` is only chosen after the CPU was seen to have AVX2 and FMA.
+                // SAFETY: `has_avx2` paths are only chosen after the CPU was seen to have AVX2 and FMA.
                 return unsafe { avx2($($arg),*) };
             }
             $body($($arg),*)
