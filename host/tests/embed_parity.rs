@@ -1,8 +1,9 @@
 //! ragbox's encoder against sentence-transformers: 60 varied texts (short,
 //! long past the token limit, code, non-English, emoji, empty) embedded once by
 //! sentence-transformers (scripts/make_embed_fixture.py) must come out the same,
-//! cosine >= 0.9999 each, on every kernel path this CPU runs. Needs the model:
-//! `make setup` fetches it.
+//! cosine >= 0.9999 each on every f32 kernel path this CPU runs, >= 0.999 where
+//! the weight products run in bfloat16 (the bar issue 38 set; the whole of
+//! SciFact is measured by bench/precision.py). Needs the model: `make setup` fetches it.
 
 use ragbox::embed::{EmbedKind, Embedder, Isa, ModelDir, default_model_dir};
 use serde::Deserialize;
@@ -49,7 +50,8 @@ fn every_kernel_path_matches_sentence_transformers() {
         let text = &fixture.texts[worst.1];
         eprintln!("{}: worst cosine over {} texts: {:.7} (text {})", isa.name(), fixture.texts.len(), worst.0, worst.1);
         let shown = text.chars().take(60).collect::<String>();
-        assert!(worst.0 >= 0.9999, "{}: text {} ({shown:?}…) has cosine {}", isa.name(), worst.1, worst.0);
+        let bar = if isa.has_bf16() { 0.999 } else { 0.9999 };
+        assert!(worst.0 >= bar, "{}: text {} ({shown:?}…) has cosine {}", isa.name(), worst.1, worst.0);
     }
 }
 
@@ -90,4 +92,41 @@ fn a_stop_request_ends_embedding_between_batches() {
     assert_eq!(asked.get(), 3, "asked before every batch, and no more after yes");
     let all = embedder.embed_until(&texts, EmbedKind::Passage, || false).unwrap();
     assert_eq!(all.len(), 40);
+}
+
+#[test]
+fn a_packed_model_file_is_written_once_mapped_after_and_repacked_when_damaged() {
+    let texts: Vec<String> = ["a packed model", "the same vectors from a mapped file", ""].map(String::from).to_vec();
+    let cache = tempfile::tempdir().unwrap();
+    let dir = model_dir();
+    for isa in Isa::available() {
+        let own = Embedder::load_cached(&dir, isa, None).expect("load without a cache");
+        assert!(!own.shares_weights());
+        let want = own.embed(&texts, EmbedKind::Passage).unwrap();
+        let file = ragbox::embed::packed_file_for(cache.path(), &dir.id, isa);
+        // First load packs and writes the file, then reads it mapped; the second maps it at once.
+        for round in ["first", "second"] {
+            let mapped = Embedder::load_cached(&dir, isa, Some(cache.path())).expect("load with a cache");
+            assert!(mapped.shares_weights(), "{}: {round} load reads the mapped file", isa.name());
+            assert!(file.is_file());
+            assert_eq!(mapped.embed(&texts, EmbedKind::Passage).unwrap(), want, "{}: {round} load", isa.name());
+        }
+        // A file cut short, or another file under its name, is packed again.
+        let len = std::fs::metadata(&file).unwrap().len();
+        for damage in ["cut", "garbage"] {
+            match damage {
+                "cut" => std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(len / 2).unwrap(),
+                _ => std::fs::write(&file, b"RBXPACK\x01\xff\xff\xff\x7fnot json").unwrap(),
+            }
+            let again = Embedder::load_cached(&dir, isa, Some(cache.path())).expect("repacks");
+            assert!(again.shares_weights());
+            assert_eq!(again.embed(&texts, EmbedKind::Passage).unwrap(), want, "{}: after {damage}", isa.name());
+            assert_eq!(std::fs::metadata(&file).unwrap().len(), len, "{}: rewritten whole after {damage}", isa.name());
+        }
+    }
+    // A cache that cannot be written leaves the weights in the process's memory.
+    let blocked = cache.path().join("a-file");
+    std::fs::write(&blocked, b"").unwrap();
+    let fallback = Embedder::load_cached(&dir, Isa::detect(), Some(&blocked)).expect("loads anyway");
+    assert!(!fallback.shares_weights());
 }

@@ -11,9 +11,10 @@
 use super::EmbedError;
 use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device};
-use ragbox_kernels::Isa;
+use ragbox_kernels::buf::Buf;
 use ragbox_kernels::gemm::{self, Epilogue, Packed};
 use ragbox_kernels::rows::{self, Activation};
+use ragbox_kernels::{Isa, bf16};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::path::Path;
@@ -53,23 +54,67 @@ fn default_eps() -> f64 {
     1e-12
 }
 
-/// LayerNorm's scale and shift.
-struct Norm {
-    gamma: Vec<f32>,
-    beta: Vec<f32>,
+/// The feed-forward activation `config` names.
+fn activation(config: &BertConfig) -> Result<Activation, String> {
+    match config.hidden_act.as_str() {
+        "gelu" => Ok(Activation::Gelu),
+        "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Ok(Activation::GeluTanh),
+        "relu" => Ok(Activation::Relu),
+        other => Err(format!("hidden_act `{other}` is not supported (gelu, gelu_new, relu)")),
+    }
 }
 
-/// One encoder layer, its matrices packed for [`gemm`].
+/// LayerNorm's scale and shift.
+struct Norm {
+    gamma: Buf<f32>,
+    beta: Buf<f32>,
+}
+
+/// A linear layer's weight, packed for the path's product: f32, or bfloat16
+/// where the CPU multiplies it natively (attention's own products stay f32).
+enum Weight {
+    F32(Packed),
+    Bf16(bf16::Packed),
+}
+
+impl Weight {
+    /// Packs `w` (`[out, in]`, as a linear layer stores it) for `isa`.
+    fn new(isa: Isa, w: &[f32], out: usize, inp: usize) -> Self {
+        if isa.has_bf16() {
+            Self::Bf16(bf16::Packed::transposed(w, out, inp, inp))
+        } else {
+            Self::F32(Packed::transposed(w, out, inp, inp))
+        }
+    }
+
+    /// Output width.
+    fn n(&self) -> usize {
+        match self {
+            Self::F32(p) => p.n(),
+            Self::Bf16(p) => p.n(),
+        }
+    }
+
+    /// `c = a · w` (+ epilogue), over the pool.
+    fn apply(&self, isa: Isa, a: &[f32], lda: usize, c: &mut [f32], ldc: usize, epilogue: Epilogue) {
+        match self {
+            Self::F32(p) => gemm::gemm(isa, a, lda, p, c, ldc, epilogue),
+            Self::Bf16(p) => bf16::gemm(isa, a, lda, p, c, ldc, epilogue),
+        }
+    }
+}
+
+/// One encoder layer, its matrices packed for the path's products.
 struct Layer {
-    qkv: Packed,
-    qkv_bias: Vec<f32>,
-    attn_out: Packed,
-    attn_out_bias: Vec<f32>,
+    qkv: Weight,
+    qkv_bias: Buf<f32>,
+    attn_out: Weight,
+    attn_out_bias: Buf<f32>,
     attn_norm: Norm,
-    ffn_in: Packed,
-    ffn_in_bias: Vec<f32>,
-    ffn_out: Packed,
-    ffn_out_bias: Vec<f32>,
+    ffn_in: Weight,
+    ffn_in_bias: Buf<f32>,
+    ffn_out: Weight,
+    ffn_out_bias: Buf<f32>,
     ffn_norm: Norm,
 }
 
@@ -82,12 +127,28 @@ pub struct Bert {
     max_positions: usize,
     eps: f32,
     activation: Activation,
-    words: Vec<f32>,
-    positions: Vec<f32>,
+    words: Buf<f32>,
+    positions: Buf<f32>,
     /// Token type 0's vector: sentence embedders see one segment.
-    token_type: Vec<f32>,
+    token_type: Buf<f32>,
     embed_norm: Norm,
     layers: Vec<Layer>,
+}
+
+/// One array of a loaded encoder, as [`Bert::arrays`] lists them.
+pub enum Array<'a> {
+    /// f32 values.
+    F32(&'a Buf<f32>),
+    /// Packed bf16 pairs.
+    U32(&'a Buf<u32>),
+}
+
+/// Where [`Bert::from_arrays`] finds the arrays [`Bert::arrays`] listed.
+pub trait Arrays {
+    /// The f32 array `name`; `None` when it is absent or not f32.
+    fn f32(&self, name: &str) -> Option<Buf<f32>>;
+    /// The u32 array `name`; `None` when it is absent or not u32.
+    fn u32(&self, name: &str) -> Option<Buf<u32>>;
 }
 
 /// Reads named tensors from a safetensors file as f32, checking their shapes.
@@ -121,8 +182,8 @@ impl Weights<'_> {
     fn norm(&self, name: &str, width: usize) -> Result<Norm, EmbedError> {
         let (g, b) = if self.has(&format!("{name}.weight")) { ("weight", "bias") } else { ("gamma", "beta") };
         Ok(Norm {
-            gamma: self.get(&format!("{name}.{g}"), &[width])?,
-            beta: self.get(&format!("{name}.{b}"), &[width])?,
+            gamma: self.get(&format!("{name}.{g}"), &[width])?.into(),
+            beta: self.get(&format!("{name}.{b}"), &[width])?.into(),
         })
     }
 }
@@ -139,12 +200,7 @@ impl Bert {
         if let Some(kind) = config.position_embedding_type.as_deref().filter(|t| *t != "absolute") {
             return Err(bad_config(format!("position_embedding_type `{kind}` is not supported, only `absolute`")));
         }
-        let activation = match config.hidden_act.as_str() {
-            "gelu" => Activation::Gelu,
-            "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Activation::GeluTanh,
-            "relu" => Activation::Relu,
-            other => return Err(bad_config(format!("hidden_act `{other}` is not supported (gelu, gelu_new, relu)"))),
-        };
+        let activation = activation(config).map_err(bad_config)?;
         let (h, heads, ffn) = (config.hidden_size, config.num_attention_heads, config.intermediate_size);
         if heads == 0 || h == 0 || h % heads != 0 {
             return Err(bad_config(format!("hidden_size {h} is not a multiple of num_attention_heads {heads}")));
@@ -191,16 +247,16 @@ impl Bert {
                 qkv.extend(weight);
                 qkv_bias.extend(bias);
             }
-            let linear = |name: &str, out: usize, inp: usize| -> Result<(Packed, Vec<f32>), EmbedError> {
+            let linear = |name: &str, out: usize, inp: usize| -> Result<(Weight, Buf<f32>), EmbedError> {
                 let weight = w.get(&at(&format!("{name}.weight")), &[out, inp])?;
-                Ok((Packed::transposed(&weight, out, inp, inp), w.get(&at(&format!("{name}.bias")), &[out])?))
+                Ok((Weight::new(isa, &weight, out, inp), w.get(&at(&format!("{name}.bias")), &[out])?.into()))
             };
             let (attn_out, attn_out_bias) = linear("attention.output.dense", h, h)?;
             let (ffn_in, ffn_in_bias) = linear("intermediate.dense", ffn, h)?;
             let (ffn_out, ffn_out_bias) = linear("output.dense", h, ffn)?;
             layers.push(Layer {
-                qkv: Packed::transposed(&qkv, 3 * h, h, h),
-                qkv_bias,
+                qkv: Weight::new(isa, &qkv, 3 * h, h),
+                qkv_bias: qkv_bias.into(),
                 attn_out,
                 attn_out_bias,
                 attn_norm: w.norm(&at("attention.output.LayerNorm"), h)?,
@@ -219,12 +275,108 @@ impl Bert {
             max_positions: config.max_position_embeddings,
             eps: config.layer_norm_eps as f32,
             activation,
-            words,
-            positions,
-            token_type,
+            words: words.into(),
+            positions: positions.into(),
+            token_type: token_type.into(),
             embed_norm,
             layers,
         })
+    }
+
+    /// Every array the encoder reads, named, in a fixed order: what a packed
+    /// model file keeps so that [`Self::from_arrays`] can map it back.
+    pub fn arrays(&self) -> Vec<(String, Array<'_>)> {
+        let mut out = vec![
+            ("words".to_string(), Array::F32(&self.words)),
+            ("positions".into(), Array::F32(&self.positions)),
+            ("token_type".into(), Array::F32(&self.token_type)),
+            ("embed_norm.gamma".into(), Array::F32(&self.embed_norm.gamma)),
+            ("embed_norm.beta".into(), Array::F32(&self.embed_norm.beta)),
+        ];
+        fn weight(w: &Weight) -> Array<'_> {
+            match w {
+                Weight::F32(p) => Array::F32(p.data()),
+                Weight::Bf16(p) => Array::U32(p.data()),
+            }
+        }
+        for (i, l) in self.layers.iter().enumerate() {
+            let at = |name: &str| format!("layer.{i}.{name}");
+            out.extend([
+                (at("qkv"), weight(&l.qkv)),
+                (at("qkv_bias"), Array::F32(&l.qkv_bias)),
+                (at("attn_out"), weight(&l.attn_out)),
+                (at("attn_out_bias"), Array::F32(&l.attn_out_bias)),
+                (at("attn_norm.gamma"), Array::F32(&l.attn_norm.gamma)),
+                (at("attn_norm.beta"), Array::F32(&l.attn_norm.beta)),
+                (at("ffn_in"), weight(&l.ffn_in)),
+                (at("ffn_in_bias"), Array::F32(&l.ffn_in_bias)),
+                (at("ffn_out"), weight(&l.ffn_out)),
+                (at("ffn_out_bias"), Array::F32(&l.ffn_out_bias)),
+                (at("ffn_norm.gamma"), Array::F32(&l.ffn_norm.gamma)),
+                (at("ffn_norm.beta"), Array::F32(&l.ffn_norm.beta)),
+            ]);
+        }
+        out
+    }
+
+    /// The encoder [`Self::arrays`] listed, its arrays taken from `arrays`
+    /// (a mapped file: nothing is copied), for `config` on `isa`.
+    pub fn from_arrays(arrays: &dyn Arrays, config: &BertConfig, isa: Isa) -> Result<Self, String> {
+        let (h, heads, ffn) = (config.hidden_size, config.num_attention_heads, config.intermediate_size);
+        let activation = activation(config)?;
+        if heads == 0 || h == 0 || h % heads != 0 {
+            return Err(format!("hidden_size {h} is not a multiple of num_attention_heads {heads}"));
+        }
+        let f32s = |name: &str, len: usize| {
+            arrays.f32(name).filter(|b| b.len() == len).ok_or_else(|| format!("no f32 array {name} of {len} values"))
+        };
+        let norm = |name: &str| {
+            Ok::<_, String>(Norm { gamma: f32s(&format!("{name}.gamma"), h)?, beta: f32s(&format!("{name}.beta"), h)? })
+        };
+        let weight = |name: &str, inp: usize, out: usize| -> Result<Weight, String> {
+            let packed = if isa.has_bf16() {
+                arrays.u32(name).and_then(|d| bf16::Packed::from_data(inp, out, d)).map(Weight::Bf16)
+            } else {
+                arrays.f32(name).and_then(|d| Packed::from_data(inp, out, d)).map(Weight::F32)
+            };
+            packed.ok_or_else(|| format!("no packed {name} of {inp} × {out}"))
+        };
+        let words = arrays.f32("words").filter(|w| !w.is_empty() && w.len() % h == 0).ok_or("no word table")?;
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for i in 0..config.num_hidden_layers {
+            let at = |name: &str| format!("layer.{i}.{name}");
+            layers.push(Layer {
+                qkv: weight(&at("qkv"), h, 3 * h)?,
+                qkv_bias: f32s(&at("qkv_bias"), 3 * h)?,
+                attn_out: weight(&at("attn_out"), h, h)?,
+                attn_out_bias: f32s(&at("attn_out_bias"), h)?,
+                attn_norm: norm(&at("attn_norm"))?,
+                ffn_in: weight(&at("ffn_in"), h, ffn)?,
+                ffn_in_bias: f32s(&at("ffn_in_bias"), ffn)?,
+                ffn_out: weight(&at("ffn_out"), ffn, h)?,
+                ffn_out_bias: f32s(&at("ffn_out_bias"), h)?,
+                ffn_norm: norm(&at("ffn_norm"))?,
+            });
+        }
+        Ok(Self {
+            isa,
+            hidden: h,
+            heads,
+            vocab: words.len() / h,
+            max_positions: config.max_position_embeddings,
+            eps: config.layer_norm_eps as f32,
+            activation,
+            words,
+            positions: f32s("positions", config.max_position_embeddings * h)?,
+            token_type: f32s("token_type", h)?,
+            embed_norm: norm("embed_norm")?,
+            layers,
+        })
+    }
+
+    /// Whether the arrays are borrowed from a shared mapping.
+    pub fn is_mapped(&self) -> bool {
+        self.words.is_mapped()
     }
 
     /// The kernel path in use.
@@ -269,7 +421,7 @@ impl Bert {
             let rows = &mut x[start * h..][..len * h];
             for (row, &id) in rows.chunks_exact_mut(h).zip(ids.iter()) {
                 let word = &self.words[id as usize * h..][..h];
-                row.iter_mut().zip(word).zip(&self.token_type).for_each(|((r, w), t)| *r = w + t);
+                row.iter_mut().zip(word).zip(self.token_type.iter()).for_each(|((r, w), t)| *r = w + t);
             }
             // Positions 0..len are the table's first rows: the residual of the first norm.
             let norm = &self.embed_norm;
@@ -280,15 +432,15 @@ impl Bert {
         let mut tmp = vec![0.0f32; total * h];
         let mut ffn = vec![0.0f32; total * self.layers.first().map_or(0, |l| l.ffn_in.n())];
         for layer in &self.layers {
-            gemm::gemm(self.isa, &x, h, &layer.qkv, &mut qkv, 3 * h, Epilogue::Bias(&layer.qkv_bias));
+            layer.qkv.apply(self.isa, &x, h, &mut qkv, 3 * h, Epilogue::Bias(&layer.qkv_bias));
             self.attention(&qkv, &spans, &mut ctx);
-            gemm::gemm(self.isa, &ctx, h, &layer.attn_out, &mut tmp, h, Epilogue::Bias(&layer.attn_out_bias));
+            layer.attn_out.apply(self.isa, &ctx, h, &mut tmp, h, Epilogue::Bias(&layer.attn_out_bias));
             self.add_norm(&mut tmp, &x, &layer.attn_norm);
             std::mem::swap(&mut x, &mut tmp);
             let width = layer.ffn_in.n();
             let act = Epilogue::BiasActivation(&layer.ffn_in_bias, self.activation);
-            gemm::gemm(self.isa, &x, h, &layer.ffn_in, &mut ffn, width, act);
-            gemm::gemm(self.isa, &ffn, width, &layer.ffn_out, &mut tmp, h, Epilogue::Bias(&layer.ffn_out_bias));
+            layer.ffn_in.apply(self.isa, &x, h, &mut ffn, width, act);
+            layer.ffn_out.apply(self.isa, &ffn, width, &mut tmp, h, Epilogue::Bias(&layer.ffn_out_bias));
             self.add_norm(&mut tmp, &x, &layer.ffn_norm);
             std::mem::swap(&mut x, &mut tmp);
         }

@@ -1,0 +1,135 @@
+//! The encoder's kernel paths on one corpus: each path's throughput, its share
+//! of the path's own multiply-add peak, and how far its vectors lie from the
+//! f32 path's (worst and mean cosine): `cargo bench -p ragbox-tests --bench
+//! precision [-- DOCS]` (`make bench`). Embeds SciFact's abstracts as the
+//! benchmarks index them (`# title` + text, cut at the model's 256 tokens) and
+//! writes bench/results/precision.md. A path is kept as the default only if its
+//! worst cosine to f32 is at least 0.999 (issue 38).
+
+use ragbox::embed::{EmbedKind, Embedder, Isa, ModelDir, cpu_features, default_model_dir};
+use std::fmt::Write as _;
+use std::time::Instant;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// all-MiniLM-L6-v2 per token: 6 layers of QKV, output and FFN products.
+const MATMUL_FLOP_PER_TOKEN: f64 = 6.0 * 2.0 * (4.0 * 384.0 * 384.0 + 2.0 * 384.0 * 1536.0);
+/// Attention's two products per token and per position it attends to.
+const ATTN_FLOP_PER_TOKEN_PER_POS: f64 = 6.0 * 2.0 * 2.0 * 384.0;
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| *x as f64 * *x as f64).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let limit: usize = args.first().and_then(|n| n.parse().ok()).unwrap_or(usize::MAX);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let data = std::env::var_os("RAGBOX_DATA").map_or_else(|| root.join("../shared/data"), Into::into);
+    let corpus = std::fs::read_to_string(data.join("scifact/corpus.jsonl")).expect("SciFact in ../shared/data");
+    let texts: Vec<String> = corpus
+        .lines()
+        .take(limit)
+        .map(|line| {
+            let doc: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            format!("# {}\n\n{}\n", doc["title"].as_str().unwrap_or(""), doc["text"].as_str().unwrap_or(""))
+        })
+        .collect();
+    let dir =
+        ModelDir::open(&default_model_dir().expect("a home folder or RAGBOX_MODEL")).unwrap_or_else(|e| panic!("{e}"));
+
+    // The portable path takes minutes per thousand texts: only when asked for.
+    let paths: Vec<Isa> = Isa::available()
+        .into_iter()
+        .filter(|isa| *isa != Isa::Portable || std::env::var_os("RAGBOX_BENCH_PORTABLE").is_some())
+        .collect();
+    let mut rows = Vec::new();
+    let mut reference: Option<Vec<Vec<f32>>> = None;
+    for &isa in &paths {
+        let embedder = Embedder::load_on(&dir, isa).expect("load the model");
+        // Sequence lengths as the model sees them, for the FLOP count.
+        let lengths: Vec<f64> = texts
+            .iter()
+            .map(|t| (embedder.token_offsets_until(t, || false).expect("tokenize").len() + 2).min(256) as f64)
+            .collect();
+        let flop: f64 =
+            lengths.iter().map(|n| MATMUL_FLOP_PER_TOKEN * n + ATTN_FLOP_PER_TOKEN_PER_POS * n * n).sum::<f64>();
+        embedder.embed(&texts[..texts.len().min(16)], EmbedKind::Passage).expect("warm-up");
+        let started = Instant::now();
+        let vectors = embedder.embed(&texts, EmbedKind::Passage).expect("embed");
+        let seconds = started.elapsed().as_secs_f64();
+        let peak = ragbox_kernels::peak::gflops(isa) * 1e9;
+        let (mut worst, mut worst_at, mut sum) = (1.0f64, 0usize, 0.0f64);
+        if let Some(reference) = &reference {
+            for (i, (a, b)) in vectors.iter().zip(reference).enumerate() {
+                let c = cosine(a, b);
+                sum += c;
+                if c < worst {
+                    (worst, worst_at) = (c, i);
+                }
+            }
+        }
+        let tokens: f64 = lengths.iter().sum();
+        eprintln!("{}: {seconds:.1} s, {:.0} tokens/s, worst cosine {worst:.6}", isa.name(), tokens / seconds);
+        rows.push((isa, seconds, tokens / seconds, flop / seconds, peak, worst, worst_at, sum / texts.len() as f64));
+        // The f32 path (the first one run that is not bf16) is what the others are measured against.
+        if reference.is_none() && !isa.has_bf16() {
+            reference = Some(vectors);
+        }
+    }
+
+    let mut out = String::new();
+    let _ = writeln!(out, "# The encoder's kernel paths: speed and distance from f32\n");
+    let _ = writeln!(out, "- command: `cargo bench -p ragbox-tests --bench precision` (in `make bench`)");
+    let _ = writeln!(out, "- CPU features: {}; threads: {}", cpu_features().join(" "), rayon::current_num_threads());
+    let _ = writeln!(
+        out,
+        "- texts: {} SciFact abstracts as `# title` + text, one call, cut at the model's 256 tokens (all-MiniLM-L6-v2)",
+        texts.len()
+    );
+    let _ = writeln!(
+        out,
+        "- peak: each path's widest multiply-add (AVX2 FMA, or `vdpbf16ps`) in independent register-only chains on every thread\n"
+    );
+    let _ = writeln!(
+        out,
+        "| path | products in | seconds | tokens/s | GFLOP/s (model FLOPs ÷ time) | path's peak GFLOP/s | share of peak | worst cosine to f32 | mean cosine to f32 |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    for (isa, seconds, rate, flops, peak, worst, worst_at, mean) in &rows {
+        let precision = if isa.has_bf16() { "bf16 × bf16 → f32 (attention f32)" } else { "f32" };
+        let (worst, mean) = if isa.has_bf16() || *isa == Isa::Portable {
+            (format!("{worst:.6} (abstract {worst_at})"), format!("{mean:.7}"))
+        } else {
+            ("(the reference)".into(), "—".into())
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {precision} | {seconds:.1} | {rate:.0} | {:.0} | {:.0} | {:.0} % | {worst} | {mean} |",
+            isa.name(),
+            flops / 1e9,
+            peak / 1e9,
+            flops / peak * 100.0
+        );
+    }
+    if let [.., (f32_isa, f32_s, ..), (bf16_isa, bf16_s, ..)] = rows.as_slice()
+        && bf16_isa.has_bf16()
+    {
+        let _ = writeln!(
+            out,
+            "\n{} embeds the same texts {:.2}× as fast as {}.",
+            bf16_isa.name(),
+            f32_s / bf16_s,
+            f32_isa.name()
+        );
+    }
+    print!("{out}");
+    if limit == usize::MAX {
+        let file = root.join("bench/results/precision.md");
+        std::fs::write(&file, out).expect("write bench/results/precision.md");
+        eprintln!("written to {}", file.display());
+    }
+}
