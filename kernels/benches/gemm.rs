@@ -3,10 +3,10 @@
 //! per run), serial and on the pool, beside the nanoseconds per element of the
 //! row kernels, so a change to a kernel shows in isolation.
 
-use ragbox_kernels::bf16;
 use ragbox_kernels::gemm::{self, Epilogue, Packed};
 use ragbox_kernels::rows::{self, Activation};
 use ragbox_kernels::{Isa, cpu_features};
+use ragbox_kernels::{bf16, int8};
 use std::time::Instant;
 
 fn random(n: usize, seed: u64) -> Vec<f32> {
@@ -39,7 +39,7 @@ fn main() {
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a thread pool");
     for isa in Isa::available() {
         println!(
-            "{:11} peak (register-only multiply-adds on the pool): {:.1} GFLOP/s",
+            "{:16} peak (register-only multiply-adds on the pool): {:.1} GFLOP/s",
             isa.name(),
             ragbox_kernels::peak::gflops(isa)
         );
@@ -55,18 +55,30 @@ fn main() {
             let serial = best(runs, || gemm::gemm_serial(isa, &a, k, &b, &mut c, n, epi));
             let pooled = best(runs, || gemm::gemm(isa, &a, k, &b, &mut c, n, epi));
             println!(
-                "{:11} {name:28} serial {:6.1} GFLOP/s   pool {:6.1} GFLOP/s",
+                "{:16} {name:28} serial {:6.1} GFLOP/s   pool {:6.1} GFLOP/s",
                 isa.name(),
                 flop / serial / 1e9,
                 flop / pooled / 1e9
             );
+            // The feed-forward products also run in int8 where the CPU has VNNI.
+            if isa.has_int8() && k >= 384 && n >= 384 {
+                let b = int8::Packed::transposed(&w, n, k, k);
+                let serial = best(runs, || one.install(|| int8::gemm(isa, &a, k, &b, &mut c, n, epi)));
+                let pooled = best(runs, || int8::gemm(isa, &a, k, &b, &mut c, n, epi));
+                println!(
+                    "{:16} {name:28} serial {:6.1} GFLOP/s   pool {:6.1} GFLOP/s   (int8)",
+                    isa.name(),
+                    flop / serial / 1e9,
+                    flop / pooled / 1e9
+                );
+            }
             // The weight products (not attention's) also run in bf16 where the CPU has it.
             if isa.has_bf16() && k >= 384 && n >= 384 {
                 let b = bf16::Packed::transposed(&w, n, k, k);
                 let serial = best(runs, || one.install(|| bf16::gemm(isa, &a, k, &b, &mut c, n, epi)));
                 let pooled = best(runs, || bf16::gemm(isa, &a, k, &b, &mut c, n, epi));
                 println!(
-                    "{:11} {name:28} serial {:6.1} GFLOP/s   pool {:6.1} GFLOP/s   (bf16)",
+                    "{:16} {name:28} serial {:6.1} GFLOP/s   pool {:6.1} GFLOP/s   (bf16)",
                     isa.name(),
                     flop / serial / 1e9,
                     flop / pooled / 1e9
@@ -84,7 +96,7 @@ fn main() {
             rows::add_layer_norm(isa, &mut x[..384 * 2730], &res[..384 * 2730], &gamma, &zero[..384], 1e-12)
         });
         println!(
-            "{:11} gelu {per:.2} ns/elem   softmax {:.2} ns/elem   add+layernorm {:.2} ns/elem",
+            "{:16} gelu {per:.2} ns/elem   softmax {:.2} ns/elem   add+layernorm {:.2} ns/elem",
             isa.name(),
             s / (1 << 20) as f64 * 1e9,
             l / (384.0 * 2730.0) * 1e9

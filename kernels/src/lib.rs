@@ -7,6 +7,7 @@ pub mod bf16;
 pub mod buf;
 pub mod dot;
 pub mod gemm;
+pub mod int8;
 pub mod rows;
 
 /// Deterministic inputs for the kernels' tests and benchmarks (not for production use).
@@ -35,14 +36,20 @@ pub enum Isa {
     /// f32 sums (AVX-512 BF16's `vdpbf16ps`, twice the multiply-adds of an
     /// f32 FMA per instruction).
     Avx512Bf16,
+    /// [`Isa::Avx512Bf16`], with the encoder's first feed-forward product in
+    /// 8-bit integers (AVX-512 VNNI's `vpdpbusd`, twice `vdpbf16ps`'s
+    /// multiply-adds). Only when asked for (`RAGBOX_KERNELS=int8`): measured,
+    /// it falls below the 0.999 cosine to f32 that a default path must keep
+    /// (0.9982 on a short text; bench/results/precision.md).
+    Avx512Int8,
 }
 
 impl Isa {
-    /// The best path this CPU runs, unless `RAGBOX_KERNELS` names a slower one
-    /// (`portable`, or `avx2` for f32 products on a CPU with BF16).
+    /// The best default path this CPU runs, unless `RAGBOX_KERNELS` names
+    /// another (`portable`; `avx2` for f32 products on a CPU with BF16; `int8`).
     pub fn detect() -> Self {
         let paths = Self::available();
-        let best = paths.last().copied().unwrap_or(Self::Portable);
+        let best = paths.iter().rev().copied().find(|p| p.is_default()).unwrap_or(Self::Portable);
         let asked = std::env::var("RAGBOX_KERNELS").ok();
         asked.and_then(|name| paths.into_iter().find(|p| p.short_name() == name)).unwrap_or(best)
     }
@@ -59,19 +66,33 @@ impl Isa {
                 && std::is_x86_feature_detected!("avx512bf16")
             {
                 paths.push(Self::Avx512Bf16);
+                if std::is_x86_feature_detected!("avx512vnni") {
+                    paths.push(Self::Avx512Int8);
+                }
             }
         }
         paths
     }
 
+    /// Whether [`Self::detect`] may pick this path unasked: its vectors stay
+    /// within 0.999 cosine of f32 on every text measured.
+    pub fn is_default(self) -> bool {
+        self != Self::Avx512Int8
+    }
+
     /// Whether the f32 kernels take their AVX2 + FMA code.
     pub fn has_avx2(self) -> bool {
-        matches!(self, Self::Avx2Fma | Self::Avx512Bf16)
+        matches!(self, Self::Avx2Fma | Self::Avx512Bf16 | Self::Avx512Int8)
     }
 
     /// Whether the encoder's weight products run in bfloat16 ([`bf16`]).
     pub fn has_bf16(self) -> bool {
-        self == Self::Avx512Bf16
+        matches!(self, Self::Avx512Bf16 | Self::Avx512Int8)
+    }
+
+    /// Whether the encoder's first feed-forward product runs in 8-bit integers ([`int8`]).
+    pub fn has_int8(self) -> bool {
+        self == Self::Avx512Int8
     }
 
     /// The name `RAGBOX_KERNELS` takes for this path.
@@ -80,6 +101,7 @@ impl Isa {
             Self::Portable => "portable",
             Self::Avx2Fma => "avx2",
             Self::Avx512Bf16 => "bf16",
+            Self::Avx512Int8 => "int8",
         }
     }
 
@@ -89,6 +111,7 @@ impl Isa {
             Self::Portable => "portable",
             Self::Avx2Fma => "avx2+fma",
             Self::Avx512Bf16 => "avx512-bf16",
+            Self::Avx512Int8 => "avx512-bf16+int8",
         }
     }
 }
@@ -137,6 +160,8 @@ pub mod peak {
     /// FLOPs of one step of [`chains`].
     fn per_step(isa: Isa) -> f64 {
         match isa {
+            // 12 chains of 16 byte quads (64 multiply-adds) per instruction.
+            Isa::Avx512Int8 => 12.0 * 128.0,
             // 12 chains of 16 bf16 pairs (32 multiply-adds) per instruction.
             Isa::Avx512Bf16 => 12.0 * 64.0,
             // 12 chains of 8-lane FMAs.
@@ -150,6 +175,9 @@ pub mod peak {
         #[cfg(target_arch = "x86_64")]
         {
             // SAFETY: each path is only chosen after the CPU was seen to have its features.
+            if isa.has_int8() {
+                return unsafe { x86::int8(rounds) };
+            }
             if isa.has_bf16() {
                 return unsafe { x86::bf16(rounds) };
             }
@@ -185,6 +213,18 @@ pub mod peak {
                 _mm256_storeu_ps(out.as_mut_ptr(), acc.iter().fold(_mm256_setzero_ps(), |s, a| _mm256_add_ps(s, *a)))
             };
             out.iter().sum::<f32>() as f64
+        }
+
+        #[target_feature(enable = "avx512f,avx512vnni")]
+        pub(super) unsafe fn int8(rounds: usize) -> f64 {
+            let (a, b) = (_mm512_set1_epi8(3), _mm512_set1_epi8(-2));
+            let mut acc = [_mm512_setzero_si512(); 12];
+            for _ in 0..rounds {
+                for s in acc.iter_mut() {
+                    *s = _mm512_dpbusd_epi32(*s, a, b);
+                }
+            }
+            acc.iter().map(|s| _mm512_reduce_add_epi32(*s) as f64).sum()
         }
 
         #[target_feature(enable = "avx512f,avx512bf16")]

@@ -14,7 +14,7 @@ use candle_core::{DType, Device};
 use ragbox_kernels::buf::Buf;
 use ragbox_kernels::gemm::{self, Epilogue, Packed};
 use ragbox_kernels::rows::{self, Activation};
-use ragbox_kernels::{Isa, bf16};
+use ragbox_kernels::{Isa, bf16, int8};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::path::Path;
@@ -75,6 +75,7 @@ struct Norm {
 enum Weight {
     F32(Packed),
     Bf16(bf16::Packed),
+    Int8(int8::Packed),
 }
 
 impl Weight {
@@ -87,11 +88,25 @@ impl Weight {
         }
     }
 
+    /// [`Self::new`] for the feed-forward layer's first product: 8-bit
+    /// integers where `isa` multiplies them. Only this one: its input (a
+    /// LayerNorm's output) quantises within the encoder's 0.999 cosine bar;
+    /// the second product's too (a GELU's output) took the worst cosine over
+    /// SciFact to 0.99897 (bench/results/precision.md).
+    fn feed_forward(isa: Isa, w: &[f32], out: usize, inp: usize) -> Self {
+        if isa.has_int8() {
+            Self::Int8(int8::Packed::transposed(w, out, inp, inp))
+        } else {
+            Self::new(isa, w, out, inp)
+        }
+    }
+
     /// Output width.
     fn n(&self) -> usize {
         match self {
             Self::F32(p) => p.n(),
             Self::Bf16(p) => p.n(),
+            Self::Int8(p) => p.n(),
         }
     }
 
@@ -100,6 +115,7 @@ impl Weight {
         match self {
             Self::F32(p) => gemm::gemm(isa, a, lda, p, c, ldc, epilogue),
             Self::Bf16(p) => bf16::gemm(isa, a, lda, p, c, ldc, epilogue),
+            Self::Int8(p) => int8::gemm(isa, a, lda, p, c, ldc, epilogue),
         }
     }
 }
@@ -247,13 +263,16 @@ impl Bert {
                 qkv.extend(weight);
                 qkv_bias.extend(bias);
             }
-            let linear = |name: &str, out: usize, inp: usize| -> Result<(Weight, Buf<f32>), EmbedError> {
+            let linear = |name: &str, out: usize, inp: usize| -> Result<(Vec<f32>, Buf<f32>), EmbedError> {
                 let weight = w.get(&at(&format!("{name}.weight")), &[out, inp])?;
-                Ok((Weight::new(isa, &weight, out, inp), w.get(&at(&format!("{name}.bias")), &[out])?.into()))
+                Ok((weight, w.get(&at(&format!("{name}.bias")), &[out])?.into()))
             };
             let (attn_out, attn_out_bias) = linear("attention.output.dense", h, h)?;
+            let attn_out = Weight::new(isa, &attn_out, h, h);
             let (ffn_in, ffn_in_bias) = linear("intermediate.dense", ffn, h)?;
+            let ffn_in = Weight::feed_forward(isa, &ffn_in, ffn, h);
             let (ffn_out, ffn_out_bias) = linear("output.dense", h, ffn)?;
+            let ffn_out = Weight::new(isa, &ffn_out, h, ffn);
             layers.push(Layer {
                 qkv: Weight::new(isa, &qkv, 3 * h, h),
                 qkv_bias: qkv_bias.into(),
@@ -293,28 +312,30 @@ impl Bert {
             ("embed_norm.gamma".into(), Array::F32(&self.embed_norm.gamma)),
             ("embed_norm.beta".into(), Array::F32(&self.embed_norm.beta)),
         ];
-        fn weight(w: &Weight) -> Array<'_> {
+        /// A weight's arrays: its packed values, and an int8 packing's column scales and sums.
+        fn weight<'a>(name: String, w: &'a Weight) -> Vec<(String, Array<'a>)> {
             match w {
-                Weight::F32(p) => Array::F32(p.data()),
-                Weight::Bf16(p) => Array::U32(p.data()),
+                Weight::F32(p) => vec![(name, Array::F32(p.data()))],
+                Weight::Bf16(p) => vec![(name, Array::U32(p.data()))],
+                Weight::Int8(p) => {
+                    vec![(format!("{name}.columns"), Array::F32(p.data().1)), (name, Array::U32(p.data().0))]
+                }
             }
         }
         for (i, l) in self.layers.iter().enumerate() {
             let at = |name: &str| format!("layer.{i}.{name}");
-            out.extend([
-                (at("qkv"), weight(&l.qkv)),
-                (at("qkv_bias"), Array::F32(&l.qkv_bias)),
-                (at("attn_out"), weight(&l.attn_out)),
-                (at("attn_out_bias"), Array::F32(&l.attn_out_bias)),
-                (at("attn_norm.gamma"), Array::F32(&l.attn_norm.gamma)),
-                (at("attn_norm.beta"), Array::F32(&l.attn_norm.beta)),
-                (at("ffn_in"), weight(&l.ffn_in)),
-                (at("ffn_in_bias"), Array::F32(&l.ffn_in_bias)),
-                (at("ffn_out"), weight(&l.ffn_out)),
-                (at("ffn_out_bias"), Array::F32(&l.ffn_out_bias)),
-                (at("ffn_norm.gamma"), Array::F32(&l.ffn_norm.gamma)),
-                (at("ffn_norm.beta"), Array::F32(&l.ffn_norm.beta)),
-            ]);
+            out.extend(weight(at("qkv"), &l.qkv));
+            out.push((at("qkv_bias"), Array::F32(&l.qkv_bias)));
+            out.extend(weight(at("attn_out"), &l.attn_out));
+            out.push((at("attn_out_bias"), Array::F32(&l.attn_out_bias)));
+            out.push((at("attn_norm.gamma"), Array::F32(&l.attn_norm.gamma)));
+            out.push((at("attn_norm.beta"), Array::F32(&l.attn_norm.beta)));
+            out.extend(weight(at("ffn_in"), &l.ffn_in));
+            out.push((at("ffn_in_bias"), Array::F32(&l.ffn_in_bias)));
+            out.extend(weight(at("ffn_out"), &l.ffn_out));
+            out.push((at("ffn_out_bias"), Array::F32(&l.ffn_out_bias)));
+            out.push((at("ffn_norm.gamma"), Array::F32(&l.ffn_norm.gamma)));
+            out.push((at("ffn_norm.beta"), Array::F32(&l.ffn_norm.beta)));
         }
         out
     }
@@ -341,6 +362,14 @@ impl Bert {
             };
             packed.ok_or_else(|| format!("no packed {name} of {inp} × {out}"))
         };
+        let feed_forward = |name: &str, inp: usize, out: usize| -> Result<Weight, String> {
+            if !isa.has_int8() {
+                return weight(name, inp, out);
+            }
+            let columns = arrays.f32(&format!("{name}.columns"));
+            let packed = arrays.u32(name).zip(columns).and_then(|(d, c)| int8::Packed::from_data(inp, out, d, c));
+            packed.map(Weight::Int8).ok_or_else(|| format!("no int8 {name} of {inp} × {out}"))
+        };
         let words = arrays.f32("words").filter(|w| !w.is_empty() && w.len() % h == 0).ok_or("no word table")?;
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
@@ -351,7 +380,7 @@ impl Bert {
                 attn_out: weight(&at("attn_out"), h, h)?,
                 attn_out_bias: f32s(&at("attn_out_bias"), h)?,
                 attn_norm: norm(&at("attn_norm"))?,
-                ffn_in: weight(&at("ffn_in"), h, ffn)?,
+                ffn_in: feed_forward(&at("ffn_in"), h, ffn)?,
                 ffn_in_bias: f32s(&at("ffn_in_bias"), ffn)?,
                 ffn_out: weight(&at("ffn_out"), ffn, h)?,
                 ffn_out_bias: f32s(&at("ffn_out_bias"), h)?,

@@ -61,9 +61,11 @@ struct Entry {
     len: usize,
 }
 
-/// How the weights are packed for `isa`: the bf16 path packs pairs, the others f32 panels.
+/// How the weights are packed for `isa`: f32 panels, bf16 pairs, and int8 quads for the first feed-forward product.
 fn layout(isa: Isa) -> String {
-    if isa.has_bf16() {
+    if isa.has_int8() {
+        format!("bf16x{}-int8x{}", ragbox_kernels::bf16::NR, ragbox_kernels::int8::NR)
+    } else if isa.has_bf16() {
         format!("bf16x{}", ragbox_kernels::bf16::NR)
     } else {
         format!("f32x{}", ragbox_kernels::gemm::NR)
@@ -135,30 +137,27 @@ fn write(file: &Path, id: &str, isa: Isa, bert: &Bert) -> std::io::Result<()> {
     };
     let dir = file.parent().ok_or_else(|| std::io::Error::other("no parent folder"))?;
     std::fs::create_dir_all(dir)?;
-    let tmp =
-        dir.join(format!(".{}.{}.tmp", std::process::id(), file.file_name().unwrap_or_default().to_string_lossy()));
-    let result = (|| {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        out.write_all(MAGIC)?;
-        out.write_all(&(json.len() as u32).to_le_bytes())?;
-        out.write_all(&json)?;
-        let mut at = MAGIC.len() + 4 + json.len();
-        for ((_, array), entry) in arrays.iter().zip(&header.arrays) {
-            out.write_all(&vec![0u8; entry.offset - at])?;
-            let bytes = match array {
-                Array::F32(b) => b.as_bytes(),
-                Array::U32(b) => b.as_bytes(),
-            };
-            out.write_all(bytes)?;
-            at = entry.offset + bytes.len();
-        }
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, file)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    // A name of its own for each writer: threads of one process may pack at once.
+    let tmp = tempfile::Builder::new().prefix(".packing").tempfile_in(dir)?;
+    let mut out = std::io::BufWriter::new(tmp.as_file());
+    out.write_all(MAGIC)?;
+    out.write_all(&(json.len() as u32).to_le_bytes())?;
+    out.write_all(&json)?;
+    let mut at = MAGIC.len() + 4 + json.len();
+    for ((_, array), entry) in arrays.iter().zip(&header.arrays) {
+        out.write_all(&vec![0u8; entry.offset - at])?;
+        let bytes = match array {
+            Array::F32(b) => b.as_bytes(),
+            Array::U32(b) => b.as_bytes(),
+        };
+        out.write_all(bytes)?;
+        at = entry.offset + bytes.len();
     }
-    result
+    out.flush()?;
+    drop(out);
+    tmp.as_file().sync_all()?;
+    // Renamed into place whole; a failure removes the temporary file.
+    tmp.persist(file).map(drop).map_err(|e| e.error)
 }
 
 /// A read-only mapping of a packed file.
