@@ -15,7 +15,7 @@ pub use pooling::Pooling;
 pub use ragbox_kernels::{Isa, cpu_features};
 
 use bert::{Bert, BertConfig};
-use tokenizers::{Tokenizer, TruncationParams};
+use tokenizers::Tokenizer;
 
 /// Tokens per forward pass. Batches are unpadded, so a budget of tokens (not
 /// texts) keeps the matmuls large for short texts and memory bounded for long
@@ -89,9 +89,11 @@ pub struct ModelInfo {
 /// A loaded model.
 pub struct Embedder {
     model: Bert,
+    /// Without truncation or padding: one copy serves measuring whole texts
+    /// and embedding (whose cut to the model's limit is [`Self::cut`]).
     tokenizer: Tokenizer,
-    /// The same tokenizer without truncation, for measuring whole texts.
-    untruncated: Tokenizer,
+    /// Special tokens the tokenizer adds before and after one text's own.
+    specials: (usize, usize),
     pooling: Pooling,
     query_prefix: String,
     passage_prefix: String,
@@ -120,19 +122,25 @@ impl Embedder {
             .map_err(|e| EmbedError::BadFile { file: "tokenizer.json".into(), message: e.to_string() })?;
         let model = packed::load(cache, &dir.id, &dir.path.join("model.safetensors"), &config, isa)?;
         let max_tokens = dir.max_tokens.min(model.max_positions());
-        // tokenizer.json ships truncation and fixed padding at 128: use the
-        // model's real limit, and no padding (batches are unpadded).
-        tokenizer
-            .with_truncation(Some(TruncationParams { max_length: max_tokens, ..Default::default() }))
-            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        // tokenizer.json ships truncation and fixed padding at 128: batches are
+        // unpadded, and texts are cut to the model's real limit by `cut`.
+        tokenizer.with_truncation(None).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         tokenizer.with_padding(None);
-        let mut untruncated = tokenizer.clone();
-        untruncated.with_truncation(None).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let specials = specials(&tokenizer)?;
+        if specials.0 + specials.1 >= max_tokens {
+            return Err(EmbedError::BadFile {
+                file: "tokenizer.json".into(),
+                message: format!(
+                    "it adds {} special tokens to a text of at most {max_tokens}",
+                    specials.0 + specials.1
+                ),
+            });
+        }
         let info = ModelInfo { id: dir.id.clone(), dimension: config.hidden_size, max_tokens };
         Ok(Self {
             model,
             tokenizer,
-            untruncated,
+            specials,
             pooling: dir.pooling,
             query_prefix: dir.query_prefix.clone(),
             passage_prefix: dir.passage_prefix.clone(),
@@ -194,7 +202,7 @@ impl Embedder {
                 rest[..take].iter().map(|t| format!("{prefix}{}", crate::text::head(t, reach))).collect();
             let encodings =
                 self.tokenizer.encode_batch(inputs, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-            all_ids.extend(encodings.iter().map(|e| e.get_ids().to_vec()));
+            all_ids.extend(encodings.iter().map(|e| self.cut(e.get_ids())));
             rest = &rest[take..];
         }
         let ids: Vec<&[u32]> = all_ids.iter().map(Vec::as_slice).collect();
@@ -234,13 +242,28 @@ impl Embedder {
             }
             let to = crate::text::word_end(text, from, TOKENIZE_PIECE_BYTES);
             let encoding =
-                self.untruncated.encode(&text[from..to], false).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+                self.tokenizer.encode(&text[from..to], false).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
             starts.extend(encoding.get_offsets().iter().map(|(start, _)| (from + *start) as u32));
             from = to;
         }
         // Word pieces of one word share its start; a chunker wants each once per token anyway.
         starts.sort_unstable();
         Ok(starts)
+    }
+
+    /// A text's ids (special tokens included) cut to the model's limit as the
+    /// tokenizer's own truncation would: its own tokens cut so that they and
+    /// the special tokens before and after them fit.
+    fn cut(&self, ids: &[u32]) -> Vec<u32> {
+        let max = self.info.max_tokens;
+        if ids.len() <= max {
+            return ids.to_vec();
+        }
+        let (before, after) = self.specials;
+        let mut out = ids[..max - after].to_vec();
+        out.extend_from_slice(&ids[ids.len() - after..]);
+        debug_assert!(out.len() == max && before + after < max);
+        out
     }
 
     /// One batch through the model, pooled and normalised.
@@ -258,6 +281,21 @@ impl Embedder {
         }
         Ok(out)
     }
+}
+
+/// How many special tokens the tokenizer adds before and after a text's own:
+/// from the ids of an empty text and of a one-word text.
+fn specials(tokenizer: &Tokenizer) -> Result<(usize, usize), EmbedError> {
+    let ids = |text: &str| {
+        let with = tokenizer.encode(text, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let without = tokenizer.encode(text, false).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        Ok::<_, EmbedError>((with.get_ids().to_vec(), without.get_ids().to_vec()))
+    };
+    let (with, own) = ids("word")?;
+    let added = with.len().saturating_sub(own.len());
+    // Where the text's own ids sit among all of them.
+    let before = (0..=added).find(|&b| with.get(b..b + own.len()) == Some(&own[..])).unwrap_or(added.min(1));
+    Ok((before, added - before))
 }
 
 /// Largest model config file read (`config.json` and the like).
