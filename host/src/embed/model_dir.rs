@@ -110,21 +110,107 @@ fn optional_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T
         .map_err(|e| EmbedError::BadFile { file: path.display().to_string(), message: e.to_string() })
 }
 
-/// First 16 hex digits of the weights' sha256: the model's identity.
+/// What [`weights_hash`] remembers of a weights file it hashed.
+#[derive(serde::Serialize, Deserialize)]
+struct Remembered {
+    path: PathBuf,
+    len: u64,
+    modified_ns: u128,
+    hash: String,
+}
+
+/// First 16 hex digits of the weights' sha256: the model's identity. Hashing
+/// 90 MB takes most of a server's start, so the result is remembered in the
+/// packed-model cache beside the file's path, size and modification time, and
+/// hashed again when any of them differ.
 fn weights_hash(path: &Path) -> Result<String, EmbedError> {
+    weights_hash_in(path, super::packed::default_dir())
+}
+
+/// [`weights_hash`], remembered under `cache` (not at all when `None`).
+fn weights_hash_in(path: &Path, cache: Option<PathBuf>) -> Result<String, EmbedError> {
     let bad = |e: std::io::Error| EmbedError::BadFile { file: path.display().to_string(), message: e.to_string() };
-    if !std::fs::metadata(path).map_err(bad)?.is_file() {
+    let meta = std::fs::metadata(path).map_err(bad)?;
+    if !meta.is_file() {
         return Err(bad(std::io::Error::other("not a regular file")));
     }
-    let mut file = std::fs::File::open(path).map_err(bad)?;
+    let modified_ns = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    let key = std::fs::canonicalize(path).ok().zip(modified_ns).map(|(path, m)| Remembered {
+        path,
+        len: meta.len(),
+        modified_ns: m.as_nanos(),
+        hash: String::new(),
+    });
+    let memo = key.as_ref().zip(cache).map(|(key, dir)| {
+        let name = hex::encode(Sha256::digest(key.path.to_string_lossy().as_bytes()));
+        dir.join("ids").join(format!("{}.json", &name[..16]))
+    });
+    if let Some((key, memo)) = key.as_ref().zip(memo.as_ref())
+        && let Ok(bytes) = super::read_capped(memo, 64 << 10)
+        && let Ok(seen) = serde_json::from_slice::<Remembered>(&bytes)
+        && seen.hash.len() == 16
+        && (seen.path == key.path && seen.len == key.len && seen.modified_ns == key.modified_ns)
+    {
+        return Ok(seen.hash);
+    }
+    let hash = hash_file(path).map_err(bad)?;
+    if let Some((key, memo)) = key.zip(memo) {
+        let seen = Remembered { hash: hash.clone(), ..key };
+        if let Err(e) = remember(&memo, &seen) {
+            tracing::debug!("cannot remember the model's hash at {}: {e}", memo.display());
+        }
+    }
+    Ok(hash)
+}
+
+/// Writes `seen` to `memo` whole: a temporary file, then a rename.
+fn remember(memo: &Path, seen: &Remembered) -> std::io::Result<()> {
+    let dir = memo.parent().ok_or_else(|| std::io::Error::other("no parent folder"))?;
+    std::fs::create_dir_all(dir)?;
+    // A name of its own for each writer: threads of one process may hash at once.
+    let mut tmp = tempfile::Builder::new().prefix(".id").tempfile_in(dir)?;
+    std::io::Write::write_all(&mut tmp, &serde_json::to_vec(seen).map_err(std::io::Error::other)?)?;
+    tmp.persist(memo).map(drop).map_err(|e| e.error)
+}
+
+/// First 16 hex digits of the file's sha256.
+fn hash_file(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = file.read(&mut buf).map_err(bad)?;
+        let n = file.read(&mut buf)?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
     }
     Ok(hex::encode(hasher.finalize())[..16].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_weights_hash_is_remembered_until_the_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (weights, cache) = (dir.path().join("model.safetensors"), dir.path().join("cache"));
+        std::fs::write(&weights, b"first weights").unwrap();
+        let first = weights_hash_in(&weights, Some(cache.clone())).unwrap();
+        assert_eq!(first, hash_file(&weights).unwrap());
+        // The remembered hash is what the next open reads (planted to show it).
+        let memo = std::fs::read_dir(cache.join("ids")).unwrap().next().unwrap().unwrap().path();
+        let planted = String::from_utf8(std::fs::read(&memo).unwrap()).unwrap().replace(&first, "0123456789abcdef");
+        std::fs::write(&memo, planted).unwrap();
+        assert_eq!(weights_hash_in(&weights, Some(cache.clone())).unwrap(), "0123456789abcdef");
+        // Other bytes (another size) are hashed again, and remembered anew.
+        std::fs::write(&weights, b"second, longer weights").unwrap();
+        let second = weights_hash_in(&weights, Some(cache.clone())).unwrap();
+        assert_eq!(second, hash_file(&weights).unwrap());
+        assert_ne!(second, first);
+        assert_eq!(weights_hash_in(&weights, Some(cache)).unwrap(), second);
+        // Without a cache, every open hashes.
+        assert_eq!(weights_hash_in(&weights, None).unwrap(), second);
+    }
 }
