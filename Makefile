@@ -168,7 +168,9 @@ bench: release bench-venvs .documents-tools-stamp
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench runtime
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench watch
 	$(BENCH_VENV)/bin/python bench/embed_peers.py
+	cargo bench -p ragbox-tests --bench precision
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/peers.py
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/agents.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/quality.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/documents.py
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/scale.py

@@ -1,0 +1,164 @@
+"""Five agents, five `ragbox serve` processes: what they cost together.
+
+Starts one server, then five, over raw stdio JSON-RPC, each answering semantic
+searches, and reads each process's proportional set size (PSS: a page shared
+by n processes counts 1/n to each) from /proc/PID/smaps_rollup. The weights
+are the packed model file every process maps (~/.cache/ragbox/packed), the
+tool components the compile cache's mapped files. Also times each server's
+first semantic answer, asked right after `initialized` and again after a
+second's wait, against its warm ones. Two cases: five servers on one
+workspace, and five on five workspaces. Writes bench/results/agents.md.
+
+    RAGBOX_BIN=target/release/ragbox bench/.venv/bin/python bench/agents.py   (make bench; Linux only)
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DATA = pathlib.Path(os.environ.get("RAGBOX_DATA", ROOT.parent / "shared" / "data"))
+RAGBOX = pathlib.Path(os.environ.get("RAGBOX_BIN", ROOT / "target" / "release" / "ragbox"))
+CACHE = ROOT / "bench" / ".cache" / "agents"
+QUERIES = ["what lowers blood pressure", "gene expression in tumour cells", "vitamin D and bone density",
+           "antibiotic resistance in hospitals", "sleep and memory consolidation", "insulin signalling in muscle"]
+sys.path.insert(0, str(ROOT / "bench"))
+from peers import machine  # noqa: E402
+
+
+class Server:
+    def __init__(self, workspace):
+        self.proc = subprocess.Popen([RAGBOX, "serve", "--workspace", workspace], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.next_id = 0
+
+    def call(self, method, params):
+        self.next_id += 1
+        line = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}) + "\n"
+        self.proc.stdin.write(line.encode())
+        self.proc.stdin.flush()
+        while True:
+            message = json.loads(self.proc.stdout.readline())
+            if message.get("id") == self.next_id:
+                if "error" in message or message["result"].get("isError"):
+                    raise SystemExit(f"ragbox answered an error: {message}")
+                return message
+
+    def start(self):
+        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "agents-bench", "version": "0"}})
+        self.proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        self.proc.stdin.flush()
+
+    def search_ms(self, query):
+        started = time.perf_counter()
+        self.call("tools/call", {"name": "search", "arguments": {"query": query, "search_type": "semantic", "limit": 10}})
+        return (time.perf_counter() - started) * 1e3
+
+    def pss_mib(self):
+        fields = {}
+        for line in pathlib.Path(f"/proc/{self.proc.pid}/smaps_rollup").read_text().splitlines()[1:]:
+            name, value = line.split(":", 1)
+            fields[name] = int(value.split()[0])
+        return fields["Pss"] / 1024, fields["Anonymous"] / 1024
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def workspaces(count, docs_each):
+    """`count` workspaces of `docs_each` SciFact abstracts each (different ones), indexed."""
+    docs = []
+    for line in (DATA / "scifact" / "corpus.jsonl").open():
+        d = json.loads(line)
+        docs.append((d["_id"], f"# {d['title']}\n\n{d['text']}\n"))
+        if len(docs) >= count * docs_each:
+            break
+    out = []
+    for w in range(count):
+        ws = CACHE / f"ws{w}-{docs_each}"
+        (ws / "docs").mkdir(parents=True, exist_ok=True)
+        for doc, text in docs[w * docs_each:(w + 1) * docs_each]:
+            path = ws / "docs" / f"{doc}.md"
+            if not path.exists():
+                path.write_text(text)
+        subprocess.run([RAGBOX, "index", "--workspace", ws], check=True, capture_output=True)
+        out.append(ws)
+    return out
+
+
+def run(case, spaces):
+    """Servers on `spaces` (one each), started one after another as agents would be."""
+    servers, rows = [], []
+    for i, ws in enumerate(spaces):
+        s = Server(ws)
+        s.start()
+        at_once = s.search_ms(QUERIES[0])
+        time.sleep(1.0)
+        after_wait = s.search_ms(QUERIES[1])
+        warm = statistics.median(s.search_ms(q) for q in QUERIES[2:] * 3)
+        servers.append(s)
+        rows.append({"server": i + 1, "at_once": at_once, "after_wait": after_wait, "warm": warm})
+    time.sleep(1.0)
+    for s, row in zip(servers, rows):
+        row["pss"], row["anon"] = s.pss_mib()
+    for s in servers:
+        s.stop()
+    print(case, rows, flush=True)
+    return rows
+
+
+def cpu_flags():
+    return " ".join(sorted({f for line in open("/proc/cpuinfo") if line.startswith("flags")
+                            for f in line.split(":", 1)[1].split() if f.startswith(("avx", "fma", "f16c", "amx"))}))
+
+
+def main():
+    if not RAGBOX.exists():
+        raise SystemExit(f"{RAGBOX} is missing: run `make release` (make bench does)")
+    if not pathlib.Path("/proc/self/smaps_rollup").exists():
+        raise SystemExit("agents.py reads /proc/PID/smaps_rollup: Linux only")
+    shutil.rmtree(CACHE, ignore_errors=True)
+    started = time.perf_counter()
+    five = workspaces(5, 200)
+    one = run("one server", five[:1])
+    same = run("five servers, one workspace", five[:1] * 5)
+    apart = run("five servers, five workspaces", five)
+    single = one[0]["pss"]
+    lines = [
+        "# Five agents' servers on one machine\n",
+        f"- command: `RAGBOX_BIN={RAGBOX.relative_to(ROOT) if RAGBOX.is_relative_to(ROOT) else RAGBOX} "
+        f"bench/.venv/bin/python bench/agents.py` (in `make bench`), {(time.perf_counter() - started) / 60:.1f} min",
+        f"- machine: {machine()}; CPU flags: {cpu_flags()}",
+        "- workspaces: SciFact abstracts, 200 a workspace (different ones), each indexed once before; "
+        "every server is `ragbox serve` over raw stdio JSON-RPC, started after the one before it answered",
+        "- memory: PSS (a page shared by n processes counts 1/n to each) and private anonymous memory, from "
+        "/proc/PID/smaps_rollup after every server answered its searches; the model's packed weights are one "
+        "file every server maps, the tools' compiled code the compile cache's mapped files\n",
+        "| case | servers | PSS in all | ÷ one server's | private anonymous, each (median) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, rows in (("one server", one), ("one workspace", same), ("five workspaces", apart)):
+        total = sum(r["pss"] for r in rows)
+        lines.append(f"| {name} | {len(rows)} | {total:.0f} MiB | {total / single:.2f} | "
+                     f"{statistics.median(r['anon'] for r in rows):.0f} MiB |")
+    lines += ["", "First semantic answers (search, limit 10), ms: asked right after `initialized` (the model and "
+              "indexes still loading), after a one-second wait, and warm (median of 12)\n",
+              "| case | server | right after initialized | after 1 s | warm |", "|---|---|---|---|---|"]
+    for name, rows in (("one workspace", same), ("five workspaces", apart)):
+        for r in rows:
+            lines.append(f"| {name} | {r['server']} | {r['at_once']:.1f} | {r['after_wait']:.1f} | {r['warm']:.1f} |")
+    out = ROOT / "bench" / "results" / "agents.md"
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
