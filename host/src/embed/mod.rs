@@ -284,7 +284,7 @@ impl Embedder {
 }
 
 /// How many special tokens the tokenizer adds before and after a text's own:
-/// from the ids of an empty text and of a one-word text.
+/// from a one-word text's ids with and without them.
 fn specials(tokenizer: &Tokenizer) -> Result<(usize, usize), EmbedError> {
     let ids = |text: &str| {
         let with = tokenizer.encode(text, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
