@@ -174,7 +174,7 @@ fn portable_tile(kc: usize, a: &[u32], lda: usize, rows: usize, panel: &[u32], c
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
+pub(crate) mod avx512 {
     use super::{MR, NR};
     use std::arch::x86_64::*;
 
@@ -233,6 +233,20 @@ mod avx512 {
                     acc[2 * r + 1] = _mm512_dpbf16_ps(acc[2 * r + 1], av, b1);
                 }
             }
+            store(&acc, c, ldc, add);
+        }
+    }
+
+    /// Writes (or with `add`, adds) `MR` rows of two registers of sums to `c`:
+    /// the end of every AVX-512 micro-kernel (the int8 one converts its sums first).
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F; `c` must be writable for `MR` rows of `NR` values at stride `ldc`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(crate) unsafe fn store(acc: &[__m512; 2 * MR], c: *mut f32, ldc: usize, add: bool) {
+        // SAFETY: the caller's contract bounds every offset used.
+        unsafe {
             for r in 0..MR {
                 let out = c.add(r * ldc);
                 let (mut lo, mut hi) = (acc[2 * r], acc[2 * r + 1]);

@@ -273,16 +273,8 @@ mod avx512 {
                     acc[2 * r + 1] = _mm512_dpbusd_epi32(acc[2 * r + 1], av, b1);
                 }
             }
-            for r in 0..MR {
-                let out = c.add(r * ldc);
-                let (mut lo, mut hi) = (_mm512_cvtepi32_ps(acc[2 * r]), _mm512_cvtepi32_ps(acc[2 * r + 1]));
-                if add {
-                    lo = _mm512_add_ps(lo, _mm512_loadu_ps(out));
-                    hi = _mm512_add_ps(hi, _mm512_loadu_ps(out.add(16)));
-                }
-                _mm512_storeu_ps(out, lo);
-                _mm512_storeu_ps(out.add(16), hi);
-            }
+            let sums: [__m512; 2 * MR] = std::array::from_fn(|i| _mm512_cvtepi32_ps(acc[i]));
+            crate::bf16::avx512::store(&sums, c, ldc, add);
         }
     }
 }
