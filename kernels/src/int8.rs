@@ -155,7 +155,7 @@ fn dequantise(isa: Isa, out: &mut [f32], ld: usize, rows: &[RowScale], (scale, s
 fn quantise_row(isa: Isa, row: &[f32], out: &mut [u32]) -> RowScale {
     #[cfg(target_arch = "x86_64")]
     if isa.has_int8() {
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+        #[target_feature(enable = "avx512f,avx512bw")]
         fn wide(row: &[f32], out: &mut [u32]) -> RowScale {
             quantise_row_body(row, out)
         }
