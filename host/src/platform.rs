@@ -6,6 +6,16 @@
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
 use cap_std::fs::{DirBuilder, Metadata, OpenOptions};
 
+/// A folder of the user's cache (`~/.cache/ragbox/<sub>` or the platform's),
+/// or `$<env>` when set; `None` when `$<env>` is `off` or no home is known.
+pub fn user_cache_dir(env: &str, sub: &str) -> Option<std::path::PathBuf> {
+    match std::env::var_os(env) {
+        Some(v) if v == "off" => None,
+        Some(v) if !v.is_empty() => Some(std::path::PathBuf::from(v)),
+        _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.cache_dir().join(sub)),
+    }
+}
+
 /// `path` made absolute with every link resolved, as users write paths:
 /// on Windows without the `\\?\` prefix std adds (which configs, logs and
 /// other programs stumble on), where the path can do without it.

@@ -168,7 +168,7 @@ fn remember(memo: &Path, seen: &Remembered) -> std::io::Result<()> {
     let dir = memo.parent().ok_or_else(|| std::io::Error::other("no parent folder"))?;
     std::fs::create_dir_all(dir)?;
     // A name of its own for each writer: threads of one process may hash at once.
-    let mut tmp = tempfile::Builder::new().prefix(".id").tempfile_in(dir)?;
+    let mut tmp = crate::platform::temp_file_in(dir, None)?;
     std::io::Write::write_all(&mut tmp, &serde_json::to_vec(seen).map_err(std::io::Error::other)?)?;
     tmp.persist(memo).map(drop).map_err(|e| e.error)
 }

@@ -29,11 +29,7 @@ impl CompileCache {
     /// The default location: `$RAGBOX_COMPILE_CACHE`, else the user cache dir
     /// (`~/.cache/ragbox/components`); `RAGBOX_COMPILE_CACHE=off` disables it.
     pub fn default_dir() -> Option<PathBuf> {
-        match std::env::var_os("RAGBOX_COMPILE_CACHE") {
-            Some(v) if v == "off" => None,
-            Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-            _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.cache_dir().join("components")),
-        }
+        crate::platform::user_cache_dir("RAGBOX_COMPILE_CACHE", "components")
     }
 
     /// Compiles `wasm` (whose sha256 is `sha256`), or loads it from the cache.
@@ -96,12 +92,10 @@ fn store(component: &Component, entry: &Path) -> std::io::Result<()> {
     let bytes = component.serialize().map_err(std::io::Error::other)?;
     let dir = entry.parent().ok_or_else(|| std::io::Error::other("cache entry has no parent"))?;
     std::fs::create_dir_all(dir)?;
-    let tmp =
-        dir.join(format!(".{}.{}.tmp", std::process::id(), entry.file_name().unwrap_or_default().to_string_lossy()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, entry).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    // A name of its own for each writer: two threads may compile the same component.
+    let mut tmp = crate::platform::temp_file_in(dir, None)?;
+    std::io::Write::write_all(&mut tmp, &bytes)?;
+    tmp.persist(entry).map(drop).map_err(|e| e.error)
 }
 
 #[cfg(test)]

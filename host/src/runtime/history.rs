@@ -65,11 +65,7 @@ impl History {
 
     /// `$RAGBOX_CALL_HISTORY` (`off` keeps nothing), else `calls/` in the user's cache dir.
     pub fn default_dir() -> Option<PathBuf> {
-        match std::env::var_os("RAGBOX_CALL_HISTORY") {
-            Some(v) if v == "off" => None,
-            Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-            _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.cache_dir().join("calls")),
-        }
+        crate::platform::user_cache_dir("RAGBOX_CALL_HISTORY", "calls")
     }
 
     /// Adds a call of `tool` (a tool name: letters, digits, `_` and `-`).
