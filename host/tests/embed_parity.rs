@@ -108,6 +108,9 @@ fn a_packed_model_file_is_written_once_mapped_after_and_repacked_when_damaged() 
     let texts: Vec<String> = ["a packed model", "the same vectors from a mapped file", ""].map(String::from).to_vec();
     let cache = tempfile::tempdir().unwrap();
     let dir = model_dir();
+    // A file of another format (an older ragbox's) goes when this one is written.
+    let stale = cache.path().join("all-MiniLM-L6-v2_0000000000000000-f32x16-v0.bin");
+    std::fs::write(&stale, b"an older format").unwrap();
     for isa in Isa::available() {
         let own = Embedder::load_cached(&dir, isa, None).expect("load without a cache");
         assert!(!own.shares_weights());
@@ -133,6 +136,7 @@ fn a_packed_model_file_is_written_once_mapped_after_and_repacked_when_damaged() 
             assert_eq!(std::fs::metadata(&file).unwrap().len(), len, "{}: rewritten whole after {damage}", isa.name());
         }
     }
+    assert!(!stale.exists(), "another format's file is removed");
     // A cache that cannot be written leaves the weights in the process's memory.
     let blocked = cache.path().join("a-file");
     std::fs::write(&blocked, b"").unwrap();

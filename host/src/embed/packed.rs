@@ -26,20 +26,22 @@ const MAGIC: &[u8; 8] = b"RBXPACK\x01";
 
 /// Raised whenever `bert.rs` or the kernels change what an array holds (the
 /// query scale folded into Q, a panel width): older files are then packed again.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// Arrays start at multiples of this (a cache line; every element type divides it).
 const ALIGN: usize = 64;
+
+/// Where the arrays start: the first page boundary after the magic, the
+/// header's length and the header (`header_len` bytes of JSON).
+fn data_start(header_len: usize) -> usize {
+    (MAGIC.len() + 4 + header_len).next_multiple_of(4096)
+}
 
 /// Where packed models are kept: `$RAGBOX_PACKED_CACHE`, else the user cache
 /// dir (`~/.cache/ragbox/packed`); `RAGBOX_PACKED_CACHE=off` keeps every
 /// model in the process's own memory.
 pub fn default_dir() -> Option<PathBuf> {
-    match std::env::var_os("RAGBOX_PACKED_CACHE") {
-        Some(v) if v == "off" => None,
-        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-        _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.cache_dir().join("packed")),
-    }
+    crate::platform::user_cache_dir("RAGBOX_PACKED_CACHE", "packed")
 }
 
 #[derive(Serialize, Deserialize, PartialEq, Debug)]
@@ -55,7 +57,7 @@ struct Entry {
     name: String,
     /// `f32` or `u32`.
     kind: String,
-    /// Byte offset from the file's start.
+    /// Byte offset from the data's start ([`data_start`]).
     offset: usize,
     /// Values.
     len: usize,
@@ -123,41 +125,50 @@ fn write(file: &Path, id: &str, isa: Isa, bert: &Bert) -> std::io::Result<()> {
         entries.push(Entry { name: name.clone(), kind: kind.into(), offset, len });
         offset += len * 4;
     }
-    // Offsets above are from the data's start. The header goes first, and the
-    // data on the next page boundary after it (offsets lengthen the header).
-    let mut data_start = 0;
-    let (header, json) = loop {
-        let arrays = entries.iter().map(|e| Entry { offset: e.offset + data_start, ..e.clone() }).collect();
-        let header = Header { format: FORMAT, model: id.into(), layout: layout(isa), arrays };
-        let json = serde_json::to_vec(&header).map_err(std::io::Error::other)?;
-        if MAGIC.len() + 4 + json.len() <= data_start {
-            break (header, json);
-        }
-        data_start = (MAGIC.len() + 4 + json.len()).next_multiple_of(4096);
-    };
+    let header = Header { format: FORMAT, model: id.into(), layout: layout(isa), arrays: entries };
+    let json = serde_json::to_vec(&header).map_err(std::io::Error::other)?;
     let dir = file.parent().ok_or_else(|| std::io::Error::other("no parent folder"))?;
     std::fs::create_dir_all(dir)?;
     // A name of its own for each writer: threads of one process may pack at once.
-    let tmp = tempfile::Builder::new().prefix(".packing").tempfile_in(dir)?;
+    let tmp = crate::platform::temp_file_in(dir, None)?;
     let mut out = std::io::BufWriter::new(tmp.as_file());
     out.write_all(MAGIC)?;
     out.write_all(&(json.len() as u32).to_le_bytes())?;
     out.write_all(&json)?;
+    let data = data_start(json.len());
     let mut at = MAGIC.len() + 4 + json.len();
     for ((_, array), entry) in arrays.iter().zip(&header.arrays) {
-        out.write_all(&vec![0u8; entry.offset - at])?;
+        out.write_all(&vec![0u8; data + entry.offset - at])?;
         let bytes = match array {
             Array::F32(b) => b.as_bytes(),
             Array::U32(b) => b.as_bytes(),
         };
         out.write_all(bytes)?;
-        at = entry.offset + bytes.len();
+        at = data + entry.offset + bytes.len();
     }
     out.flush()?;
     drop(out);
     tmp.as_file().sync_all()?;
     // Renamed into place whole; a failure removes the temporary file.
-    tmp.persist(file).map(drop).map_err(|e| e.error)
+    tmp.persist(file).map_err(|e| e.error)?;
+    remove_other_formats(dir);
+    Ok(())
+}
+
+/// Removes the packed files an older or newer ragbox wrote in `dir` (another
+/// `-vN.bin`): each holds a whole model, and only this format is read here.
+/// A process that still maps one keeps reading it.
+fn remove_other_formats(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(version) = name.to_str().and_then(|n| n.strip_suffix(".bin")).and_then(|n| n.rsplit_once("-v")) else {
+            continue;
+        };
+        if version.1.parse::<u32>().is_ok_and(|v| v != FORMAT) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// A read-only mapping of a packed file.
@@ -220,7 +231,12 @@ fn open(file: &Path, id: &str, config: &BertConfig, isa: Isa) -> std::io::Result
             layout(isa)
         )));
     }
-    let entries = header.arrays.into_iter().map(|e| (e.name.clone(), e)).collect();
+    let data = data_start(json_len);
+    let entries = header
+        .arrays
+        .into_iter()
+        .map(|e| (e.name.clone(), Entry { offset: e.offset.saturating_add(data), ..e }))
+        .collect();
     let table = Table { backing: Arc::new(Mapped(map)), entries };
     Bert::from_arrays(&table, config, isa).map_err(invalid)
 }
