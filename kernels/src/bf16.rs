@@ -59,9 +59,8 @@ impl Packed {
         for (j, panel) in data.chunks_exact_mut(pairs * NR).enumerate() {
             for c in 0..NR.min(n - j * NR) {
                 let row = &w[(j * NR + c) * ld..][..k];
-                for (p, pair) in row.chunks(2).enumerate() {
-                    let high = pair.get(1).map_or(0, |&v| to_bf16(v));
-                    panel[p * NR + c] = to_bf16(pair[0]) as u32 | (high as u32) << 16;
+                for (p, two) in row.chunks(2).enumerate() {
+                    panel[p * NR + c] = pair(two);
                 }
             }
         }
@@ -128,10 +127,15 @@ fn round_row(isa: Isa, row: &[f32], out: &mut [u32]) {
         let _ = isa;
         0
     };
-    for (p, pair) in row[done..].chunks(2).enumerate() {
-        let high = pair.get(1).map_or(0, |&v| to_bf16(v));
-        out[done / 2 + p] = to_bf16(pair[0]) as u32 | (high as u32) << 16;
+    for (p, two) in row[done..].chunks(2).enumerate() {
+        out[done / 2 + p] = pair(two);
     }
+}
+
+/// One or two values as a bf16 pair: the first in the low half, zero for a missing second.
+fn pair(two: &[f32]) -> u32 {
+    let high = two.get(1).map_or(0, |&v| to_bf16(v));
+    to_bf16(two[0]) as u32 | (high as u32) << 16
 }
 
 /// One `rows × NR` tile over `kc` pairs of depth, as in [`gemm`](super::gemm).
