@@ -28,7 +28,7 @@ CACHE = ROOT / "bench" / ".cache" / "agents"
 QUERIES = ["what lowers blood pressure", "gene expression in tumour cells", "vitamin D and bone density",
            "antibiotic resistance in hospitals", "sleep and memory consolidation", "insulin signalling in muscle"]
 sys.path.insert(0, str(ROOT / "bench"))
-from peers import machine  # noqa: E402
+from peers import cpu_flags, machine  # noqa: E402
 
 
 class Server:
@@ -112,11 +112,6 @@ def run(case, spaces):
         s.stop()
     print(case, rows, flush=True)
     return rows
-
-
-def cpu_flags():
-    return " ".join(sorted({f for line in open("/proc/cpuinfo") if line.startswith("flags")
-                            for f in line.split(":", 1)[1].split() if f.startswith(("avx", "fma", "f16c", "amx"))}))
 
 
 def main():

@@ -26,7 +26,7 @@ import onnxruntime
 import sentence_transformers
 import torch
 
-from peers import Ort, onnx_model_optimized
+from peers import Ort, cpu_flags, onnx_model_optimized
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("RAGBOX_DATA", ROOT.parent / "shared" / "data"))
@@ -105,13 +105,11 @@ def main():
     st_encode = functools.partial(model.encode, batch_size=32, normalize_embeddings=True)
     peak = sgemm_peak()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-    flags = sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags") for f in l.split(":", 1)[1].split()
-                    if f.startswith(("avx", "fma", "f16c", "amx"))})
     lines = [
         "# Embedding throughput: ragbox vs sentence-transformers vs ONNX Runtime\n",
         f"- command: `make bench{'-quick' if QUICK else ''}` (`bench/embed_peers.py{' --quick' if QUICK else ''}`, "
         "ragbox side `cargo bench -p ragbox-tests --bench embed`)",
-        f"- machine: {cpu}, {THREADS} threads; CPU flags: {' '.join(flags)}; "
+        f"- machine: {cpu}, {THREADS} threads; CPU flags: {cpu_flags()}; "
         f"torch.mm SGEMM {peak / 1e9:.0f} GFLOP/s (2048², best of 5)",
         f"- versions: sentence-transformers {sentence_transformers.__version__}, torch {torch.__version__}, "
         f"onnxruntime {onnxruntime.__version__} (eager export + ORT BERT optimizer, batches of 32 by length); "

@@ -586,6 +586,12 @@ def versions():
     return out
 
 
+def cpu_flags():
+    """The CPU's vector and matrix flags, as every benchmark result records them."""
+    return " ".join(sorted({f for line in open("/proc/cpuinfo") if line.startswith("flags")
+                            for f in line.split(":", 1)[1].split() if f.startswith(("avx", "fma", "f16c", "amx"))}))
+
+
 def machine():
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
                platform.processor())
