@@ -15,6 +15,7 @@ pub mod embed;
 pub mod fulltext;
 pub mod index;
 mod mcp;
+mod memory;
 mod platform;
 pub mod postgres;
 mod resources;

@@ -50,7 +50,7 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     }
     let offer = Offer { tools: args.tools, output_schemas: args.output_schemas };
     let server = RagboxServer::new(std::sync::Arc::new(runner), offer);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_keep_alive(std::time::Duration::from_millis(500)).build()?;
     let Some(addr) = args.http else {
         return runtime.block_on(serve_stdio(server, args.watch));
     };

@@ -7,6 +7,7 @@
 use super::profile::{Offer, Profile};
 use super::progress;
 use super::reply::{failed, to_result};
+use crate::memory::{self, Idle};
 use crate::resources::{Body, ResourceError, Resources};
 use crate::runtime::{
     Called, Caller, Failure, LoadedTool, Outcome, Reload, Request, Runner, Setup, Source, UnknownTool,
@@ -48,6 +49,9 @@ struct Inner {
     /// The `tools/list` entries, made once per setup: HTTP asks for a tool's
     /// entry on every request.
     listing: Mutex<Listing>,
+    /// Calls, resource reads and the warm-up in flight: freed memory goes
+    /// back to the OS once they have all been over a while.
+    idle: Arc<Idle>,
 }
 
 /// The `tools/list` entries and the setup they were made from.
@@ -78,6 +82,7 @@ impl RagboxServer {
                 resource_slots: tokio::sync::Semaphore::new(RESOURCE_SLOTS),
                 peers: Mutex::new(Vec::new()),
                 listing: Mutex::default(),
+                idle: Arc::default(),
             }),
         }
     }
@@ -115,7 +120,9 @@ impl RagboxServer {
         let corpus = self.inner.runner.corpus(self.workspaces().served());
         // The served workspace's model and indexes, loaded before the first question needs them.
         let warming = corpus.clone();
+        let busy = self.inner.idle.busy();
         tokio::task::spawn_blocking(move || {
+            let _busy = busy;
             let started = std::time::Instant::now();
             match warming.warm() {
                 Ok(()) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "warmed up"),
@@ -174,10 +181,13 @@ impl RagboxServer {
             .await
             .map_err(|e| McpError::internal_error(format!("resource slots closed: {e}"), None))?;
         let runner = self.inner.runner.clone();
+        let _busy = self.inner.idle.busy();
         let done = tokio::task::spawn_blocking(move || {
             let served = runner.setup().workspaces.served().to_path_buf();
             let corpus = runner.corpus(&served);
-            work(&Resources::new(&served, &corpus))
+            let done = work(&Resources::new(&served, &corpus));
+            memory::release_thread();
+            done
         })
         .await
         .map_err(|e| McpError::internal_error(format!("resource task failed: {e}"), None))?;
@@ -197,6 +207,7 @@ impl RagboxServer {
         request: Request,
     ) -> Result<Result<Called, UnknownTool>, Failure> {
         let (runner, owned) = (self.inner.runner.clone(), name.to_string());
+        let _busy = self.inner.idle.busy();
         let (called, changed) = tokio::task::spawn_blocking(move || {
             // A tool that may write (embed_workspace, the watcher's runs, a
             // granted third party): did the served index's generation move?
@@ -206,6 +217,7 @@ impl RagboxServer {
             let generation = || corpus.as_ref().and_then(|c| c.stats().ok()).map(|s| s.generation);
             let before = generation();
             let called = runner.call(&owned, arguments, request);
+            memory::release_thread();
             (called, writes && generation() != before)
         })
         .await
