@@ -13,6 +13,10 @@ use std::collections::HashSet;
 
 /// Longest query (in words) looked for as written when it is not quoted.
 const MAX_WORDS: usize = 12;
+/// Keyword hits looked through for the query as written when the first look
+/// found it only loosely: the index drops stop words, so `from_value` is
+/// searched as `value`, and the files naming it can rank past the first 50.
+const WIDE_LOOK: u32 = 1000;
 
 /// The keyword query that finds `query` as written (a quoted phrase of its
 /// words), or `None` for a query in plain words, which each mode ranks alone.
@@ -45,20 +49,63 @@ fn looks_like_code(token: &str) -> bool {
     joined || called || inner_capital || letters_and_digits
 }
 
+/// How closely a chunk holds the query, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Held {
+    /// As typed, with no letter, digit or `_` joined on either side:
+    /// `byte_offset` in `fn byte_offset(&self)`.
+    AsWritten,
+    /// As typed, inside a longer name: `byte_offset` in `max_byte_offset`.
+    Inside,
+    /// Only its words in a row, in any case and with any separators:
+    /// `byte_offset` in `GOD_BYTE_OFFSET` or "the byte offset".
+    Words,
+}
+
+/// How `text` holds `literal` (the query as typed) or, failing that, `words`
+/// (the query's words as [`words_of`] gives them, padded with spaces).
+fn held(literal: &str, words: &str, text: &str) -> Option<Held> {
+    let joins = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut inside = false;
+    for (at, _) in text.match_indices(literal) {
+        let (before, after) = (text[..at].chars().next_back(), text[at + literal.len()..].chars().next());
+        if !joins(before) && !joins(after) {
+            return Some(Held::AsWritten);
+        }
+        inside = true;
+    }
+    if inside {
+        return Some(Held::Inside);
+    }
+    format!(" {} ", words_of(text)).contains(words).then_some(Held::Words)
+}
+
 /// `hits` (one mode's ranking, best first) with the chunks of up to `k`
-/// documents holding `query` as written moved ahead, in keyword order; the
-/// rest follow in their own order, cut at `k`. A moved hit takes the list's
-/// best relevance (1 for an empty list), so relevance never rises down the list.
+/// documents holding `query` moved ahead: those holding it as written first,
+/// then inside longer names, then those holding only its words in a row, each
+/// in keyword order; the rest follow in their own order, cut at `k`. A moved
+/// hit takes the list's best relevance (1 for an empty list), so relevance
+/// never rises down the list.
 pub fn first(query: &str, hits: Vec<Scored>, k: usize, filter: &Filter) -> Result<Vec<Scored>, Error> {
     let Some(phrase) = phrase(query) else { return Ok(hits) };
     // The index drops stop words and stems (`is_empty` would find any "empty"): a
-    // hit counts only when its text holds the query's words in a row, as written.
-    let wanted = format!(" {} ", words_of(query));
-    let exact: Vec<_> = fulltext::search(&phrase, (k as u32).saturating_mul(4).max(50), filter)?
-        .into_iter()
-        .filter(|h| format!(" {} ", words_of(&h.chunk.text)).contains(&wanted))
-        .take(k)
-        .collect();
+    // hit counts only when its text holds the query's words in a row.
+    let words = format!(" {} ", words_of(query));
+    let literal = query.trim().trim_matches(|c| c == '"' || c == '`');
+    let look = |n: u32| -> Result<(Vec<_>, bool), Error> {
+        let found = fulltext::search(&phrase, n, filter)?;
+        let full = found.len() == n as usize;
+        let mut held: Vec<_> =
+            found.into_iter().filter_map(|h| held(literal, &words, &h.chunk.text).map(|how| (how, h))).collect();
+        // Stable: keyword order within each kind.
+        held.sort_by_key(|(how, _)| *how);
+        Ok((held, full))
+    };
+    let (mut exact, full) = look((k as u32).saturating_mul(4).max(50))?;
+    if full && exact.first().is_none_or(|(how, _)| *how == Held::Words) {
+        exact = look(WIDE_LOOK.max(k as u32))?.0;
+    }
+    let exact: Vec<_> = exact.into_iter().map(|(_, hit)| hit).take(k).collect();
     if exact.is_empty() {
         return Ok(hits);
     }
@@ -104,6 +151,22 @@ mod tests {
         assert!(format!(" {} ", words_of("fn is_empty(&self) -> bool")).contains(&wanted));
         assert!(!format!(" {} ", words_of("this empty queue")).contains(&wanted));
         assert!(!format!(" {} ", words_of("empty")).contains(&wanted));
+    }
+
+    #[test]
+    fn the_query_as_written_ranks_above_its_words_in_a_row() {
+        let (literal, words) = ("byte_offset", format!(" {} ", words_of("byte_offset")));
+        let how = |text| held(literal, &words, text);
+        assert_eq!(how("fn byte_offset(&self) -> usize"), Some(Held::AsWritten));
+        assert_eq!(how("let n = byte_offset;"), Some(Held::AsWritten));
+        assert_eq!(how("byte_offset"), Some(Held::AsWritten));
+        assert_eq!(how("fn max_byte_offset() {} // see max_byte_offset"), Some(Held::Inside));
+        assert_eq!(how("const GOD_BYTE_OFFSET: usize = 9;"), Some(Held::Words));
+        assert_eq!(how("the byte offset of a page"), Some(Held::Words));
+        assert_eq!(how("offset of a byte"), None);
+        // A later standalone occurrence counts, after one inside a longer name.
+        assert_eq!(how("max_byte_offset, then byte_offset"), Some(Held::AsWritten));
+        assert!(Held::AsWritten < Held::Inside && Held::Inside < Held::Words);
     }
 
     #[test]
