@@ -85,6 +85,11 @@ impl Isa {
         matches!(self, Self::Avx2Fma | Self::Avx512Bf16 | Self::Avx512Int8)
     }
 
+    /// Whether the path may use AVX-512 F and BW (every AVX-512 path).
+    pub fn has_avx512(self) -> bool {
+        matches!(self, Self::Avx512Bf16 | Self::Avx512Int8)
+    }
+
     /// Whether the encoder's weight products run in bfloat16 ([`bf16`]).
     pub fn has_bf16(self) -> bool {
         matches!(self, Self::Avx512Bf16 | Self::Avx512Int8)

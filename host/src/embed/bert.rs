@@ -505,8 +505,11 @@ impl Bert {
                     let base = &qkv[start * ld + head * dh..];
                     // scores = Q · Kᵀ (Q pre-scaled), then a softmax per row.
                     packed.repack_transposed(&base[h..], len, dh, ld);
-                    scores.clear();
-                    scores.resize(len * len, 0.0);
+                    // Every score is written by the product: grown, never cleared.
+                    if scores.len() < len * len {
+                        scores.resize(len * len, 0.0);
+                    }
+                    let scores = &mut scores[..len * len];
                     gemm::gemm_serial(isa, base, ld, packed, scores, len, Epilogue::None);
                     scores.chunks_exact_mut(len).for_each(|row| rows::softmax(isa, row));
                     // out = P · V
