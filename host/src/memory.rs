@@ -7,8 +7,8 @@
 //! faults (~2 ms a search, measured); giving it back once nothing has run for
 //! a while costs only the first call after the pause.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// How long a server must have run nothing before its freed memory goes back.

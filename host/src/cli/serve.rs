@@ -50,7 +50,11 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     }
     let offer = Offer { tools: args.tools, output_schemas: args.output_schemas };
     let server = RagboxServer::new(std::sync::Arc::new(runner), offer);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_keep_alive(std::time::Duration::from_millis(500)).build()?;
+    // Calls run on blocking threads; one idle for half a second ends, and the
+    // allocator takes back the pages it held, which the idle release then
+    // gives to the OS (`memory.rs`). A new thread costs microseconds.
+    let keep_alive = std::time::Duration::from_millis(500);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_keep_alive(keep_alive).build()?;
     let Some(addr) = args.http else {
         return runtime.block_on(serve_stdio(server, args.watch));
     };
