@@ -43,8 +43,8 @@ impl Drop for Busy {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         runtime.spawn(async move {
             tokio::time::sleep(IDLE_AFTER).await;
-            let quiet = || idle.busy.load(Ordering::SeqCst) == 0 && idle.ended.load(Ordering::SeqCst) == ended;
-            if quiet() {
+            // Nothing running, and nothing ended since this did: the burst is over.
+            if idle.busy.load(Ordering::SeqCst) == 0 && idle.ended.load(Ordering::SeqCst) == ended {
                 // The rayon broadcast waits for the pool's threads: not on a runtime thread.
                 let _ = tokio::task::spawn_blocking(release_all).await;
             }
