@@ -12,13 +12,14 @@ RAGBOX = os.environ.get("RAGBOX_BIN", str(ROOT / "target" / "debug" / "ragbox"))
 
 def ragbox_env(ws, log="warn"):
     """The environment `ragbox` runs in for workspace `ws`: no user tools, the
-    tests' compile cache, and the model where the Makefile fetched it."""
+    tests' compile cache and packed models, and the model where the Makefile fetched it."""
     assert pathlib.Path(RAGBOX).exists(), f"{RAGBOX} not built: run `cargo build -p ragbox` (make test does)"
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", ""),
         "RAGBOX_CONFIG_DIR": str(ws.parent / "user-config"),
         "RAGBOX_COMPILE_CACHE": str(ROOT / "target" / "test-compile-cache"),
+        "RAGBOX_PACKED_CACHE": str(ROOT / "target" / "test-packed-models"),
         "RAGBOX_LOG": log,
     }
     for var in ("XDG_CACHE_HOME", "RAGBOX_MODEL"):
