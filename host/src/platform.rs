@@ -284,6 +284,23 @@ pub fn special_kind(kind: &cap_std::fs::FileType) -> Option<&'static str> {
     Some("a special file")
 }
 
+/// Writes `file` whole through `write`: into a temporary file of its own in
+/// the same folder (made if missing), flushed to disk, then renamed over
+/// `file`. Readers see the old file or the new one, never half of one; two
+/// threads or processes writing it at once do not interleave; a failure
+/// leaves no temporary file behind.
+pub fn write_whole(
+    file: &std::path::Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let dir = file.parent().ok_or_else(|| std::io::Error::other("no parent folder"))?;
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = temp_file_in(dir, None)?;
+    write(tmp.as_file_mut())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(file).map(drop).map_err(|e| e.error)
+}
+
 /// A temporary file in `dir`, created with the permissions `like` has or,
 /// without them, those any new file gets (0o666 less the umask) rather than
 /// tempfile's owner-only 0o600: it is renamed over a file others may read.

@@ -163,14 +163,10 @@ fn weights_hash_in(path: &Path, cache: Option<PathBuf>) -> Result<String, EmbedE
     Ok(hash)
 }
 
-/// Writes `seen` to `memo` whole: a temporary file, then a rename.
+/// Writes `seen` to `memo` whole (threads of one process may hash at once).
 fn remember(memo: &Path, seen: &Remembered) -> std::io::Result<()> {
-    let dir = memo.parent().ok_or_else(|| std::io::Error::other("no parent folder"))?;
-    std::fs::create_dir_all(dir)?;
-    // A name of its own for each writer: threads of one process may hash at once.
-    let mut tmp = crate::platform::temp_file_in(dir, None)?;
-    std::io::Write::write_all(&mut tmp, &serde_json::to_vec(seen).map_err(std::io::Error::other)?)?;
-    tmp.persist(memo).map(drop).map_err(|e| e.error)
+    let json = serde_json::to_vec(seen).map_err(std::io::Error::other)?;
+    crate::platform::write_whole(memo, |file| std::io::Write::write_all(file, &json))
 }
 
 /// First 16 hex digits of the file's sha256.

@@ -127,31 +127,28 @@ fn write(file: &Path, id: &str, isa: Isa, bert: &Bert) -> std::io::Result<()> {
     }
     let header = Header { format: FORMAT, model: id.into(), layout: layout(isa), arrays: entries };
     let json = serde_json::to_vec(&header).map_err(std::io::Error::other)?;
-    let dir = file.parent().ok_or_else(|| std::io::Error::other("no parent folder"))?;
-    std::fs::create_dir_all(dir)?;
-    // A name of its own for each writer: threads of one process may pack at once.
-    let tmp = crate::platform::temp_file_in(dir, None)?;
-    let mut out = std::io::BufWriter::new(tmp.as_file());
-    out.write_all(MAGIC)?;
-    out.write_all(&(json.len() as u32).to_le_bytes())?;
-    out.write_all(&json)?;
-    let data = data_start(json.len());
-    let mut at = MAGIC.len() + 4 + json.len();
-    for ((_, array), entry) in arrays.iter().zip(&header.arrays) {
-        out.write_all(&vec![0u8; data + entry.offset - at])?;
-        let bytes = match array {
-            Array::F32(b) => b.as_bytes(),
-            Array::U32(b) => b.as_bytes(),
-        };
-        out.write_all(bytes)?;
-        at = data + entry.offset + bytes.len();
+    // Threads of one process may pack at once: each writes a file of its own.
+    crate::platform::write_whole(file, |file| {
+        let mut out = std::io::BufWriter::new(file);
+        out.write_all(MAGIC)?;
+        out.write_all(&(json.len() as u32).to_le_bytes())?;
+        out.write_all(&json)?;
+        let data = data_start(json.len());
+        let mut at = MAGIC.len() + 4 + json.len();
+        for ((_, array), entry) in arrays.iter().zip(&header.arrays) {
+            out.write_all(&vec![0u8; data + entry.offset - at])?;
+            let bytes = match array {
+                Array::F32(b) => b.as_bytes(),
+                Array::U32(b) => b.as_bytes(),
+            };
+            out.write_all(bytes)?;
+            at = data + entry.offset + bytes.len();
+        }
+        out.flush()
+    })?;
+    if let Some(dir) = file.parent() {
+        remove_other_formats(dir);
     }
-    out.flush()?;
-    drop(out);
-    tmp.as_file().sync_all()?;
-    // Renamed into place whole; a failure removes the temporary file.
-    tmp.persist(file).map_err(|e| e.error)?;
-    remove_other_formats(dir);
     Ok(())
 }
 

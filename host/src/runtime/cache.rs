@@ -90,12 +90,8 @@ fn not_a_component(wasm: &[u8]) -> Option<&'static str> {
 /// Writes atomically: a crash leaves either no entry or a whole one.
 fn store(component: &Component, entry: &Path) -> std::io::Result<()> {
     let bytes = component.serialize().map_err(std::io::Error::other)?;
-    let dir = entry.parent().ok_or_else(|| std::io::Error::other("cache entry has no parent"))?;
-    std::fs::create_dir_all(dir)?;
-    // A name of its own for each writer: two threads may compile the same component.
-    let mut tmp = crate::platform::temp_file_in(dir, None)?;
-    std::io::Write::write_all(&mut tmp, &bytes)?;
-    tmp.persist(entry).map(drop).map_err(|e| e.error)
+    // Two threads may compile the same component: each writes a file of its own.
+    crate::platform::write_whole(entry, |file| std::io::Write::write_all(file, &bytes))
 }
 
 #[cfg(test)]
