@@ -271,6 +271,26 @@ fn a_saved_index_loads_with_its_graphs_and_answers_the_same() {
 }
 
 #[test]
+fn an_index_too_small_to_seal_is_saved_for_the_next_process() {
+    let mut rng = Lcg(33);
+    let (snap, centres) = snapshot(50, &mut rng); // 500 chunks: under seal_at, never a segment
+    let mut full = MemoryVectors::default();
+    full.add(&snap);
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = open(dir.path());
+    index.apply(snap);
+    index.settle();
+    assert_eq!(index.state().segments, 0);
+    // The next process starts where this one is: nothing to read from the store.
+    let loaded = open(dir.path());
+    assert_eq!((loaded.generation(), loaded.len()), (index.generation(), index.len()));
+    for query in queries(&centres, 5, &mut rng) {
+        let search = |i: &VectorIndex| keys(&i.search(&query, 10, &Filter::default(), &full).unwrap());
+        assert_eq!(search(&loaded), search(&index));
+    }
+}
+
+#[test]
 fn only_one_process_writes_the_saved_index() {
     let mut rng = Lcg(37);
     let (snap, _) = snapshot(300, &mut rng);

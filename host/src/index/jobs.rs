@@ -43,6 +43,8 @@ struct Shared {
     idle: Condvar,
     /// Graph builds finished since the index last looked (they want a save).
     built: AtomicUsize,
+    /// Manifest saves queued or running.
+    saves: AtomicUsize,
     /// What runs now, for status.
     running: Mutex<Option<String>>,
     /// The index is gone: builds and merges still queued are skipped.
@@ -81,6 +83,10 @@ impl Worker {
             return;
         }
         *lock(&self.shared.pending) += 1;
+        let is_save = matches!(job, Job::Save(_));
+        if is_save {
+            self.shared.saves.fetch_add(1, Ordering::AcqRel);
+        }
         let job = match &self.sender {
             Some(sender) => match sender.send(job) {
                 Ok(()) => return,
@@ -88,7 +94,8 @@ impl Worker {
             },
             None => job,
         };
-        // No thread yet (or it died): start one and hand it the job.
+        // No thread yet (or it died, and the saves queued with it): start one and hand it the job.
+        self.shared.saves.store(usize::from(is_save), Ordering::Release);
         let (sender, receiver) = channel::<Job>();
         let (shared, save, params, threads) = (self.shared.clone(), self.save.clone(), self.params, self.threads);
         let started = std::thread::Builder::new().name("ragbox-index".into()).spawn(move || {
@@ -121,6 +128,7 @@ impl Worker {
             Err(e) => {
                 tracing::error!("cannot start the vector index's worker: {e}");
                 *lock(&self.shared.pending) -= 1;
+                self.shared.saves.store(0, Ordering::Release);
             }
         }
     }
@@ -133,6 +141,11 @@ impl Worker {
     /// Graph builds finished since the last look.
     pub(super) fn take_built(&self) -> usize {
         self.shared.built.swap(0, Ordering::AcqRel)
+    }
+
+    /// Manifest saves queued or running.
+    pub(super) fn saves_queued(&self) -> usize {
+        self.shared.saves.load(Ordering::Acquire)
     }
 
     /// Jobs queued or running.
@@ -219,6 +232,7 @@ fn run(job: Job, shared: &Shared, save: Option<&SaveDir>, params: GraphParams) {
                 Some(Err(e)) => tracing::warn!("cannot save the vector index: {e}"),
                 None => {}
             }
+            shared.saves.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }

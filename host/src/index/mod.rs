@@ -52,6 +52,10 @@ const DEAD_FRACTION: f64 = 0.3;
 /// Exact-scan work is shared out over threads in blocks of this many chunks.
 const SCAN_BLOCK: usize = 32_768;
 
+/// The fresh buffer's changes are saved at most this often (the first at
+/// once): a manifest holds every document, and a watched folder changes often.
+const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Where the full-precision vectors are: the store.
 pub trait FullVectors {
     /// The f32 vectors of chunks `(path, ordinal)`; `None` where gone.
@@ -158,6 +162,10 @@ pub struct VectorIndex {
     next_id: u64,
     /// A merge is queued or running (one at a time).
     merging: bool,
+    /// Changed since the manifest was last queued for saving.
+    unsaved: bool,
+    /// When the manifest was last queued for saving.
+    saved_at: Option<std::time::Instant>,
     worker: Worker,
 }
 
@@ -205,6 +213,8 @@ impl VectorIndex {
             fresh_dead: 0,
             next_id,
             merging: false,
+            unsaved: false,
+            saved_at: None,
             worker,
         }
     }
@@ -270,6 +280,11 @@ impl VectorIndex {
         for (record, vectors) in delta.documents {
             self.push(record, vectors);
         }
+        if delta.full {
+            // Grown by doubling: up to half of it would be spare for good.
+            self.fresh_chunks.shrink_to_fit();
+            self.fresh_codes.shrink();
+        }
         self.generation = delta.generation;
         if self.fresh_chunks.len() >= self.tuning.seal_at {
             // Mostly replaced versions (a file saved again and again): drop them instead.
@@ -281,6 +296,19 @@ impl VectorIndex {
         }
         if changed {
             self.plan();
+            // Below `seal_at` nothing else saves: without this, every process
+            // would read all of the store's vectors to build the same buffer.
+            self.unsaved = true;
+            self.save_when_due();
+        }
+    }
+
+    /// Saves the manifest if it changed, no save is queued and [`SAVE_EVERY`]
+    /// has passed since the last.
+    fn save_when_due(&mut self) {
+        let due = self.saved_at.is_none_or(|at| at.elapsed() >= SAVE_EVERY);
+        if self.unsaved && due && self.worker.saves_queued() == 0 {
+            self.save();
         }
     }
 
@@ -431,6 +459,7 @@ impl VectorIndex {
         let merged = self.worker.take_merged();
         let built = self.worker.take_built();
         if merged.is_empty() && built == 0 {
+            self.save_when_due();
             return;
         }
         for merge in merged {
@@ -470,6 +499,8 @@ impl VectorIndex {
         if !self.worker.saves() {
             return;
         }
+        self.unsaved = false;
+        self.saved_at = Some(std::time::Instant::now());
         let segments = self
             .segments
             .iter()
