@@ -253,6 +253,7 @@ fn a_saved_index_loads_with_its_graphs_and_answers_the_same() {
     index.settle();
     let loaded = open(dir.path());
     assert!(loaded.has_graph());
+    assert_eq!(loaded.state().mapped_code_bytes, loaded.state().code_bytes, "segments' codes mapped too");
     assert_eq!((loaded.generation(), loaded.len()), (index.generation(), index.len()));
     let debug = Filter { conversation_type: Some("debug".into()), ..Default::default() };
     for query in queries(&centres, 10, &mut rng) {
@@ -284,9 +285,33 @@ fn an_index_too_small_to_seal_is_saved_for_the_next_process() {
     // The next process starts where this one is: nothing to read from the store.
     let loaded = open(dir.path());
     assert_eq!((loaded.generation(), loaded.len()), (index.generation(), index.len()));
+    let state = loaded.state();
+    assert!(state.code_bytes > 0 && state.mapped_code_bytes == state.code_bytes, "codes mapped, not read: {state:?}");
     for query in queries(&centres, 5, &mut rng) {
         let search = |i: &VectorIndex| keys(&i.search(&query, 10, &Filter::default(), &full).unwrap());
         assert_eq!(search(&loaded), search(&index));
+    }
+    drop((index, loaded));
+    // A codes file cut short, or one that is a link, is ignored (rebuilt from the store).
+    let codes = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "codes"))
+        .expect("the fresh buffer's codes file");
+    let bytes = std::fs::read(&codes).unwrap();
+    std::fs::write(&codes, &bytes[..bytes.len() - 1]).unwrap();
+    assert_eq!(open(dir.path()).generation(), 0);
+    #[cfg(unix)]
+    {
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, &bytes).unwrap();
+        std::fs::remove_file(&codes).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &codes).unwrap();
+        assert_eq!(open(dir.path()).generation(), 0);
+        std::fs::remove_file(&codes).unwrap();
+        std::fs::write(&codes, &bytes).unwrap();
+        assert_eq!(open(dir.path()).generation(), 1, "the same bytes as a plain file load");
     }
 }
 

@@ -17,6 +17,7 @@ pub trait Backing: Send + Sync {
 pub trait Plain: Copy + Default + Send + Sync + 'static {}
 impl Plain for f32 {}
 impl Plain for u32 {}
+impl Plain for i8 {}
 
 /// A slice of `T`: a vector, or a window of a shared mapping.
 #[derive(Clone)]

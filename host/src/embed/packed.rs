@@ -168,15 +168,6 @@ fn remove_other_formats(dir: &Path) {
     }
 }
 
-/// A read-only mapping of a packed file.
-struct Mapped(memmap2::Mmap);
-
-impl Backing for Mapped {
-    fn bytes(&self) -> &[u8] {
-        &self.0
-    }
-}
-
 /// The arrays of one mapped file, by name.
 struct Table {
     backing: Arc<dyn Backing>,
@@ -208,10 +199,8 @@ fn open(file: &Path, id: &str, config: &BertConfig, isa: Isa) -> std::io::Result
     if cfg!(target_endian = "big") {
         return Err(invalid("packed models are kept on little-endian machines only".into()));
     }
-    // SAFETY: ragbox writes these files whole and renames them into place, never
-    // changing one after; the mapping is read-only. A file truncated by another
-    // program while mapped would fault (as any mapped index does).
-    let map = unsafe { memmap2::Mmap::map(&handle)? };
+    let mapped = crate::mapped::map(&handle)?;
+    let map = mapped.bytes();
     let head = map.get(..MAGIC.len() + 4).ok_or_else(|| invalid("too short".into()))?;
     if &head[..MAGIC.len()] != MAGIC {
         return Err(invalid("not a packed model".into()));
@@ -234,6 +223,6 @@ fn open(file: &Path, id: &str, config: &BertConfig, isa: Isa) -> std::io::Result
         .into_iter()
         .map(|e| (e.name.clone(), Entry { offset: e.offset.saturating_add(data), ..e }))
         .collect();
-    let table = Table { backing: Arc::new(Mapped(map)), entries };
+    let table = Table { backing: mapped, entries };
     Bert::from_arrays(&table, config, isa).map_err(invalid)
 }

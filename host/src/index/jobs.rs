@@ -7,7 +7,7 @@
 
 use super::hnsw::GraphParams;
 use super::quantized::Codes;
-use super::saved::{Manifest, SaveDir};
+use super::saved::{SaveDir, Saving};
 use super::segment::Segment;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Sender, channel};
@@ -22,8 +22,8 @@ pub(super) enum Job {
     /// Make segment `id` from the chunks of `parts` whose documents are live
     /// (per document number), with its graph.
     Merge { parts: Vec<Arc<Segment>>, live: Vec<bool>, id: u64 },
-    /// Write the manifest.
-    Save(Box<Manifest>),
+    /// Write the manifest (and the fresh buffer it names).
+    Save(Box<Saving>),
 }
 
 /// A merge's result, for the index to swap in.
@@ -225,9 +225,9 @@ fn run(job: Job, shared: &Shared, save: Option<&SaveDir>, params: GraphParams) {
             lock(&shared.merged).push(Merged { segment: segment.map(Arc::new), replaced });
             set_running(None);
         }
-        Job::Save(manifest) => {
+        Job::Save(mut saving) => {
             let started = std::time::Instant::now();
-            match save.map(|s| s.write_manifest(&manifest)) {
+            match save.map(|s| s.write_manifest(&mut saving)) {
                 Some(Ok(())) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "saved the vector index"),
                 Some(Err(e)) => tracing::warn!("cannot save the vector index: {e}"),
                 None => {}

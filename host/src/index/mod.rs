@@ -125,6 +125,8 @@ pub struct IndexState {
     pub queued: u64,
     /// Bytes the codes take in memory.
     pub code_bytes: u64,
+    /// Of those, bytes mapped from the saved index (shared by every process that serves it).
+    pub mapped_code_bytes: u64,
 }
 
 /// Where a document's chunks are: a segment (or the fresh buffer) and how many.
@@ -229,8 +231,8 @@ impl VectorIndex {
         self.documents = m.documents;
         self.by_path =
             self.documents.iter().enumerate().filter_map(|(i, d)| Some((d.as_ref()?.path.clone(), i as u32))).collect();
-        self.fresh_chunks = m.fresh_chunks;
-        self.fresh_codes = if self.fresh_chunks.is_empty() { Codes::new(self.dimension) } else { m.fresh_codes };
+        self.fresh_chunks = loaded.fresh_chunks;
+        self.fresh_codes = loaded.fresh_codes;
         let fresh_places = places_of(&self.fresh_chunks, FRESH);
         self.set_places(fresh_places);
         self.fresh_dead = self.dead_in(&self.fresh_chunks);
@@ -514,10 +516,11 @@ impl VectorIndex {
             documents: self.documents.clone(),
             norms: self.norms.clone(),
             segments,
-            fresh_chunks: self.fresh_chunks.clone(),
-            fresh_codes: self.fresh_codes.clone(),
+            fresh: None,
         };
-        self.worker.submit(Job::Save(Box::new(manifest)));
+        let saving =
+            saved::Saving { manifest, fresh_chunks: self.fresh_chunks.clone(), fresh_codes: self.fresh_codes.clone() };
+        self.worker.submit(Job::Save(Box::new(saving)));
     }
 
     /// The store generation this index reflects.
@@ -550,6 +553,7 @@ impl VectorIndex {
             building: self.worker.running(),
             queued: self.worker.pending() as u64,
             code_bytes: self.fresh_codes.bytes() as u64,
+            mapped_code_bytes: self.fresh_codes.mapped_bytes() as u64,
             ..Default::default()
         };
         for s in &self.segments {
@@ -560,6 +564,7 @@ impl VectorIndex {
             }
             state.tombstones += s.dead as u64;
             state.code_bytes += s.segment.codes.bytes() as u64;
+            state.mapped_code_bytes += s.segment.codes.mapped_bytes() as u64;
         }
         state
     }

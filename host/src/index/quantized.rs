@@ -6,8 +6,8 @@
 //! store's f32 vectors.
 
 use ragbox_kernels::Isa;
+use ragbox_kernels::buf::Buf;
 use ragbox_kernels::dot::{dot_f32, dot_i8, dot_i8_rows};
-use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
 /// The kernels' path on this CPU, detected once.
@@ -33,32 +33,48 @@ fn quantize_into(vector: &[f32], codes: &mut Vec<i8>) -> f32 {
     max / 127.0
 }
 
-/// A block of int8 vectors of one dimension.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// A block of int8 vectors of one dimension: in memory, or mapped from a
+/// saved file (shared by every process that maps it; copied on first change).
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Codes {
     dimension: usize,
-    codes: Vec<i8>,
-    scales: Vec<f32>,
+    codes: Buf<i8>,
+    scales: Buf<f32>,
 }
 
 impl Codes {
     /// An empty block of `dimension`-long vectors.
     pub(crate) fn new(dimension: usize) -> Self {
-        Self { dimension, codes: Vec::new(), scales: Vec::new() }
+        Self { dimension, codes: Buf::default(), scales: Buf::default() }
+    }
+
+    /// A block over `codes` and `scales` as they are (read from a file);
+    /// `None` unless there are `dimension` codes per scale.
+    pub(crate) fn from_parts(dimension: usize, codes: Buf<i8>, scales: Buf<f32>) -> Option<Self> {
+        (dimension > 0 && codes.len() == scales.len().checked_mul(dimension)?).then_some(Self {
+            dimension,
+            codes,
+            scales,
+        })
+    }
+
+    /// The codes, `dimension` per vector, and the scales, one per vector.
+    pub(crate) fn parts(&self) -> (&[i8], &[f32]) {
+        (&self.codes, &self.scales)
     }
 
     /// Appends `vector` (of the block's dimension).
     pub(crate) fn push(&mut self, vector: &[f32]) {
         debug_assert_eq!(vector.len(), self.dimension);
-        let scale = quantize_into(vector, &mut self.codes);
-        self.scales.push(scale);
+        let scale = quantize_into(vector, self.codes.to_mut());
+        self.scales.to_mut().push(scale);
     }
 
     /// Appends vector `i` of `other`.
     pub(crate) fn push_from(&mut self, other: &Codes, i: usize) {
         let (codes, scale) = other.row(i);
-        self.codes.extend_from_slice(codes);
-        self.scales.push(scale);
+        self.codes.to_mut().extend_from_slice(codes);
+        self.scales.to_mut().push(scale);
     }
 
     /// The vectors' length.
@@ -94,18 +110,29 @@ impl Codes {
 
     /// Gives back the memory reserved past the vectors held.
     pub(crate) fn shrink(&mut self) {
-        self.codes.shrink_to_fit();
-        self.scales.shrink_to_fit();
+        if let Buf::Owned(codes) = &mut self.codes {
+            codes.shrink_to_fit();
+        }
+        if let Buf::Owned(scales) = &mut self.scales {
+            scales.shrink_to_fit();
+        }
     }
 
-    /// True when the sizes agree (a block read from disk).
-    pub(crate) fn is_consistent(&self) -> bool {
-        self.dimension > 0 && self.codes.len() == self.scales.len() * self.dimension
-    }
-
-    /// Bytes held in memory.
+    /// Bytes held in memory (mapped ones counted too: they are resident, if shared).
     pub(crate) fn bytes(&self) -> usize {
-        self.codes.capacity() + self.scales.capacity() * 4
+        fn held<T: ragbox_kernels::buf::Plain>(buf: &Buf<T>) -> usize {
+            size_of::<T>()
+                * match buf {
+                    Buf::Owned(v) => v.capacity(),
+                    Buf::Mapped { len, .. } => *len,
+                }
+        }
+        held(&self.codes) + held(&self.scales)
+    }
+
+    /// Of [`Self::bytes`], those mapped from a file.
+    pub(crate) fn mapped_bytes(&self) -> usize {
+        if self.codes.is_mapped() { self.bytes() } else { 0 }
     }
 }
 
@@ -164,6 +191,6 @@ mod tests {
         block.push(&[f32::NAN, 1.0, 0.0]);
         assert_eq!(block.row(0), (&[0i8, 0, 0][..], 0.0));
         assert_eq!(block.row(1).0, &[0i8, 127, 0][..]);
-        assert!(block.is_consistent());
+        assert_eq!((block.len(), block.parts().0.len()), (2, 6));
     }
 }

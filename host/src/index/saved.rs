@@ -3,8 +3,12 @@
 //!
 //! - `segment-<id>-<token>.codes` and `.graph`: one segment's codes and its
 //!   graph, written once by the worker and never changed;
+//! - `fresh-<token>-<n>.codes`: the fresh buffer's codes at one save;
 //! - `manifest`: the store generation it reflects, the documents, which
-//!   segment files make the index and the fresh buffer; replaced atomically.
+//!   codes files make the index; replaced atomically.
+//!
+//! A codes file is laid out to be mapped, not read: every process serving
+//! the workspace shares its pages (a million chunks' codes are 390 MB).
 //!
 //! One process at a time writes there (it holds `lock`); others only read.
 //! A loaded index catches up through the store's change log like one in
@@ -20,13 +24,21 @@ use super::segment::Segment;
 use crate::platform;
 use crate::store::DocumentRecord;
 use cap_std::fs::{Dir, OpenOptions};
+use ragbox_kernels::buf::Buf;
 use serde::{Deserialize, Serialize};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Bumped when the layout changes; other versions are rebuilt.
-pub(super) const VERSION: u32 = 2;
+pub(super) const VERSION: u32 = 3;
+/// A codes file's first bytes.
+const CODES_MAGIC: &[u8; 8] = b"RBXCODES";
+/// A codes file's header: magic, version (u32), dimension (u32), segment id
+/// (u64), chunk count (u64). Then, little-endian: per chunk its (document,
+/// ordinal) as two u32, per chunk its f32 scale, per chunk `dimension` i8
+/// codes. Every part starts at a multiple of 4 bytes, as mapping needs.
+const CODES_HEADER: usize = 32;
 const MANIFEST: &str = "manifest";
 const LOCK: &str = "lock";
 /// Largest manifest read: a million chunks' documents take tens of MB.
@@ -47,17 +59,15 @@ pub(super) struct Manifest {
     pub(super) norms: Vec<f32>,
     /// The segments, by file stem, with their chunk counts.
     pub(super) segments: Vec<(String, u64)>,
-    pub(super) fresh_chunks: Vec<(u32, u32)>,
-    pub(super) fresh_codes: Codes,
+    /// The fresh buffer's codes file, by stem, with its chunk count (set when written).
+    pub(super) fresh: Option<(String, u64)>,
 }
 
-/// A segment file's contents.
-#[derive(Serialize, Deserialize)]
-struct SegmentFile {
-    version: u32,
-    id: u64,
-    chunks: Vec<(u32, u32)>,
-    codes: Codes,
+/// A manifest to write, with the fresh buffer it names.
+pub(super) struct Saving {
+    pub(super) manifest: Manifest,
+    pub(super) fresh_chunks: Vec<(u32, u32)>,
+    pub(super) fresh_codes: Codes,
 }
 
 /// The folder this process writes the index to, held by its lock.
@@ -97,13 +107,7 @@ impl SaveDir {
 
     /// Writes a segment's codes.
     pub(super) fn write_segment(&self, segment: &Segment) -> Result<(), String> {
-        let file = SegmentFile {
-            version: VERSION,
-            id: segment.id,
-            chunks: segment.chunks.clone(),
-            codes: (*segment.codes).clone(),
-        };
-        let bytes = postcard::to_stdvec(&file).map_err(|e| e.to_string())?;
+        let bytes = codes_file(segment.id, &segment.chunks, &segment.codes);
         self.write(&format!("{}.codes", self.stem(segment.id)), &bytes)
     }
 
@@ -112,16 +116,30 @@ impl SaveDir {
         self.write(&format!("{}.graph", self.stem(id)), &graph.write()?)
     }
 
-    /// Writes the manifest, then removes segment files it no longer names.
-    pub(super) fn write_manifest(&self, manifest: &Manifest) -> Result<(), String> {
-        let bytes = postcard::to_stdvec(manifest).map_err(|e| e.to_string())?;
+    /// Writes the fresh buffer's codes under a new name (processes may have
+    /// the last one mapped), then the manifest naming it, then removes the
+    /// codes files the manifest no longer names.
+    pub(super) fn write_manifest(&self, saving: &mut Saving) -> Result<(), String> {
+        let manifest = &mut saving.manifest;
+        manifest.fresh = None;
+        if !saving.fresh_chunks.is_empty() {
+            static FRESH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = FRESH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let stem = format!("fresh-{:016x}-{n}", self.token);
+            self.write(&format!("{stem}.codes"), &codes_file(0, &saving.fresh_chunks, &saving.fresh_codes))?;
+            manifest.fresh = Some((stem, saving.fresh_chunks.len() as u64));
+        }
+        let bytes = postcard::to_stdvec(&*manifest).map_err(|e| e.to_string())?;
         self.write(MANIFEST, &bytes)?;
-        let keep: std::collections::HashSet<&str> = manifest.segments.iter().map(|(s, _)| s.as_str()).collect();
+        let mut keep: std::collections::HashSet<&str> = manifest.segments.iter().map(|(s, _)| s.as_str()).collect();
+        keep.extend(manifest.fresh.as_ref().map(|(s, _)| s.as_str()));
         for entry in self.dir.entries().map_err(|e| e.to_string())?.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
             let stem = name.strip_suffix(".codes").or_else(|| name.strip_suffix(".graph"));
-            if stem.is_some_and(|s| s.starts_with("segment-") && !keep.contains(s)) {
+            let ours = |s: &str| s.starts_with("segment-") || s.starts_with("fresh-");
+            if stem.is_some_and(|s| ours(s) && !keep.contains(s)) {
+                // Fails on Windows while another process maps it: removed at a later save.
                 let _ = self.dir.remove_file(name);
             }
         }
@@ -153,8 +171,84 @@ impl SaveDir {
 /// The regular file `name` in `dir`, at most `max` bytes; `Ok(None)` when
 /// there is none. A link or special file is an error, never followed.
 fn read(dir: &Dir, name: &str, max: u64) -> Result<Option<Vec<u8>>, String> {
+    let Some(file) = open_regular(dir, name, max)? else { return Ok(None) };
+    let mut bytes = Vec::with_capacity(file.metadata().map_or(0, |m| m.len() as usize));
+    (&file).take(max + 1).read_to_end(&mut bytes).map_err(|e| format!("{name}: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(format!("{name} grew past the {max} bytes ragbox reads"));
+    }
+    Ok(Some(bytes))
+}
+
+/// The codes file for chunks `chunks` with codes `codes` (see [`CODES_HEADER`]).
+fn codes_file(id: u64, chunks: &[(u32, u32)], codes: &Codes) -> Vec<u8> {
+    let (values, scales) = codes.parts();
+    let mut bytes = Vec::with_capacity(CODES_HEADER + chunks.len() * 12 + values.len());
+    bytes.extend_from_slice(CODES_MAGIC);
+    bytes.extend_from_slice(&VERSION.to_le_bytes());
+    bytes.extend_from_slice(&(codes.dimension() as u32).to_le_bytes());
+    bytes.extend_from_slice(&id.to_le_bytes());
+    bytes.extend_from_slice(&(chunks.len() as u64).to_le_bytes());
+    for (doc, ordinal) in chunks {
+        bytes.extend_from_slice(&doc.to_le_bytes());
+        bytes.extend_from_slice(&ordinal.to_le_bytes());
+    }
+    scales.iter().for_each(|s| bytes.extend_from_slice(&s.to_le_bytes()));
+    bytes.extend(values.iter().map(|&c| c as u8));
+    bytes
+}
+
+/// A codes file as read back: its segment id, chunks and (mapped) codes.
+struct CodesFile {
+    id: u64,
+    chunks: Vec<(u32, u32)>,
+    codes: Codes,
+}
+
+/// Maps the codes file `name` (at most `max` bytes) and checks its layout;
+/// `Ok(None)` when there is none. A link or special file is an error.
+fn read_codes(dir: &Dir, name: &str, max: u64) -> Result<Option<CodesFile>, String> {
+    let Some(file) = open_regular(dir, name, max)? else { return Ok(None) };
+    // The scales and codes are read as they lie in memory.
+    if cfg!(target_endian = "big") {
+        return Err("saved codes are kept on little-endian machines only".into());
+    }
+    let mapped = crate::mapped::map(&file).map_err(|e| format!("{name}: {e}"))?;
+    let bytes = ragbox_kernels::buf::Backing::bytes(&*mapped);
+    let bad = |what: &str| format!("{name}: {what}");
+    let head = bytes.get(..CODES_HEADER).ok_or_else(|| bad("too short"))?;
+    let u32_at = |at: usize| u32::from_le_bytes(head[at..at + 4].try_into().expect("4 bytes"));
+    let u64_at = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().expect("8 bytes"));
+    if &head[..8] != CODES_MAGIC || u32_at(8) != VERSION {
+        return Err(bad("not a codes file of this version"));
+    }
+    let (dimension, id, count) = (u32_at(12) as usize, u64_at(16), u64_at(24));
+    let count = usize::try_from(count).map_err(|_| bad("too many chunks"))?;
+    let scales_at = count.checked_mul(8).and_then(|c| c.checked_add(CODES_HEADER)).ok_or_else(|| bad("too long"))?;
+    let codes_at = count.checked_mul(4).and_then(|c| c.checked_add(scales_at)).ok_or_else(|| bad("too long"))?;
+    let end = count.checked_mul(dimension).and_then(|c| c.checked_add(codes_at)).ok_or_else(|| bad("too long"))?;
+    if end != bytes.len() {
+        return Err(bad("its size does not match its header"));
+    }
+    let chunks = bytes[CODES_HEADER..scales_at]
+        .chunks_exact(8)
+        .map(|p| {
+            let word = |at: usize| u32::from_le_bytes(p[at..at + 4].try_into().expect("4 bytes"));
+            (word(0), word(4))
+        })
+        .collect();
+    let scales = Buf::mapped(mapped.clone(), scales_at, count).ok_or_else(|| bad("misaligned"))?;
+    let values = Buf::mapped(mapped, codes_at, count * dimension).ok_or_else(|| bad("misaligned"))?;
+    let codes = Codes::from_parts(dimension, values, scales).ok_or_else(|| bad("no dimension"))?;
+    Ok(Some(CodesFile { id, chunks, codes }))
+}
+
+/// The regular file `name` in `dir`, opened for reading, when it is at most
+/// `max` bytes; `Ok(None)` when there is none. A link or special file is an
+/// error, never followed or opened blocking.
+fn open_regular(dir: &Dir, name: &str, max: u64) -> Result<Option<std::fs::File>, String> {
     let file = match dir.open_with(name, platform::no_follow_no_block(OpenOptions::new().read(true))) {
-        Ok(file) => file,
+        Ok(file) => file.into_std(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{name}: {e}")),
     };
@@ -165,18 +259,15 @@ fn read(dir: &Dir, name: &str, max: u64) -> Result<Option<Vec<u8>>, String> {
     if meta.len() > max {
         return Err(format!("{name} is {} bytes, over the {max} ragbox reads", meta.len()));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max + 1).read_to_end(&mut bytes).map_err(|e| format!("{name}: {e}"))?;
-    if bytes.len() as u64 > max {
-        return Err(format!("{name} grew past the {max} bytes ragbox reads"));
-    }
-    Ok(Some(bytes))
+    Ok(Some(file))
 }
 
-/// A saved index as read back: the manifest and its segments (with graphs
-/// where their files were there).
+/// A saved index as read back: the manifest, the fresh buffer and the
+/// segments (with graphs where their files were there).
 pub(super) struct Loaded {
     pub(super) manifest: Manifest,
+    pub(super) fresh_chunks: Vec<(u32, u32)>,
+    pub(super) fresh_codes: Codes,
     pub(super) segments: Vec<Segment>,
 }
 
@@ -207,34 +298,35 @@ fn parse(dir: &Dir, bytes: &[u8]) -> Result<Loaded, String> {
     }
     let valid_chunks = |chunks: &[(u32, u32)]| chunks.iter().all(|(d, _)| (*d as usize) < docs);
     let dimension = manifest.dimension as usize;
-    let fresh_ok = valid_chunks(&manifest.fresh_chunks)
-        && (manifest.fresh_codes.len() == manifest.fresh_chunks.len())
-        && (manifest.fresh_chunks.is_empty()
-            || (manifest.fresh_codes.is_consistent() && manifest.fresh_codes.dimension() == dimension));
-    if !fresh_ok {
-        return Err("inconsistent fresh buffer".into());
-    }
-    // Each segment file is read once: a manifest listing one many times
+    // Each codes file is read once: a manifest listing one many times
     // (or naming a file elsewhere) was not written by ragbox.
     let mut stems = std::collections::HashSet::new();
     let plain = |stem: &str| !stem.is_empty() && !stem.contains(['/', '\\']) && stem != "..";
-    if !manifest.segments.iter().all(|(stem, _)| plain(stem) && stems.insert(stem.as_str())) {
-        return Err("a segment listed twice, or outside its folder".into());
+    if !manifest.segments.iter().chain(&manifest.fresh).all(|(stem, _)| plain(stem) && stems.insert(stem.as_str())) {
+        return Err("a codes file listed twice, or outside its folder".into());
     }
-    let mut segments = Vec::new();
-    for (stem, len) in &manifest.segments {
-        let codes_name = format!("{stem}.codes");
-        let bytes = read(dir, &codes_name, MAX_SEGMENT_BYTES)?.ok_or_else(|| format!("{codes_name} is missing"))?;
-        let file: SegmentFile = postcard::from_bytes(&bytes).map_err(|e| format!("{codes_name}: {e}"))?;
-        let consistent = file.version == VERSION
-            && file.chunks.len() as u64 == *len
+    let codes = |stem: &str, len: u64| -> Result<CodesFile, String> {
+        let name = format!("{stem}.codes");
+        let file = read_codes(dir, &name, MAX_SEGMENT_BYTES)?.ok_or_else(|| format!("{name} is missing"))?;
+        let consistent = file.chunks.len() as u64 == len
             && file.codes.len() == file.chunks.len()
-            && file.codes.is_consistent()
             && file.codes.dimension() == dimension
             && valid_chunks(&file.chunks);
         if !consistent {
-            return Err(format!("{codes_name} does not match the manifest"));
+            return Err(format!("{name} does not match the manifest"));
         }
+        Ok(file)
+    };
+    let (fresh_chunks, fresh_codes) = match &manifest.fresh {
+        Some((stem, len)) => {
+            let file = codes(stem, *len)?;
+            (file.chunks, file.codes)
+        }
+        None => (Vec::new(), Codes::new(dimension)),
+    };
+    let mut segments = Vec::new();
+    for (stem, len) in &manifest.segments {
+        let file = codes(stem, *len)?;
         let segment = Segment::new(file.id, file.chunks, file.codes);
         let graph_name = format!("{stem}.graph");
         match read(dir, &graph_name, MAX_SEGMENT_BYTES) {
@@ -249,5 +341,5 @@ fn parse(dir: &Dir, bytes: &[u8]) -> Result<Loaded, String> {
         }
         segments.push(segment);
     }
-    Ok(Loaded { manifest, segments })
+    Ok(Loaded { manifest, fresh_chunks, fresh_codes, segments })
 }
