@@ -97,6 +97,22 @@ fn a_recreated_store_does_not_inherit_old_derived_indexes() {
     assert_eq!(second.search_fulltext("hiking", 5, &Filter::default()).unwrap().len(), 1);
 }
 
+#[test]
+fn a_warmed_server_holds_one_copy_of_each_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
+    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key());
+    writer.put(document(&writer, "notes/a.md", "plan", &["Budget review moved to Friday."])).unwrap();
+    let server = Corpus::new(dir.path().to_path_buf(), embedder).with_key(test_key());
+    server.warm().unwrap();
+    let by_meaning = server.search_vectors(&query(&server, "budget meeting"), 1, &Filter::default()).unwrap();
+    let by_words = server.search_fulltext("budget", 1, &Filter::default()).unwrap();
+    assert!(
+        Arc::ptr_eq(&by_meaning[0].hit.document, &by_words[0].hit.document),
+        "the vector index took the keyword side's record"
+    );
+}
+
 /// The key these tests' data dirs are stamped with.
 fn test_key() -> Arc<ragbox::datadir::owner::Key> {
     Arc::new(ragbox::datadir::owner::Key::from_bytes([7; 32]))

@@ -69,6 +69,11 @@ impl Keyword {
         Ok(())
     }
 
+    /// The record of the document at `path`, as this side holds it.
+    pub(super) fn record(&self, path: &str) -> Option<Arc<DocumentRecord>> {
+        self.documents.get(path).cloned()
+    }
+
     /// The `k` best chunks for `query` among documents passing `filter`.
     pub(super) fn search(&self, query: &str, k: usize, filter: &Filter) -> Result<Vec<Hit>, CorpusError> {
         let allowed: Option<BTreeSet<String>> = (*filter != Filter::default())

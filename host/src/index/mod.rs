@@ -523,6 +523,16 @@ impl VectorIndex {
         self.worker.submit(Job::Save(Box::new(saving)));
     }
 
+    /// Takes `lookup`'s record for every document it holds the same record
+    /// of, so that two indexes of one workspace keep one copy of each.
+    pub fn share_records(&mut self, lookup: impl Fn(&str) -> Option<Arc<DocumentRecord>>) {
+        for held in self.documents.iter_mut().flatten() {
+            if let Some(other) = lookup(&held.path).filter(|other| **other == **held) {
+                *held = other;
+            }
+        }
+    }
+
     /// The store generation this index reflects.
     pub fn generation(&self) -> u64 {
         self.generation
