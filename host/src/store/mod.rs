@@ -246,6 +246,14 @@ impl Store {
     pub fn open(data: &Arc<DataDir>) -> Result<Self, StoreError> {
         let path = data.path().join(STORE_FILE);
         let store = Self { path, data: data.clone(), wait: Duration::from_secs(30), held: None };
+        // Read first: a write transaction commits (and syncs the file) even when
+        // it changes nothing, and every tool call opens the store.
+        let found = store.read(|txn| get(txn, META, "schema_version", &store))?;
+        match found {
+            Some(v) if v == SCHEMA_VERSION => return Ok(store),
+            Some(v) => return Err(StoreError::Schema { path: store.path.clone(), found: v }),
+            None => {}
+        }
         store.write(|txn| {
             let mut meta = txn.open_table(META).map_err(|e| store.err(e))?;
             let found = meta.get("schema_version").map_err(|e| store.err(e))?.map(|v| v.value());
