@@ -5,7 +5,8 @@
 //! few searches and then waits for its agent keeps ~10 MiB it no longer uses,
 //! per agent. Giving it back after every call costs the next call its page
 //! faults (~2 ms a search, measured); giving it back once nothing has run for
-//! a while costs only the first call after the pause.
+//! a while costs only the first call after the pause. The stores kept open
+//! between calls are closed then too (their page caches go).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -62,6 +63,7 @@ pub fn release_thread() {
 /// Gives every freed page back to the OS: the rayon pool's threads', this
 /// thread's, and what any thread handed to the arenas.
 pub fn release_all() {
+    crate::store::close_kept();
     // SAFETY: as in `release_thread`; `force` also purges the arenas at once.
     rayon::broadcast(|_| unsafe { libmimalloc_sys::mi_collect(true) });
     unsafe { libmimalloc_sys::mi_collect(true) }

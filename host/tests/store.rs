@@ -143,6 +143,7 @@ fn refuses_mixed_models_and_wrong_dimensions() {
 fn a_store_from_another_schema_asks_for_a_rebuild() {
     let dir = tempfile::tempdir().unwrap();
     open_store(dir.path()).unwrap();
+    ragbox::store::close_kept(); // as a process that finished leaves it
     {
         let db = redb::Database::create(dir.path().join(ragbox::store::STORE_FILE)).unwrap();
         let txn = db.begin_write().unwrap();
@@ -162,6 +163,7 @@ fn a_damaged_store_is_reported_and_a_foreign_one_replaced() {
         store.put_document(&doc(&format!("d/{i}.md"), 3, i as f32)).unwrap();
     }
     drop(store);
+    ragbox::store::close_kept(); // as a process that finished leaves it
     let file = dir.path().join(ragbox::store::STORE_FILE);
     let mut bytes = std::fs::read(&file).unwrap();
     for at in (4096..bytes.len()).step_by(997) {
@@ -253,36 +255,56 @@ fn two_writers_and_a_reader_at_once_lose_nothing() {
 }
 
 #[test]
-fn a_held_store_is_opened_once_and_other_processes_wait_for_it() {
+fn a_store_stays_open_between_calls_and_other_processes_write_beside_it() {
+    ragbox::store::keep_open_between_calls(); // as `serve` does
     let dir = tempfile::tempdir().unwrap();
     let store = open_store(dir.path()).unwrap();
     store.put_document(&doc("held/0.md", 1, 0.0)).unwrap();
-    let held = store.hold().unwrap();
     let opens = store.times_opened();
+    let held = store.hold().unwrap();
     for i in 1..20 {
         held.put_document(&doc(&format!("held/{i}.md"), i % 7 + 1, i as f32)).unwrap();
         // A plain handle in the same process shares the held database.
         assert_eq!(store.stats().unwrap().documents, i as u64 + 1);
     }
-    assert_eq!(store.times_opened(), opens, "no operation reopened the file while it was held");
-
-    // Another process waits while the store is held, then writes once it is let go.
-    let mut writer = spawn_writer(dir.path(), "after", 5);
-    std::thread::sleep(Duration::from_millis(700));
-    assert_eq!(held.stats().unwrap().documents, 20, "the other process could not write meanwhile");
     drop(held);
-    assert!(writer.wait().unwrap().success(), "the writer failed after the store was let go");
+    assert_eq!(store.stats().unwrap().documents, 20);
+    assert_eq!(store.times_opened(), opens, "kept open between calls, not reopened");
+
+    // Another process writes while this one has the store open, and this one sees its commits.
+    let writer = spawn_writer(dir.path(), "after", 5);
+    let held = store.hold().unwrap();
+    assert!(wait_for(writer).success(), "the writer could not write beside an open store");
+    assert_eq!(held.stats().unwrap().documents, 25);
+    drop(held);
+
+    // Once idle, the store is closed; the next call opens it again.
+    ragbox::store::close_kept();
     assert_eq!(store.stats().unwrap().documents, 25);
+    assert_eq!(store.times_opened(), opens + 1);
+}
+
+/// A child's exit status, within 60 s.
+fn wait_for(mut child: std::process::Child) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the child never finished");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Not a test on its own: a child that holds a store open for a while
-/// (`STORE_HOLDER=<dir>:<ms>`), as another process's long call would.
+/// (`STORE_HOLDER=<dir>:<ms>`) the way an older ragbox did, shutting other
+/// processes out (redb's exclusive mode).
 #[test]
 #[ignore = "child process entry point for the multi-process store tests"]
 fn child_holder() {
     let spec = std::env::var("STORE_HOLDER").expect("run only as a child of the store tests");
     let (dir, ms) = spec.rsplit_once(':').unwrap();
-    let held = open_store(Path::new(dir)).unwrap().hold().unwrap();
+    let held = redb::Database::open(Path::new(dir).join(ragbox::store::STORE_FILE)).unwrap();
     std::fs::write(Path::new(dir).join("holding"), b"").unwrap();
     std::thread::sleep(Duration::from_millis(ms.parse().unwrap()));
     drop(held);
@@ -293,6 +315,8 @@ fn waiting_for_one_store_does_not_delay_another() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (store_a, store_b) = (open_store(a.path()).unwrap(), open_store(b.path()).unwrap());
     store_b.put_document(&doc("b.md", 1, 0.0)).unwrap();
+    // Closed, as a process that ran and finished would leave it.
+    ragbox::store::close_kept();
     let mut holder = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child_holder", "--ignored", "--nocapture", "--test-threads=1"])
         .env("STORE_HOLDER", format!("{}:1500", a.path().display()))

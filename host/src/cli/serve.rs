@@ -55,8 +55,13 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     // gives to the OS (`memory.rs`). A new thread costs microseconds.
     let keep_alive = std::time::Duration::from_millis(500);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_keep_alive(keep_alive).build()?;
+    // Between calls the store stays open (an idle server closes it).
+    crate::store::keep_open_between_calls();
     let Some(addr) = args.http else {
-        return runtime.block_on(serve_stdio(server, args.watch));
+        let served = runtime.block_on(serve_stdio(server, args.watch));
+        // Closed cleanly once the client hangs up, so the next open need not repair it.
+        crate::store::close_kept();
+        return served;
     };
     // The user's, never the workspace's: a repository could ship a token it knows.
     let token_file = match args.token_file {
@@ -73,11 +78,13 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
         eprintln!("ragbox: HTTP bearer token in {}", token_file.display());
     }
     let options = HttpOptions { addr, allow_public: args.allow_public, allowed_hosts: args.allowed_hosts };
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let stop = CancellationToken::new();
         server.start_background(args.watch, &stop);
         let served = serve_http(server, options, token, stop.clone()).await;
         stop.cancel();
-        Ok(served?)
-    })
+        served
+    });
+    crate::store::close_kept();
+    Ok(served?)
 }

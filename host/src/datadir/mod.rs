@@ -392,10 +392,10 @@ impl DataDir {
 
     // ---- the index: believed only under this user's stamp ----
 
-    /// The store file, opened for reading and writing; made (and the folder
-    /// stamped for it) when missing and `create`. A store the stamp does not
+    /// The store file, opened for reading and writing, with its identity;
+    /// made (and the folder stamped for it) when missing and `create`. A store the stamp does not
     /// vouch for is removed with the rest of the index first.
-    pub fn store_file(&self, create: bool) -> Result<Option<std::fs::File>, DataDirError> {
+    pub fn store_file(&self, create: bool) -> Result<Option<(std::fs::File, FileId)>, DataDirError> {
         let mut options = OpenOptions::new();
         options.read(true).write(true);
         platform::no_follow_no_block(&mut options);
@@ -418,12 +418,13 @@ impl DataDir {
                     if meta.is_dir() {
                         return Err(self.io(STORE_FILE)(std::io::Error::other("a folder where a file belongs")));
                     }
-                    if self.ours(platform::file_id(&meta))? {
+                    let id = platform::file_id(&meta);
+                    if self.ours(id)? {
                         if platform::open_to_others(&meta) {
                             let private = platform::private_permissions(&meta, false);
                             file.set_permissions(private).map_err(self.io(STORE_FILE))?;
                         }
-                        return Ok(Some(file.into_std()));
+                        return Ok(Some((file.into_std(), id)));
                     }
                 }
                 None if !create => return Ok(None),
@@ -437,9 +438,15 @@ impl DataDir {
         Err(self.io(STORE_FILE)(std::io::Error::other("it keeps being replaced by another process")))
     }
 
+    /// The identity of the store file there, when there is one and it is
+    /// this user's (as [`Self::store_file`] checks, creating nothing).
+    pub fn store_file_id(&self) -> Result<Option<FileId>, DataDirError> {
+        Ok(self.store_file(false)?.map(|(_, id)| id))
+    }
+
     /// Makes the store file and stamps the folder for it, unless another
     /// process made one meanwhile (`None`: open that). Under the lock.
-    fn create_store(&self) -> Result<Option<std::fs::File>, DataDirError> {
+    fn create_store(&self) -> Result<Option<(std::fs::File, FileId)>, DataDirError> {
         if self.kind(STORE_FILE)? != Kind::Missing {
             return Ok(None);
         }
@@ -455,7 +462,7 @@ impl DataDir {
         let file = self.dir.open_with(STORE_FILE, &options).map_err(self.io(STORE_FILE))?;
         let id = platform::file_id(&file.metadata().map_err(self.io(STORE_FILE))?);
         self.write_stamp(id)?;
-        Ok(Some(file.into_std()))
+        Ok(Some((file.into_std(), id)))
     }
 
     /// Whether the index here is this user's with the store file `store_id`

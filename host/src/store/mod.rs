@@ -1,13 +1,15 @@
 //! The store: redb, the source of truth for documents, chunks and vectors.
 //!
-//! Several processes share one workspace (two agents' servers and a CLI), and
-//! redb locks its file exclusively, so no process keeps the database open for
-//! long: a [`Store`] opens it for one operation, or for as long as a held
-//! handle ([`Store::hold`]) lives (one tool call, say), and a busy lock is
-//! retried. Within a process every handle shares the one open database.
-//! Measured on this machine, open + write + close costs about 1 ms on a 67 MB
-//! store, and after a SIGKILL mid-write the next open repairs in about 0.1 s
-//! with every committed transaction intact. Each document is written in one
+//! Several processes share one workspace (two agents' servers and a CLI):
+//! each opens the file in redb's multi-writer mode, so all of them read and
+//! write it side by side (one write transaction at a time, the others'
+//! commits seen by the next read). Within a process every handle shares one
+//! open database, which a server keeps open between calls
+//! ([`keep_open_between_calls`]; [`close_kept`] closes it once the process is
+//! idle): redb's open and close write and sync the file five times, most of a
+//! keyword search's time. A process that shuts others out
+//! (an older ragbox) is waited for. After a SIGKILL mid-write the next open
+//! repairs in about 0.1 s with every committed transaction intact. Each document is written in one
 //! transaction (record, chunks and vectors together), so a crash leaves
 //! either its old or its new version.
 //!
@@ -21,17 +23,39 @@ pub use records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
 
 pub use crate::datadir::STORE_FILE;
 use crate::datadir::{DataDir, DataDirError};
+use crate::platform::FileId;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-/// How many times this process has opened a store file so far (each open
-/// takes redb's file lock).
+/// How many times this process has opened a store file so far.
 pub fn opens() -> u64 {
     let open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
-    open.as_ref().map_or(0, |o| o.values().map(|(_, count)| count).sum())
+    open.as_ref().map_or(0, |o| o.values().map(|e| e.count).sum())
+}
+
+/// Whether this process keeps its stores open between calls (a server does).
+static KEEP_OPEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Keeps stores open between calls from now on, for a long-lived server
+/// ([`close_kept`] closes them); a short command's store closes when its last
+/// handle is dropped, as a clean shutdown (a store left open at exit is
+/// repaired by the next open).
+pub fn keep_open_between_calls() {
+    KEEP_OPEN.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Closes the stores this process keeps open between calls (once idle:
+/// their caches go; the next call opens the file again).
+pub fn close_kept() {
+    let kept: Vec<Arc<Database>> = {
+        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        open.iter_mut().flat_map(|o| o.values_mut()).filter_map(|e| e.kept.take().map(|(db, _)| db)).collect()
+    };
+    // Closing writes redb's clean-shutdown state: outside the registry's lock.
+    drop(kept);
 }
 
 /// Bumped when the tables change shape; an older store asks for a rebuild.
@@ -234,12 +258,23 @@ impl std::fmt::Debug for Store {
 }
 
 /// The databases this process has open, by file, and how often each file was
-/// opened: redb refuses a second open of a file, so every handle in the
-/// process shares the first one. (A process serves few workspaces: entries stay.)
+/// opened: every handle in the process shares one. (A process serves few
+/// workspaces: entries stay.)
 static OPEN: Mutex<Option<HashMap<PathBuf, Opened>>> = Mutex::new(None);
 
-/// A file's open database (while any handle uses it) and its count of opens.
-type Opened = (Weak<Database>, u64);
+/// One store file's database in this process.
+#[derive(Default)]
+struct Opened {
+    /// The database while any handle uses it.
+    using: Weak<Database>,
+    /// The database kept open between calls, and the file it was opened on.
+    /// Opening and closing a redb file writes and syncs it five times
+    /// (measured: most of a keyword search's time), and with every process in
+    /// redb's multi-writer mode, keeping it open shuts no other process out.
+    kept: Option<(Arc<Database>, FileId)>,
+    /// Opens so far.
+    count: u64,
+}
 
 impl Store {
     /// Opens (creating if needed) the store in `data`, checking its schema.
@@ -282,7 +317,7 @@ impl Store {
     /// user's); `None` otherwise (reading tools then see an empty index
     /// without creating files).
     pub fn open_existing(data: &Arc<DataDir>) -> Result<Option<Self>, StoreError> {
-        if data.store_file(false)?.is_none() {
+        if data.store_file_id()?.is_none() {
             return Ok(None);
         }
         Self::open(data).map(Some)
@@ -291,12 +326,12 @@ impl Store {
     /// How many times this process has opened this store's file.
     pub fn times_opened(&self) -> u64 {
         let open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
-        open.as_ref().and_then(|o| o.get(&self.path)).map_or(0, |(_, count)| *count)
+        open.as_ref().and_then(|o| o.get(&self.path)).map_or(0, |e| e.count)
     }
 
     /// This store kept open: operations on the returned handle (and on every
-    /// other handle in this process) use one open database until it is dropped.
-    /// Other processes wait meanwhile, so hold it for one call, not longer.
+    /// other handle in this process) use one open database until it is
+    /// dropped, even a file replaced meanwhile (a call sees one store).
     pub fn hold(&self) -> Result<Self, StoreError> {
         Ok(Self { held: Some(self.database()?), ..self.clone() })
     }
@@ -656,13 +691,26 @@ impl Store {
                 // One attempt at a time under the registry's lock, so the process opens the file
                 // once; the waits for another process happen outside it.
                 let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
-                let entry = open.get_or_insert_with(HashMap::new).entry(self.path.clone()).or_insert((Weak::new(), 0));
-                if let Some(db) = entry.0.upgrade() {
+                let entry = open.get_or_insert_with(HashMap::new).entry(self.path.clone()).or_default();
+                if let Some(db) = entry.using.upgrade() {
                     return Ok(db);
                 }
-                if let Some(db) = self.try_connect()? {
+                if let Some((db, opened_on)) = entry.kept.take() {
+                    // Only while the file there is still the one it was opened on (and
+                    // ours): a store deleted or replaced since is opened anew.
+                    if self.data.store_file_id()? == Some(opened_on) {
+                        entry.using = Arc::downgrade(&db);
+                        entry.kept = Some((db.clone(), opened_on));
+                        return Ok(db);
+                    }
+                }
+                if let Some((db, opened_on)) = self.try_connect()? {
                     let db = Arc::new(db);
-                    *entry = (Arc::downgrade(&db), entry.1 + 1);
+                    entry.using = Arc::downgrade(&db);
+                    if KEEP_OPEN.load(std::sync::atomic::Ordering::Relaxed) {
+                        entry.kept = Some((db.clone(), opened_on));
+                    }
+                    entry.count += 1;
                     return Ok(db);
                 }
             }
@@ -674,21 +722,25 @@ impl Store {
         }
     }
 
-    /// Opens the database; `None` while another process holds it.
-    fn try_connect(&self) -> Result<Option<Database>, StoreError> {
+    /// Opens the database, with the identity of its file; `None` while a
+    /// process that shuts others out (an older ragbox) holds it.
+    fn try_connect(&self) -> Result<Option<(Database, FileId)>, StoreError> {
         let vanished = || StoreError::Io { path: self.path.clone(), source: std::io::ErrorKind::NotFound.into() };
-        let file = self.data.store_file(true)?.ok_or_else(vanished)?;
+        let (file, id) = self.data.store_file(true)?.ok_or_else(vanished)?;
         // A damaged file must not take the process down: redb is not
         // written to survive every byte a disk (or a person) can leave there.
         let opened = quiet_panics(|| {
             std::panic::catch_unwind(move || {
                 let backend = redb::backends::FileBackend::new(file)?;
-                redb::Builder::new().set_cache_size(CACHE_BYTES).create_with_backend(backend)
+                redb::Builder::new()
+                    .set_cache_size(CACHE_BYTES)
+                    .set_concurrency_mode(redb::ConcurrencyMode::MultiWriter)
+                    .create_with_backend(backend)
             })
         });
         let opened = opened.map_err(|panic| self.corrupt(panic_message(&panic)))?;
         match opened {
-            Ok(db) => Ok(Some(db)),
+            Ok(db) => Ok(Some((db, id))),
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => Ok(None),
             // redb reports a file that is not a redb database as InvalidData.
             Err(redb::DatabaseError::Storage(redb::StorageError::Io(e)))
