@@ -28,6 +28,8 @@ pub struct Guard {
     cancel: CancellationToken,
     /// Set when the epoch callback interrupted the guest.
     pub interrupted: Option<Interrupt>,
+    /// Keeps the epoch advancing while the store lives.
+    _ticking: super::engine::Ticking,
 }
 
 impl Guard {
@@ -41,6 +43,7 @@ impl Guard {
             soft_deadline: now + timeout.mul_f64(0.9),
             cancel,
             interrupted: None,
+            _ticking: super::engine::Ticking::start(),
         }
     }
 
