@@ -6,8 +6,9 @@ by n processes counts 1/n to each) from /proc/PID/smaps_rollup. The weights
 are the packed model file every process maps (~/.cache/ragbox/packed), the
 tool components the compile cache's mapped files. Also times each server's
 first semantic answer, asked right after `initialized` and again after a
-second's wait, against its warm ones. Two cases: five servers on one
-workspace, and five on five workspaces. Writes bench/results/agents.md.
+second's wait, against its warm ones. Three cases: five servers on one
+small workspace, five on five, and five on SciFact's 5,183 abstracts (a real
+workspace's documents and vector index). Writes bench/results/agents.md.
 
     RAGBOX_BIN=target/release/ragbox bench/.venv/bin/python bench/agents.py   (make bench; Linux only)
 """
@@ -95,6 +96,20 @@ def workspaces(count, docs_each):
     return out
 
 
+def scifact_workspace():
+    """SciFact's 5,183 abstracts as one indexed workspace: peers.py's (make bench runs it first), else made here."""
+    ws = ROOT / "bench" / ".cache" / "scifact-5183" / "ragbox"
+    if (ws / ".ragbox" / "store.redb").exists():
+        return ws
+    ws = CACHE / "scifact"
+    (ws / "docs").mkdir(parents=True, exist_ok=True)
+    for line in (DATA / "scifact" / "corpus.jsonl").open():
+        d = json.loads(line)
+        (ws / "docs" / f"{d['_id']}.md").write_text(f"# {d['title']}\n\n{d['text']}\n")
+    subprocess.run([RAGBOX, "index", "--workspace", ws], check=True, capture_output=True)
+    return ws
+
+
 def run(case, spaces):
     """Servers on `spaces` (one each), started one after another as agents would be."""
     servers, rows = [], []
@@ -129,13 +144,17 @@ def main():
     one = run("one server", five[:1])
     same = run("five servers, one workspace", five[:1] * 5)
     apart = run("five servers, five workspaces", five)
+    scifact = scifact_workspace()
+    real_one = run("one server, SciFact", [scifact])
+    real_five = run("five servers, SciFact", [scifact] * 5)
     single = one[0]["pss"]
     lines = [
         "# Five agents' servers on one machine\n",
         f"- command: `RAGBOX_BIN={RAGBOX.relative_to(ROOT) if RAGBOX.is_relative_to(ROOT) else RAGBOX} "
         f"bench/.venv/bin/python bench/agents.py` (in `make bench`), {(time.perf_counter() - started) / 60:.1f} min",
         f"- machine: {machine()}; CPU flags: {cpu_flags()}",
-        "- workspaces: SciFact abstracts, 200 a workspace (different ones), each indexed once before; "
+        "- workspaces: SciFact abstracts, 200 a workspace (different ones), each indexed once before; and all "
+        "5,183 abstracts (13,471 chunks) in one, whose rows compare with one server on it; "
         "every server is `ragbox serve` over raw stdio JSON-RPC, started after the one before it answered",
         "- memory: PSS (a page shared by n processes counts 1/n to each) and private anonymous memory, from "
         f"/proc/PID/smaps_rollup once every server answered its searches and sat idle {IDLE_S:.0f} s; the model's packed weights are one "
@@ -143,15 +162,17 @@ def main():
         "| case | servers | PSS in all | ÷ one server's | private anonymous, each (median) |",
         "|---|---|---|---|---|",
     ]
-    for name, rows in (("one server", one), ("one workspace", same), ("five workspaces", apart)):
+    for name, rows, base in (("one server", one, single), ("one workspace", same, single),
+                             ("five workspaces", apart, single), ("SciFact, one server", real_one, real_one[0]["pss"]),
+                             ("SciFact, five servers", real_five, real_one[0]["pss"])):
         total = sum(r["pss"] for r in rows)
-        lines.append(f"| {name} | {len(rows)} | {total:.0f} MiB | {total / single:.2f} | "
+        lines.append(f"| {name} | {len(rows)} | {total:.0f} MiB | {total / base:.2f} | "
                      f"{statistics.median(r['anon'] for r in rows):.0f} MiB |")
     lines += ["", "First semantic answers (search, limit 10), ms: asked right after `initialized` (the model and "
               "indexes still loading), after a one-second wait, warm (median of 12), and after the idle wait "
               "(its freed memory given back)\n",
               "| case | server | right after initialized | after 1 s | warm | after idle |", "|---|---|---|---|---|---|"]
-    for name, rows in (("one workspace", same), ("five workspaces", apart)):
+    for name, rows in (("one workspace", same), ("five workspaces", apart), ("SciFact", real_five)):
         for r in rows:
             lines.append(f"| {name} | {r['server']} | {r['at_once']:.1f} | {r['after_wait']:.1f} | {r['warm']:.1f} | "
                          f"{r['after_idle']:.1f} |")
