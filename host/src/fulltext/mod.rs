@@ -480,21 +480,32 @@ impl Part {
             }
             e => self.err(e),
         })?;
-        let mut columns: HashMap<u32, StrColumn> = HashMap::new();
-        let mut found = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let paths = match columns.entry(address.segment_ord) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    let fast = searcher.segment_reader(address.segment_ord).fast_fields();
-                    e.insert(fast.str("path").map_err(|e| self.err(e))?.ok_or_else(|| self.err("no path column"))?)
-                }
-            };
-            let mut path = String::new();
-            if let Some(term) = paths.term_ords(address.doc_id).next() {
-                paths.ord_to_str(term, &mut path).map_err(|e| self.err(e))?;
-            }
-            found.push((path, score));
+        // Paths by segment, from each hit's term ordinal, read in ordinal order: the
+        // dictionary's blocks are compressed, and one look per hit decompressed a
+        // block per hit (a tenth of a keyword search's time on SciFact).
+        let mut by_segment: HashMap<u32, Vec<(u64, usize)>> = HashMap::new();
+        let mut found: Vec<(String, f32)> = Vec::with_capacity(top.len());
+        for (at, (score, address)) in top.iter().enumerate() {
+            found.push((String::new(), *score));
+            by_segment.entry(address.segment_ord).or_default().push((u64::from(address.doc_id), at));
+        }
+        for (segment, hits) in by_segment {
+            let fast = searcher.segment_reader(segment).fast_fields();
+            let paths: StrColumn =
+                fast.str("path").map_err(|e| self.err(e))?.ok_or_else(|| self.err("no path column"))?;
+            let mut ords: Vec<(u64, usize)> =
+                hits.into_iter().filter_map(|(doc, at)| Some((paths.term_ords(doc as DocId).next()?, at))).collect();
+            ords.sort_unstable();
+            let sorted: Vec<u64> = ords.iter().map(|(ord, _)| *ord).collect();
+            let mut next = ords.iter().map(|(_, at)| *at);
+            paths
+                .dictionary()
+                .sorted_ords_to_term_cb(&sorted, |bytes| {
+                    if let Some(at) = next.next() {
+                        found[at].0 = String::from_utf8_lossy(bytes).into_owned();
+                    }
+                })
+                .map_err(|e| self.err(e))?;
         }
         Ok(found)
     }
