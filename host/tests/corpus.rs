@@ -103,6 +103,9 @@ fn a_warmed_server_holds_one_copy_of_each_record() {
     let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
     let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key());
     writer.put(document(&writer, "notes/a.md", "plan", &["Budget review moved to Friday."])).unwrap();
+    // What `ragbox index` does at its end: the vector index is saved for the servers that start next.
+    writer.save_vectors().unwrap();
+    assert!(dir.path().join(".ragbox/vectors/manifest").is_file());
     let server = Corpus::new(dir.path().to_path_buf(), embedder).with_key(test_key());
     server.warm().unwrap();
     let by_meaning = server.search_vectors(&query(&server, "budget meeting"), 1, &Filter::default()).unwrap();

@@ -62,6 +62,13 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyh
             eprintln!("time by stage: setup {:.3} s, {}", setup.as_secs_f64(), stages.summary());
         }
     }
+    if matches!(outcome, Outcome::Ok(_)) {
+        // Saved for the servers that start next (a running one may save it instead).
+        let served = runner.setup().workspaces.served().to_path_buf();
+        if let Err(e) = runner.corpus(&served).save_vectors() {
+            tracing::warn!("the vector index was not saved ({e}); the next server builds it from the store");
+        }
+    }
     let body = match outcome {
         Outcome::Ok(json) => json,
         Outcome::ToolError { body, .. } => bail!("{}", super::open::tool_error_for_cli(&body)),

@@ -321,6 +321,20 @@ impl Corpus {
         }))
     }
 
+    /// Brings the vector index up to the store and waits until it is saved
+    /// (not for its graph builds): `ragbox index` does, so the servers that
+    /// start next load it instead of each reading every vector from the store.
+    pub fn save_vectors(&self) -> Result<(), CorpusError> {
+        if self.shared.is_some() {
+            return Ok(());
+        }
+        let (slot, _) = self.current_vectors()?;
+        if let Some(index) = slot.as_ref() {
+            index.wait_saved();
+        }
+        Ok(())
+    }
+
     /// The `k` chunks nearest `vector` among documents passing `filter`, with their text.
     pub fn search_vectors(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<ChunkHit>, CorpusError> {
         if let Some(shared) = &self.shared {

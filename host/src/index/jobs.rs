@@ -148,6 +148,14 @@ impl Worker {
         self.shared.saves.load(Ordering::Acquire)
     }
 
+    /// Blocks until no manifest save is queued or running (other jobs may be).
+    pub(super) fn wait_saved(&self) {
+        let mut pending = lock(&self.shared.pending);
+        while self.shared.saves.load(Ordering::Acquire) > 0 && *pending > 0 {
+            pending = self.shared.idle.wait(pending).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
     /// Jobs queued or running.
     pub(super) fn pending(&self) -> usize {
         *lock(&self.shared.pending)

@@ -483,6 +483,12 @@ impl VectorIndex {
         self.save();
     }
 
+    /// Waits until what this process queued for saving is written (not for
+    /// graph builds, which the next process resumes).
+    pub fn wait_saved(&self) {
+        self.worker.wait_saved();
+    }
+
     /// Waits for the background work (builds, merges, saves) to finish and takes it in.
     pub fn settle(&mut self) {
         loop {
