@@ -143,6 +143,38 @@ fn links_and_special_files_in_the_data_dir_are_refused_not_followed() {
     let found = run(&f, &["search", "fish pouch", "--semantic", "--json"]);
     assert!(found.status.success(), "{}", said(&found));
     assert!(said(&found).contains("pelicans.md"), "{}", said(&found));
+
+    // The same for the codes file the manifest names (mapped, not read): a link to a
+    // device or outside, a FIFO, or a file made elsewhere is passed over, never
+    // mapped, waited on or trusted; the index is rebuilt from the store.
+    type Swap = fn(&Path, &Path);
+    let swaps: [(&str, Swap); 4] = [
+        ("a link to /dev/zero", |codes, _| symlink("/dev/zero", codes)),
+        ("a link outside", |codes, out| symlink(out.join("secret.txt"), codes)),
+        ("a FIFO", |codes, _| mkfifo(codes)),
+        ("a file made elsewhere", |codes, _| std::fs::write(codes, vec![0x5A; 4096]).unwrap()),
+    ];
+    for (what, swap) in swaps {
+        let f = notes();
+        let out = outside(&f);
+        let before = tree(&out);
+        assert!(run(&f, &["index"]).status.success());
+        let vectors = f.workspace.join(".ragbox/vectors");
+        let codes = std::fs::read_dir(&vectors)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "codes"))
+            .expect("`ragbox index` saved the vector index's codes");
+        std::fs::remove_file(&codes).unwrap();
+        swap(&codes, &out);
+        let found = run(&f, &["search", "fish pouch", "--semantic", "--json"]);
+        assert!(found.status.success(), "{what}: {}", said(&found));
+        assert!(said(&found).contains("pelicans.md"), "{what}: {}", said(&found));
+        assert!(said(&found).contains("ignoring the saved vector index"), "{what}: {}", said(&found));
+        assert!(!said(&found).contains("TOP SECRET"), "{what}: the linked file was read");
+        assert_eq!(tree(&out), before, "{what}: something outside changed");
+    }
 }
 
 /// (1–2, continued) Where a shipped entry is not needed to run (a component,
