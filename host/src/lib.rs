@@ -22,6 +22,7 @@ pub mod postgres;
 mod resources;
 pub mod runtime;
 pub mod store;
+mod sync;
 mod text;
 mod walk;
 mod watch;

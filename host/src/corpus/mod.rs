@@ -26,6 +26,7 @@ use crate::fulltext::FulltextError;
 use crate::index::{DocumentHit, Filter, FullVectors, Hit, IndexState, Tuning, VectorIndex};
 use crate::postgres::Collection;
 use crate::store::{ChunkRecord, DocumentRecord, NewDocument, Stats, Store, StoreError};
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -490,11 +491,6 @@ fn shared_keyword_name(row: &crate::postgres::Row, shared: &Collection) -> Strin
     use sha2::Digest as _;
     let identity = format!("{}\0{}\0{}\0{}", shared.target().shown(), shared.name(), row.id, row.created);
     hex::encode(&sha2::Sha256::digest(identity.as_bytes())[..8])
-}
-
-/// Locks `m`; a panic elsewhere while holding it leaves data that is still usable.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn now_millis() -> i64 {

@@ -19,6 +19,7 @@
 pub mod owner;
 
 use crate::platform::{self, FileId};
+use crate::sync::lock;
 use cap_fs_ext::DirExt as _;
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, Metadata, OpenOptions};
@@ -902,8 +903,4 @@ fn random_u64() -> u64 {
         return std::collections::hash_map::RandomState::new().hash_one(std::process::id());
     }
     u64::from_le_bytes(bytes)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }

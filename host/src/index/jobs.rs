@@ -9,6 +9,7 @@ use super::hnsw::GraphParams;
 use super::quantized::Codes;
 use super::saved::{SaveDir, Saving};
 use super::segment::Segment;
+use crate::sync::lock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Condvar, Mutex};
@@ -259,8 +260,4 @@ fn merge(parts: &[Arc<Segment>], live: &[bool], id: u64) -> Option<Segment> {
         }
     }
     (!chunks.is_empty()).then(|| Segment::new(id, chunks, codes))
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }

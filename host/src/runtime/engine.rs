@@ -1,6 +1,7 @@
 //! The wasmtime engine shared by all components, with its epoch ticker.
 
 use super::RuntimeError;
+use crate::sync::lock;
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 use wasmtime::{Config, Engine};
@@ -36,10 +37,6 @@ impl Drop for Ticking {
         let mut alive = lock(&ALIVE);
         *alive = alive.saturating_sub(1);
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Builds the engine (component model, epoch interruption) and starts the

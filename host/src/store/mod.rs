@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 /// How many times this process has opened a store file so far.
 pub fn opens() -> u64 {
-    let open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+    let open = crate::sync::lock(&OPEN);
     open.as_ref().map_or(0, |o| o.values().map(|e| e.count).sum())
 }
 
@@ -51,7 +51,7 @@ pub fn keep_open_between_calls() {
 /// their caches go; the next call opens the file again).
 pub fn close_kept() {
     let kept: Vec<Arc<Database>> = {
-        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = crate::sync::lock(&OPEN);
         open.iter_mut().flat_map(|o| o.values_mut()).filter_map(|e| e.kept.take().map(|(db, _)| db)).collect()
     };
     // Closing writes redb's clean-shutdown state: outside the registry's lock.
@@ -325,7 +325,7 @@ impl Store {
 
     /// How many times this process has opened this store's file.
     pub fn times_opened(&self) -> u64 {
-        let open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        let open = crate::sync::lock(&OPEN);
         open.as_ref().and_then(|o| o.get(&self.path)).map_or(0, |e| e.count)
     }
 
@@ -690,7 +690,7 @@ impl Store {
             {
                 // One attempt at a time under the registry's lock, so the process opens the file
                 // once; the waits for another process happen outside it.
-                let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+                let mut open = crate::sync::lock(&OPEN);
                 let entry = open.get_or_insert_with(HashMap::new).entry(self.path.clone()).or_default();
                 if let Some(db) = entry.using.upgrade() {
                     return Ok(db);
