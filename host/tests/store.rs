@@ -123,6 +123,57 @@ fn deltas_name_only_what_changed() {
     assert_eq!(chunks.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false, false]);
 }
 
+/// `doc` stored for keyword search only: its chunks without vectors, no model named.
+fn keyword_only(path: &str, chunks: usize) -> NewDocument {
+    let mut d = doc(path, chunks, 0.0);
+    d.record.model_id = String::new();
+    d.chunks.iter_mut().for_each(|c| c.vector.clear());
+    d
+}
+
+#[test]
+fn a_document_stored_for_keyword_search_first_is_embedded_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path()).unwrap();
+    // Before any vector: no model recorded, chunk text readable, nothing for the vector index.
+    store.put_documents(&[keyword_only("a.md", 2), keyword_only("b.md", 1)]).unwrap();
+    assert_eq!(store.stats().unwrap().model_id, None);
+    assert_eq!((store.stats().unwrap().documents, store.stats().unwrap().chunks), (2, 3));
+    assert!(!store.document("a.md").unwrap().unwrap().embedded());
+    let chunks = store.chunks("a.md").unwrap();
+    assert_eq!(
+        chunks.iter().map(|(c, v)| (c.text.as_str(), v.len())).collect::<Vec<_>>(),
+        [("a.md chunk 0", 0), ("a.md chunk 1", 0)]
+    );
+    assert_eq!(store.text_delta(0).unwrap().documents.iter().map(|(_, c)| c.len()).sum::<usize>(), 3);
+    let vectors = store.vector_delta(0).unwrap();
+    assert!(vectors.documents.iter().all(|(_, v)| v.is_empty()), "no vectors yet");
+    let at = store.generation().unwrap();
+
+    // Embedded: replaced with its vectors, the model recorded, the delta carries them.
+    store.put_document(&doc("a.md", 2, 1.0)).unwrap();
+    assert!(store.document("a.md").unwrap().unwrap().embedded());
+    assert_eq!(store.stats().unwrap().model_id.as_deref(), Some("test-model@1"));
+    let delta = store.vector_delta(at).unwrap();
+    assert_eq!(delta.documents.iter().map(|(d, v)| (d.path.as_str(), v.len())).collect::<Vec<_>>(), [("a.md", 2)]);
+    // And back: a file changed again before it was embedded drops its vectors.
+    store.put_document(&keyword_only("a.md", 1)).unwrap();
+    assert_eq!(store.chunks("a.md").unwrap().iter().map(|(_, v)| v.len()).collect::<Vec<_>>(), [0]);
+    assert_eq!(store.vectors(&[("a.md", 0), ("a.md", 1)]).unwrap(), [None, None]);
+
+    // A document with vectors for some chunks only is refused whole.
+    let mut partial = doc("c.md", 2, 1.0);
+    partial.chunks[1].vector.clear();
+    assert!(matches!(store.put_document(&partial).unwrap_err(), StoreError::Dimension { .. }));
+    // Keyword-only documents never check or set the model: another model's run may store them.
+    let mut other = keyword_only("d.md", 1);
+    other.record.model_id = "other-model@2".into();
+    other.dimension = 0;
+    store.put_document(&other).unwrap();
+    assert_eq!(store.stats().unwrap().model_id.as_deref(), Some("test-model@1"));
+    assert!(!store.document("d.md").unwrap().unwrap().embedded());
+}
+
 #[test]
 fn refuses_mixed_models_and_wrong_dimensions() {
     let dir = tempfile::tempdir().unwrap();

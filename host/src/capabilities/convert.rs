@@ -47,10 +47,11 @@ pub fn chunk(c: ChunkRecord) -> wit::Chunk {
 }
 
 /// A tool's document as the store keeps it; the host fills in model and time.
+/// Chunks without any vectors are stored for keyword search only.
 pub fn new_document(d: wit::NewDocument) -> Result<NewDocument, Error> {
-    if d.chunks.len() != d.vectors.len() {
+    if d.chunks.len() != d.vectors.len() && !d.vectors.is_empty() {
         return Err(invalid(format!(
-            "{} chunks but {} vectors for {}: give one vector per chunk",
+            "{} chunks but {} vectors for {}: give one vector per chunk (or none, to store it for keyword search only)",
             d.chunks.len(),
             d.vectors.len(),
             d.path
@@ -69,11 +70,14 @@ pub fn new_document(d: wit::NewDocument) -> Result<NewDocument, Error> {
         metadata: d.metadata.into_iter().collect(),
         ..Default::default()
     };
+    let mut vectors = d.vectors.into_iter();
     let chunks = d
         .chunks
         .into_iter()
-        .zip(d.vectors)
-        .map(|(c, vector)| NewChunk { record: ChunkRecord { text: c.text, start: c.start, end: c.end }, vector })
+        .map(|c| NewChunk {
+            record: ChunkRecord { text: c.text, start: c.start, end: c.end },
+            vector: vectors.next().unwrap_or_default(),
+        })
         .collect();
     Ok(NewDocument { record, dimension, chunks })
 }

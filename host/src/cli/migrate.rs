@@ -35,6 +35,8 @@ pub fn run(workspace: &Path, url: &str, as_json: bool) -> anyhow::Result<()> {
     }
     let started = std::time::Instant::now();
     let (mut documents, mut chunks, mut dimension) = (0u64, 0u64, 0usize);
+    // Stored for keyword search while `ragbox index` was still embedding them: no vectors to copy.
+    let mut unembedded = 0u64;
     let mut after: Option<String> = None;
     loop {
         let page = store.documents_after(after.as_deref(), BATCH)?;
@@ -42,6 +44,10 @@ pub fn run(workspace: &Path, url: &str, as_json: bool) -> anyhow::Result<()> {
         after = Some(last.path.clone());
         let mut batch = Vec::with_capacity(page.len());
         for record in page {
+            if !record.embedded() {
+                unembedded += 1;
+                continue;
+            }
             let stored = store.chunks(&record.path)?;
             if let Some((_, vector)) = stored.first() {
                 dimension = vector.len();
@@ -56,15 +62,24 @@ pub fn run(workspace: &Path, url: &str, as_json: bool) -> anyhow::Result<()> {
         }
         documents += batch.len() as u64;
         collection.put_documents(&batch)?;
-        bar.set_position(documents);
+        bar.set_position(documents + unembedded);
     }
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     let target = format!("postgres://{}#{}", collection.target().shown(), collection.name());
     if as_json {
-        println!("{}", serde_json::json!({"documents": documents, "chunks": chunks, "seconds": seconds, "to": target}));
+        let report = serde_json::json!({
+            "documents": documents, "chunks": chunks, "seconds": seconds, "to": target, "not_embedded": unembedded,
+        });
+        println!("{report}");
     } else {
         println!("copied {documents} documents ({chunks} chunks, vectors included) to {target} in {seconds:.1} s");
+        if unembedded > 0 {
+            println!(
+                "{unembedded} documents were not embedded yet (stored for keyword search only) and were not copied: \
+                 `ragbox index --store {url}` embeds them into the collection"
+            );
+        }
         println!("serve from it with `ragbox serve --store {url}` (or [store] url in your config.toml)");
     }
     Ok(())

@@ -251,18 +251,27 @@ impl Corpus {
         self.put_many(vec![doc])
     }
 
-    /// Stores every one of `docs` in one transaction, stamped with the current model.
+    /// Stores every one of `docs` in one transaction, stamped with the current
+    /// model; a document stored for keyword search only names none (and
+    /// storing only such documents does not load the model).
     pub fn put_many(&self, mut docs: Vec<NewDocument>) -> Result<(), CorpusError> {
         if docs.is_empty() {
             return Ok(());
         }
-        let embedder = self.embedder.get()?;
-        let info = embedder.info();
+        let model = match docs.iter().all(NewDocument::keyword_only) {
+            true => None,
+            false => Some(self.embedder.get()?.info().clone()),
+        };
         let now = now_millis();
         for doc in &mut docs {
-            doc.record.model_id = info.id.clone();
-            doc.dimension = info.dimension;
             doc.record.embedded_at = now;
+            match &model {
+                Some(info) if !doc.keyword_only() => {
+                    doc.record.model_id = info.id.clone();
+                    doc.dimension = info.dimension;
+                }
+                _ => doc.record.model_id = String::new(),
+            }
         }
         self.writer()?.put_documents(&docs)?;
         Ok(())

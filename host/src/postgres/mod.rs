@@ -282,6 +282,11 @@ impl Collection {
     pub fn put_documents(&self, docs: &[NewDocument]) -> Result<u64, StoreError> {
         for doc in docs {
             crate::store::check_document(doc)?;
+            // The collection keeps every chunk with its vector (pgvector answers its searches).
+            if doc.keyword_only() {
+                let message = "a shared collection stores a document with its vectors, not for keyword search first";
+                return Err(StoreError::Invalid { path: doc.record.path.clone(), message: message.into() });
+            }
         }
         let Some(last) = docs.last() else { return self.generation() };
         self.ensure_schema()?;

@@ -349,9 +349,15 @@ impl Store {
         for doc in docs {
             check_document(doc)?;
         }
-        let Some(last) = docs.last() else { return self.generation() };
+        if docs.is_empty() {
+            return self.generation();
+        }
+        // Documents stored for keyword search only carry no vectors to check.
+        let model = docs.iter().rev().find(|d| !d.keyword_only()).map(|d| d.record.model_id.as_str());
         self.write(|txn| {
-            self.check_model(txn, &last.record.model_id)?;
+            if let Some(model) = model {
+                self.check_model(txn, model)?;
+            }
             let mut generation = 0;
             for doc in docs {
                 generation = self.put_in(txn, doc)?;
@@ -376,6 +382,10 @@ impl Store {
         };
         let mut record = doc.record.clone();
         record.chunks = doc.chunks.len() as u32;
+        if doc.keyword_only() {
+            // No vectors, so no model made them: this is what marks it not embedded yet.
+            record.model_id.clear();
+        }
         txn.open_table(DOCS)
             .map_err(|e| self.err(e))?
             .insert(id, record.encode().as_slice())
@@ -385,7 +395,9 @@ impl Store {
         for (ordinal, chunk) in doc.chunks.iter().enumerate() {
             let key = (id, ordinal as u32);
             chunks.insert(key, chunk.record.encode().as_slice()).map_err(|e| self.err(e))?;
-            vectors.insert(key, encode_vector(&chunk.vector).as_slice()).map_err(|e| self.err(e))?;
+            if !chunk.vector.is_empty() {
+                vectors.insert(key, encode_vector(&chunk.vector).as_slice()).map_err(|e| self.err(e))?;
+            }
         }
         log_change(txn, &doc.record.path, self)
     }
@@ -448,22 +460,24 @@ impl Store {
         })
     }
 
-    /// The chunks of the document at `path`, in order, with their vectors.
+    /// The chunks of the document at `path`, in order, with their vectors
+    /// (empty for a document stored for keyword search only).
     pub fn chunks(&self, path: &str) -> Result<Vec<(ChunkRecord, Vec<f32>)>, StoreError> {
         self.read(|txn| {
             let Some(id) = get(txn, DOC_IDS, path, self)? else { return Ok(Vec::new()) };
-            let (Some(chunks), Some(vectors)) = (open_read(txn, CHUNKS, self)?, open_read(txn, VECTORS, self)?) else {
-                return Ok(Vec::new());
-            };
+            let Some(chunks) = open_read(txn, CHUNKS, self)? else { return Ok(Vec::new()) };
+            let vectors = open_read(txn, VECTORS, self)?;
             let mut out = Vec::new();
             for item in chunks.range((id, 0)..=(id, u32::MAX)).map_err(|e| self.err(e))? {
                 let (key, bytes) = item.map_err(|e| self.err(e))?;
                 let record = ChunkRecord::decode(bytes.value()).map_err(|m| self.corrupt(m))?;
-                let vector = vectors.get(key.value()).map_err(|e| self.err(e))?.map(|v| decode_vector(v.value()));
-                out.push((
-                    record,
-                    vector.ok_or_else(|| self.corrupt(format!("chunk {:?} has no vector", key.value())))?,
-                ));
+                let vector = match &vectors {
+                    Some(vectors) => {
+                        vectors.get(key.value()).map_err(|e| self.err(e))?.map(|v| decode_vector(v.value()))
+                    }
+                    None => None,
+                };
+                out.push((record, vector.unwrap_or_default()));
             }
             Ok(out)
         })
@@ -789,6 +803,9 @@ impl Store {
 pub(crate) fn check_document(doc: &NewDocument) -> Result<(), StoreError> {
     check_path(&doc.record.path)
         .map_err(|why| StoreError::Invalid { path: doc.record.path.clone(), message: why.into() })?;
+    if doc.keyword_only() {
+        return Ok(());
+    }
     for (ordinal, chunk) in doc.chunks.iter().enumerate() {
         if let Some(bad) = chunk.vector.iter().find(|v| !v.is_finite()) {
             let message = format!("chunk {ordinal}'s vector holds {bad}: vectors must be finite");

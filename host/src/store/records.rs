@@ -54,7 +54,7 @@ pub struct ChunkRecord {
 pub struct NewChunk {
     /// The chunk.
     pub record: ChunkRecord,
-    /// Its embedding.
+    /// Its embedding; empty in a document stored for keyword search only.
     pub vector: Vec<f32>,
 }
 
@@ -67,6 +67,22 @@ pub struct NewDocument {
     pub dimension: usize,
     /// Its chunks in order.
     pub chunks: Vec<NewChunk>,
+}
+
+impl NewDocument {
+    /// Stored for keyword search before its vectors are made: chunks, none
+    /// with a vector. The indexer embeds it in a later write.
+    pub fn keyword_only(&self) -> bool {
+        !self.chunks.is_empty() && self.chunks.iter().all(|c| c.vector.is_empty())
+    }
+}
+
+impl DocumentRecord {
+    /// Whether its chunks have vectors: false for a document stored for
+    /// keyword search only (no model named), true for one without chunks.
+    pub fn embedded(&self) -> bool {
+        self.chunks == 0 || !self.model_id.is_empty()
+    }
 }
 
 macro_rules! json_codec {
