@@ -116,6 +116,39 @@ fn a_warmed_server_holds_one_copy_of_each_record() {
     );
 }
 
+#[test]
+fn a_following_process_indexes_its_writes_for_keywords_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
+    ragbox::corpus::follow::enable();
+    let writer = Arc::new(Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key()));
+    // Stored for keyword search only (no vectors), as the indexer's first pass stores a large change.
+    let mut docs = Vec::new();
+    for i in 0..300 {
+        let mut doc = document(&writer, &format!("notes/{i:03}.md"), "plan", &["placeholder"]);
+        doc.chunks[0] = NewChunk {
+            record: ChunkRecord { text: format!("Note {i}: the otter{i} survey, page after page."), start: 0, end: 0 },
+            vector: Vec::new(),
+        };
+        docs.push(doc);
+    }
+    for batch in docs.chunks(50) {
+        writer.put_many(batch.to_vec()).unwrap();
+        writer.follow_keywords();
+    }
+    // A search meanwhile answers (from what is committed, or after the step under way).
+    writer.search_fulltext("otter7", 1, &Filter::default()).unwrap();
+    writer.settle_keywords().unwrap();
+    // The index on disk is at the store's generation without any search having built it.
+    let store = writer.stats().unwrap();
+    let keyword = ragbox::fulltext::Fulltext::open(&dir.path().join(".ragbox/keyword")).unwrap();
+    assert_eq!(keyword.generation().unwrap(), store.generation);
+    let found = writer.search_fulltext("otter299", 3, &Filter::default()).unwrap();
+    assert_eq!(found[0].hit.document.path, "notes/299.md");
+    assert!(!found[0].hit.document.embedded(), "stored without vectors: not embedded yet");
+    assert!(writer.search_vectors(&query(&writer, "otter survey"), 3, &Filter::default()).unwrap().is_empty());
+}
+
 /// The key these tests' data dirs are stamped with.
 fn test_key() -> Arc<ragbox::datadir::owner::Key> {
     Arc::new(ragbox::datadir::owner::Key::from_bytes([7; 32]))

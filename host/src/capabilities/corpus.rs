@@ -50,7 +50,10 @@ impl Host for HostState {
         self.timed(Stage::StoreWrite, |this| {
             this.require_corpus_write()?;
             let doc = convert::new_document(this.stamp(document))?;
-            Ok(this.corpus()?.put(doc)?)
+            let corpus = this.corpus()?;
+            corpus.put(doc)?;
+            corpus.follow_keywords();
+            Ok(())
         })
     }
 
@@ -59,14 +62,22 @@ impl Host for HostState {
             this.require_corpus_write()?;
             let docs =
                 documents.into_iter().map(|d| convert::new_document(this.stamp(d))).collect::<Result<Vec<_>, _>>()?;
-            Ok(this.corpus()?.put_many(docs)?)
+            let corpus = this.corpus()?;
+            corpus.put_many(docs)?;
+            corpus.follow_keywords();
+            Ok(())
         })
     }
 
     fn remove(&mut self, path: String) -> Result<bool, Error> {
         self.timed(Stage::StoreWrite, |this| {
             this.require_corpus_write()?;
-            Ok(this.corpus()?.remove(&path)?)
+            let corpus = this.corpus()?;
+            let removed = corpus.remove(&path)?;
+            if removed {
+                corpus.follow_keywords();
+            }
+            Ok(removed)
         })
     }
 }

@@ -25,6 +25,8 @@ pub enum Scope<'a> {
 /// also where the time went, by stage, on stderr.
 pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
+    // The keyword index is built beside the writing, and ready when this ends.
+    crate::corpus::follow::enable();
     let runner = open(workspace)?;
     let (tool, arguments) = match scope {
         Scope::Path(p) => ("embed_document", json!({ "path": p })),
@@ -65,8 +67,12 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyh
     if matches!(outcome, Outcome::Ok(_)) {
         // Saved for the servers that start next (a running one may save it instead).
         let served = runner.setup().workspaces.served().to_path_buf();
-        if let Err(e) = runner.corpus(&served).save_vectors() {
+        let corpus = runner.corpus(&served);
+        if let Err(e) = corpus.save_vectors() {
             tracing::warn!("the vector index was not saved ({e}); the next server builds it from the store");
+        }
+        if let Err(e) = corpus.settle_keywords() {
+            tracing::warn!("the keyword index was not brought up to date ({e}); the next keyword search does it");
         }
     }
     let body = match outcome {

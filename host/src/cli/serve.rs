@@ -57,6 +57,8 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_keep_alive(keep_alive).build()?;
     // Between calls the store stays open (an idle server closes it).
     crate::store::keep_open_between_calls();
+    // What the server's own calls write is indexed for keywords as it lands.
+    crate::corpus::follow::enable();
     let Some(addr) = args.http else {
         let served = runtime.block_on(serve_stdio(server, args.watch));
         // Closed cleanly once the client hangs up, so the next open need not repair it.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// The keyword index and the records of the documents it holds.
 pub(super) struct Keyword {
-    fulltext: Fulltext,
+    fulltext: Arc<Fulltext>,
     documents: HashMap<String, Arc<DocumentRecord>>,
     /// The store generation `documents` reflects (0: not read yet).
     generation: u64,
@@ -22,17 +22,126 @@ pub(super) struct Keyword {
     /// (0: not checked yet); while it equals `generation`, a search reads
     /// neither the index's metadata nor reloads it.
     indexed: u64,
+    /// A [`Step`] is applying changes outside the lock (the follower's):
+    /// searches meanwhile read what is committed instead of writing too.
+    applying: bool,
+}
+
+/// Changes to apply to the keyword index, taken out of the corpus's lock to
+/// run: tantivy writes for seconds on a large change, and searches go on.
+pub(super) struct Step {
+    fulltext: Arc<Fulltext>,
+    /// The store generation the index reflects now.
+    behind: u64,
+}
+
+impl Step {
+    /// Applies what changed in `store` since the index's generation; the
+    /// store generation the index then reflects.
+    pub(super) fn run(&self, store: &dyn Records) -> Result<u64, CorpusError> {
+        let delta = store.text_delta(self.behind)?;
+        self.fulltext.apply(&delta)?;
+        Ok(delta.generation)
+    }
 }
 
 impl Keyword {
     /// The keyword index kept in `dir`; the records are read on first search.
     pub(super) fn open(dir: &Path) -> Result<Self, CorpusError> {
-        Ok(Self { fulltext: Fulltext::open(dir)?, documents: HashMap::new(), generation: 0, indexed: 0 })
+        let fulltext = Arc::new(Fulltext::open(dir)?);
+        Ok(Self { fulltext, documents: HashMap::new(), generation: 0, indexed: 0, applying: false })
     }
 
     /// Brings the records and the index up to `store`'s generation, reading
-    /// only what changed since each last caught up.
+    /// only what changed since each last caught up. While a [`Step`] applies
+    /// changes elsewhere, the index is searched as last committed.
     pub(super) fn catch_up(&mut self, store: &dyn Records) -> Result<(), CorpusError> {
+        self.catch_up_records(store)?;
+        if self.indexed == self.generation {
+            return Ok(());
+        }
+        if self.applying {
+            self.fulltext.refresh()?;
+            return Ok(());
+        }
+        if self.caught_up_elsewhere()? {
+            return Ok(());
+        }
+        match self.fulltext.apply(&store.text_delta(self.fulltext.generation()?)?) {
+            Ok(()) => self.indexed = self.generation,
+            // Another process is updating it: search what is there, and look again next time.
+            Err(FulltextError::Busy(dir)) => {
+                tracing::warn!("keyword index {} busy; searching it as it is", dir.display());
+                self.fulltext.refresh()?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
+    }
+
+    /// The changes to apply, for a thread to run outside the lock; `None`
+    /// when the index is up to date or a step is under way.
+    pub(super) fn step(&mut self, store: &dyn Records) -> Result<Option<Step>, CorpusError> {
+        self.catch_up_records(store)?;
+        if self.indexed == self.generation || self.applying || self.caught_up_elsewhere()? {
+            return Ok(None);
+        }
+        self.applying = true;
+        Ok(Some(Step { fulltext: self.fulltext.clone(), behind: self.fulltext.generation()? }))
+    }
+
+    /// Takes back a step: what it applied is searched from now on. A step
+    /// of an index since replaced changes nothing here.
+    pub(super) fn finish(&mut self, step: &Step, outcome: Result<u64, CorpusError>) -> Result<(), CorpusError> {
+        if !Arc::ptr_eq(&self.fulltext, &step.fulltext) {
+            return Ok(());
+        }
+        self.applying = false;
+        match outcome {
+            // Records are read before the index, so they are never behind what it holds.
+            Ok(applied) => {
+                self.indexed = applied.min(self.generation);
+                Ok(())
+            }
+            Err(CorpusError::Fulltext(FulltextError::Busy(_))) => Ok(self.fulltext.refresh()?),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Brings the records up to `store` and tells how many changes (store
+    /// generations) they hold that the index still lacks.
+    pub(super) fn lag(&mut self, store: &dyn Records) -> Result<u64, CorpusError> {
+        self.catch_up_records(store)?;
+        if self.indexed == self.generation || self.caught_up_elsewhere()? {
+            return Ok(0);
+        }
+        Ok(self.generation.saturating_sub(self.fulltext.generation()?).max(1))
+    }
+
+    /// Whether a step is applying changes outside the lock.
+    pub(super) fn applying(&self) -> bool {
+        self.applying
+    }
+
+    /// Makes searches see what the index has committed (when it is behind
+    /// and another thread brings it up).
+    pub(super) fn show_committed(&self) -> Result<(), CorpusError> {
+        Ok(self.fulltext.refresh()?)
+    }
+
+    /// Whether another process brought the index up to the records'
+    /// generation (then its commit is seen from now on).
+    fn caught_up_elsewhere(&mut self) -> Result<bool, CorpusError> {
+        if self.fulltext.generation()? != self.generation {
+            return Ok(false);
+        }
+        self.fulltext.refresh()?;
+        self.indexed = self.generation;
+        Ok(true)
+    }
+
+    /// Brings the document records up to `store`'s generation.
+    fn catch_up_records(&mut self, store: &dyn Records) -> Result<(), CorpusError> {
         let generation = store.generation()?;
         if self.generation != generation {
             let delta = store.document_delta(self.generation)?;
@@ -46,25 +155,6 @@ impl Keyword {
                 self.documents.insert(record.path.clone(), Arc::new(record));
             }
             self.generation = delta.generation;
-        }
-        if self.indexed == self.generation {
-            return Ok(());
-        }
-        let behind = self.fulltext.generation()?;
-        if behind == self.generation {
-            // Brought up to date by another process: see its commit.
-            self.fulltext.refresh()?;
-            self.indexed = self.generation;
-            return Ok(());
-        }
-        match self.fulltext.apply(&store.text_delta(behind)?) {
-            Ok(()) => self.indexed = self.generation,
-            // Another process is updating it: search what is there, and look again next time.
-            Err(FulltextError::Busy(dir)) => {
-                tracing::warn!("keyword index {} busy; searching it as it is", dir.display());
-                self.fulltext.refresh()?;
-            }
-            Err(e) => return Err(e.into()),
         }
         Ok(())
     }

@@ -12,6 +12,7 @@
 //! in step with whichever store through the same generations.
 
 mod embedder;
+pub mod follow;
 mod keyword;
 pub mod memo;
 mod records;
@@ -29,7 +30,8 @@ use crate::store::{ChunkRecord, DocumentRecord, NewDocument, Stats, Store, Store
 use crate::sync::lock;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Errors a tool sees from the index; each says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +65,9 @@ pub struct ChunkHit {
 /// The keyword index, locked, with its folder in the data dir.
 type KeywordSlot<'a> = MutexGuard<'a, Option<(String, Keyword)>>;
 
+/// The store the keyword index follows, and the index locked.
+type OpenKeyword<'a> = (Arc<dyn Records>, KeywordSlot<'a>);
+
 /// The index of one workspace, shared by every call in this process.
 pub struct Corpus {
     /// `<workspace>/.ragbox`, for messages; opened through `data`.
@@ -78,8 +83,12 @@ pub struct Corpus {
     vectors: Mutex<Option<VectorIndex>>,
     /// The keyword index and its folder in the data dir.
     keyword: Mutex<Option<(String, Keyword)>>,
+    /// Signalled when a step applying changes to the keyword index ends.
+    keyword_step_done: Condvar,
     embedder: Arc<SharedEmbedder>,
     memo: memo::Memo,
+    /// Keeps the keyword index in step with this process's writes.
+    follower: follow::Follower,
 }
 
 impl Corpus {
@@ -94,8 +103,10 @@ impl Corpus {
             store: Mutex::new(None),
             vectors: Mutex::new(None),
             keyword: Mutex::new(None),
+            keyword_step_done: Condvar::new(),
             embedder,
             memo: memo::Memo::default(),
+            follower: follow::Follower::default(),
         }
     }
 
@@ -382,8 +393,56 @@ impl Corpus {
 
     /// The keyword index, opened on first use (again when its folder
     /// changes), brought up to the store's generation; `None` before there
-    /// is a store.
+    /// is a store. A search sees what was written before it (read your
+    /// writes) unless the follower is indexing a large change: then it
+    /// searches what is committed rather than take that on itself. A few
+    /// changes it applies itself, or waits up to [`KEYWORD_STEP_WAIT`] for
+    /// the follower's step that holds them.
     fn current_keyword(&self) -> Result<Option<KeywordSlot<'_>>, CorpusError> {
+        let Some((store, mut slot)) = self.open_keyword()? else { return Ok(None) };
+        let deadline = Instant::now() + KEYWORD_STEP_WAIT;
+        while let Some((_, keyword)) = slot.as_mut() {
+            let lag = keyword.lag(store.as_ref())?;
+            if lag == 0 {
+                break;
+            }
+            let few = lag <= KEYWORD_WAIT_CHANGES;
+            if !keyword.applying() && (few || !self.follower.running()) {
+                keyword.catch_up(store.as_ref())?;
+                break;
+            }
+            let Some(left) = deadline.checked_duration_since(Instant::now()).filter(|_| few) else {
+                keyword.show_committed()?;
+                break;
+            };
+            slot = self.keyword_step_done.wait_timeout(slot, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        Ok(Some(slot))
+    }
+
+    /// One step of the follower: the changes the keyword index lacks,
+    /// applied without holding its lock (searches go on meanwhile).
+    fn follow_step(&self) -> Result<(), CorpusError> {
+        let Some((store, mut slot)) = self.open_keyword()? else { return Ok(()) };
+        let Some(step) = slot.as_mut().map(|(_, keyword)| keyword.step(store.as_ref())).transpose()?.flatten() else {
+            // Up to date: a search waiting for it looks again.
+            self.keyword_step_done.notify_all();
+            return Ok(());
+        };
+        drop(slot);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| step.run(store.as_ref())))
+            .unwrap_or_else(|_| Err(FulltextError::Panicked.into()));
+        let mut slot = lock(&self.keyword);
+        let finished = match slot.as_mut() {
+            Some((_, keyword)) => keyword.finish(&step, outcome),
+            None => Ok(()),
+        };
+        self.keyword_step_done.notify_all();
+        finished
+    }
+
+    /// The keyword index opened (not brought up to date) with the store it follows.
+    fn open_keyword(&self) -> Result<Option<OpenKeyword<'_>>, CorpusError> {
         let Some(store) = self.reader()? else { return Ok(None) };
         let rel = match &self.shared {
             Some(shared) => {
@@ -409,8 +468,7 @@ impl Corpus {
             let keyword = Keyword::open(&data.index_dir(&rel)?)?;
             *slot = Some((rel, keyword));
         }
-        slot.as_mut().expect("just set").1.catch_up(store.as_ref())?;
-        Ok(Some(slot))
+        Ok(Some((store, slot)))
     }
 
     /// The `k` best BM25 chunks for `query` among documents passing `filter`, with their text.
@@ -456,6 +514,16 @@ impl FullVectors for Store {
         self.vectors(keys)
     }
 }
+
+/// Longest a search waits for the follower's step before it searches what
+/// the keyword index has committed: a write's own step takes milliseconds,
+/// one of a first index's seconds.
+const KEYWORD_STEP_WAIT: Duration = Duration::from_secs(1);
+
+/// Most changes (documents written) a search waits for the follower to
+/// index: more are a large change, indexed over seconds, and the search
+/// answers from what is committed meanwhile.
+const KEYWORD_WAIT_CHANGES: u64 = 64;
 
 /// The corpora of every workspace this process serves, opened on first use.
 pub struct Corpora {

@@ -35,6 +35,9 @@ pub enum FulltextError {
     /// Another process held the writer lock for longer than the retry window.
     #[error("the keyword index at {0} stayed busy (another ragbox process is writing); try again")]
     Busy(PathBuf),
+    /// Updating the index panicked (a bug); the next search tries again.
+    #[error("updating the keyword index failed unexpectedly; the next search tries again")]
+    Panicked,
     /// The query cannot be run (query syntax the index does not support).
     #[error("cannot search for {query:?}: {message}. Search with plain words (and \"quoted phrases\")")]
     Query {

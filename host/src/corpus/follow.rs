@@ -1,0 +1,125 @@
+//! The keyword index kept in step with this process's own writes, on a
+//! thread of its own. Without it the next keyword search caught up with
+//! everything written since the last one: after a first index of a large tree
+//! that was one search building the whole index (42 s for the cargo
+//! registry's 835 MB, past a search's time limit). Following, the index is
+//! built while the indexer writes, on the other core, outside the lock
+//! searches take: a search applies a few changes itself, waits at most a
+//! second for a step holding them, and reads what is committed while a large
+//! change is indexed.
+//!
+//! Only processes that index follow (`serve`, `ragbox index`): a reading
+//! command leaves the work to the search that needs it, as before.
+
+use super::{Corpus, CorpusError};
+use crate::sync::lock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Shortest time from one step's start to the next: a search meanwhile
+/// applies a few changes itself, and a large change's steps take longer.
+const STEP_EVERY: Duration = Duration::from_secs(2);
+
+/// Whether this process's writes are followed.
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Follow this process's writes from now on (`serve`, `ragbox index`).
+pub fn enable() {
+    ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// One corpus's follower: at most one thread, woken again by writes made
+/// while it works.
+#[derive(Default)]
+pub(super) struct Follower {
+    state: Mutex<State>,
+    idle: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// A thread is catching up.
+    running: bool,
+    /// A write landed since that thread last looked.
+    again: bool,
+}
+
+impl Follower {
+    /// Whether its thread is bringing the keyword index up to date.
+    pub(super) fn running(&self) -> bool {
+        lock(&self.state).running
+    }
+
+    /// Marks the follower idle (under its lock) and wakes those waiting for it.
+    fn stop(&self, state: &mut State) {
+        state.running = false;
+        self.idle.notify_all();
+    }
+}
+
+/// Marks the follower idle if its thread panics, so the next write starts another.
+struct Running<'a>(Option<&'a Follower>);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if let Some(follower) = self.0 {
+            follower.stop(&mut lock(&follower.state));
+        }
+    }
+}
+
+impl Corpus {
+    /// After a write: the keyword index catches up on the follower's thread,
+    /// when this process follows its writes.
+    pub fn follow_keywords(self: &Arc<Self>) {
+        if !ENABLED.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut state = lock(&self.follower.state);
+        if state.running {
+            state.again = true;
+            return;
+        }
+        state.running = true;
+        drop(state);
+        let corpus = self.clone();
+        let spawned = std::thread::Builder::new().name("ragbox-keywords".into()).spawn(move || {
+            let follower = &corpus.follower;
+            let mut running = Running(Some(follower));
+            loop {
+                let started = Instant::now();
+                if let Err(e) = corpus.follow_step() {
+                    tracing::warn!("keyword index not brought up to date: {e}");
+                }
+                let mut state = lock(&follower.state);
+                if !std::mem::take(&mut state.again) {
+                    // Idle under the same lock a write checks: none is missed.
+                    follower.stop(&mut state);
+                    running.0 = None;
+                    return;
+                }
+                drop(state);
+                // Writes meanwhile are taken in the next step, together: each step
+                // commits, and many small commits cost merges (5 % of an embedding run's CPU).
+                std::thread::sleep(STEP_EVERY.saturating_sub(started.elapsed()));
+            }
+        });
+        if let Err(e) = spawned {
+            self.follower.stop(&mut lock(&self.follower.state));
+            tracing::warn!("keyword index left to the next search: no thread ({e})");
+        }
+    }
+
+    /// Waits for the follower, then brings the keyword index up to the store
+    /// (`ragbox index` before it exits, so the next search finds it ready).
+    pub fn settle_keywords(&self) -> Result<(), CorpusError> {
+        let mut state = lock(&self.follower.state);
+        while state.running {
+            state = self.follower.idle.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        drop(state);
+        drop(self.current_keyword()?);
+        Ok(())
+    }
+}
