@@ -233,23 +233,34 @@ async fn status_before_anything_is_embedded_creates_nothing() {
     client.cancel().await.unwrap();
 }
 
-#[test]
-fn progress_while_embedding_and_cancel_keeps_finished_documents() {
-    let f = Fixture::tldr(300);
-    let mut raw = Raw::start(&f);
-    raw.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"embed_workspace","arguments":{},"_meta":{"progressToken":"emb"}}}"#);
-    // Wait for a report that says some documents are done, then cancel.
+/// The progress messages of one call on `raw` until `stop` holds for one (which is returned).
+fn progress_until(raw: &mut Raw, id: u64, total: f64, stop: impl Fn(&Value) -> bool) -> Value {
     let started = Instant::now();
     loop {
         let msg = raw.recv();
-        assert_ne!(msg["id"], 7, "finished before it could be cancelled: {msg}");
+        assert_ne!(msg["id"], id, "finished before it could be cancelled: {msg}");
         assert_eq!(msg["method"], "notifications/progress", "{msg}");
-        assert_eq!(msg["params"]["total"], 300.0, "{msg}");
-        if msg["params"]["progress"].as_f64().unwrap() > 0.0 {
-            break;
+        assert_eq!(msg["params"]["total"], total, "{msg}");
+        if stop(&msg) {
+            return msg;
         }
-        assert!(started.elapsed() < Duration::from_secs(120), "no progress in 120 s");
+        assert!(started.elapsed() < Duration::from_secs(120), "no such progress in 120 s");
     }
+}
+
+#[test]
+fn a_large_change_is_searchable_by_keyword_first_and_cancel_keeps_finished_documents() {
+    let f = Fixture::tldr(300);
+    let mut raw = Raw::start(&f);
+    raw.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"embed_workspace","arguments":{},"_meta":{"progressToken":"emb"}}}"#);
+    // First every file is stored for keyword search, then embedded: cancel once some are embedded.
+    let message = |m: &Value| m["params"]["message"].as_str().unwrap_or_default().to_string();
+    // (Reports are throttled: not every one comes.)
+    let keyword = progress_until(&mut raw, 7, 300.0, |m| message(m).starts_with("searchable by keyword"));
+    assert!(message(&keyword).ends_with("embedding follows"), "{keyword}");
+    progress_until(&mut raw, 7, 300.0, |m| {
+        message(m).starts_with("embedded") && m["params"]["progress"].as_f64().unwrap() > 0.0
+    });
     raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}"#);
     let deadline = Instant::now() + Duration::from_secs(60);
     while !raw.stderr.lock().unwrap().contains("was cancelled by the client") {
@@ -258,11 +269,41 @@ fn progress_while_embedding_and_cancel_keeps_finished_documents() {
     }
     raw.ping(8);
     drop(raw);
-    // What was committed stays; the next run embeds only the rest.
-    let kept = status(&f)["num_documents"].as_u64().unwrap();
-    assert!((1..300).contains(&kept), "{kept} documents kept after cancelling");
+
+    // Every file is stored and found by keyword; those not embedded yet are pending, and
+    // a semantic search says how much of the store it covered.
+    let s = status(&f);
+    assert_eq!(s["num_documents"], 300, "{s}");
+    let waiting = s["pending"]["new"]["count"].as_u64().unwrap();
+    assert!((1..300).contains(&waiting), "{waiting} files waiting after cancelling: {s}");
+    assert_eq!(s["pending"]["changed"]["count"], 0, "{s}");
+    let last = s["pending"]["new"]["paths"].as_array().unwrap().last().unwrap().as_str().unwrap().to_string();
+    let name = last.trim_start_matches("pages/").trim_end_matches(".md");
+    let found = search(&f, &["--fulltext", "-n", "50", name]);
+    assert!(found.contains(&last), "a file not embedded yet is not found by keyword {name:?}: {found}");
+    let semantic = search(&f, &["--semantic", name]);
+    assert!(semantic.contains("still being embedded"), "{semantic}");
+    assert!(!semantic.contains(&format!("\"source_path\":\"{last}\"")), "{semantic}");
+    let hybrid: Value = serde_json::from_str(&search(&f, &["--hybrid", name])).unwrap();
+    let coverage = &hybrid["search_info"]["coverage"];
+    assert!(coverage["embedded_chunks"].as_u64().unwrap() < coverage["stored_chunks"].as_u64().unwrap(), "{hybrid}");
+
+    // The next run embeds only the rest, and the semantic search then covers everything.
+    let kept = 300 - waiting;
     let r = index(&f);
-    assert_eq!((r["skipped"].as_u64(), r["embedded"].as_u64()), (Some(kept), Some(300 - kept)), "{r}");
+    assert_eq!((r["skipped"].as_u64(), r["embedded"].as_u64()), (Some(kept), Some(waiting)), "{r}");
+    assert_eq!(status(&f)["up_to_date"], true);
+    let semantic = search(&f, &["--semantic", name]);
+    assert!(!semantic.contains("still being embedded"), "{semantic}");
+}
+
+/// `ragbox search --json ARGS` on the fixture: its output.
+fn search(f: &Fixture, args: &[&str]) -> String {
+    let mut all = vec!["search", "--json"];
+    all.extend_from_slice(args);
+    let out = f.command(&all).output().expect("run ragbox search");
+    assert!(out.status.success(), "ragbox search failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8")
 }
 
 #[test]
@@ -273,7 +314,10 @@ fn sigkill_during_ragbox_index_loses_nothing_committed() {
     let started = Instant::now();
     loop {
         std::thread::sleep(Duration::from_millis(300));
-        if f.workspace.join(".ragbox/store.redb").exists() && status(&f)["num_documents"].as_u64().unwrap() > 0 {
+        // Past the keyword-first pass: some documents have their vectors.
+        if f.workspace.join(".ragbox/store.redb").exists()
+            && !status(&f)["recent_embeddings"].as_array().unwrap().is_empty()
+        {
             break;
         }
         assert!(child.try_wait().unwrap().is_none(), "ragbox index ended before it could be killed");
@@ -282,19 +326,22 @@ fn sigkill_during_ragbox_index_loses_nothing_committed() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
 
-    // The store opens, and every document in it is whole.
+    // The store opens, and every document in it is whole: embedded (a vector per chunk) or
+    // stored for keyword search only (none).
     let store = f.store();
     let docs = store.documents().unwrap();
-    assert!(!docs.is_empty() && docs.len() < 400, "{} documents after the kill", docs.len());
+    let embedded = docs.iter().filter(|d| d.embedded()).count();
+    assert!((1..400).contains(&embedded), "{} documents ({embedded} embedded) after the kill", docs.len());
     for doc in &docs {
         let chunks = store.chunks(&doc.path).unwrap();
         assert_eq!(chunks.len(), doc.chunks as usize, "{} is half-written", doc.path);
-        assert!(chunks.iter().all(|(_, v)| v.len() == 384));
+        let dimension = if doc.embedded() { 384 } else { 0 };
+        assert!(chunks.iter().all(|(_, v)| v.len() == dimension), "{} is half-embedded", doc.path);
     }
     // The next run finishes the job and embeds nothing twice.
     let r = index(&f);
-    assert_eq!(r["skipped"].as_u64(), Some(docs.len() as u64), "{r}");
-    assert_eq!(r["embedded"].as_u64(), Some(400 - docs.len() as u64), "{r}");
+    assert_eq!(r["skipped"].as_u64(), Some(embedded as u64), "{r}");
+    assert_eq!(r["embedded"].as_u64(), Some(400 - embedded as u64), "{r}");
     assert_eq!(r["errors"], Value::Null);
     assert_eq!(status(&f)["up_to_date"], true);
 }

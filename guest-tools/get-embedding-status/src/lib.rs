@@ -1,6 +1,7 @@
 //! Cortext's `get_embedding_status`: what the semantic index holds, what was
 //! embedded recently, and which files are waiting to be embedded (seeds 000-002).
 
+use ragbox_sdk::corpus::Document;
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::indexer::{self, stored_documents, survey};
@@ -30,8 +31,10 @@ fn listed(paths: &[String]) -> PathList {
 fn status() -> Result<EmbeddingStatus, String> {
     let stats = corpus::stats()?;
     let stored = stored_documents()?;
-    // A file no extractor could read is listed under not_indexed, not as embedded.
-    let mut recent: Vec<_> = stored.values().filter(|d| !indexer::is_unreadable(d)).collect();
+    // A file no extractor could read is listed under not_indexed, and one stored for keyword
+    // search only under pending (new), not as embedded.
+    let embedded = |d: &&Document| indexer::is_embedded(d) && !indexer::is_unreadable(d);
+    let mut recent: Vec<_> = stored.values().filter(embedded).collect();
     recent.sort_by(|a, b| b.embedded_at.cmp(&a.embedded_at).then_with(|| a.path.cmp(&b.path)));
     let recent: Vec<RecentEmbedding> = recent
         .iter()

@@ -10,7 +10,7 @@ use ragbox_sdk::protocol::{SearchResult, SearchResults};
 use ragbox_sdk::rag_server::{self, Mode, file_source_ref, metadata_map, round};
 use ragbox_sdk::tool::{self, ToolSet};
 use ragbox_sdk::{Annotations, CallError, args};
-use ragbox_sdk::{budget, hybrid};
+use ragbox_sdk::{budget, hybrid, semantic};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -89,6 +89,15 @@ fn run(r: &Request) -> Result<SearchResults, String> {
                 "{left_out} more files left out to stay under max_tokens {}: raise max_tokens or lower limit to see them",
                 r.max_tokens
             ),
+        });
+    }
+    if r.mode != Mode::Fulltext
+        && let Some((embedded, stored)) = semantic::coverage()
+    {
+        info["coverage"] = json!({
+            "embedded_chunks": embedded,
+            "stored_chunks": stored,
+            "message": semantic::coverage_note((embedded, stored)),
         });
     }
     if r.mode == Mode::Hybrid {

@@ -6,6 +6,11 @@
 //! fastest on full batches), and each document is committed on its own, so an
 //! interrupted run keeps what it finished and the next run resumes there.
 //! Stored documents whose file is gone are removed.
+//!
+//! A large change (a first index, a checkout) is stored for keyword search
+//! first: every file cut by estimated token counts and stored without
+//! vectors in a quick pass, so keyword search covers it in seconds, then
+//! embedded file by file, each replacing its keyword-only version.
 
 use crate::bindings::ragbox::tools::corpus::{self, Chunk, Document, NewDocument};
 use crate::bindings::ragbox::tools::embedder::{self, EmbedKind};
@@ -25,6 +30,11 @@ const BATCH_CHUNKS: usize = 64;
 const EMBED_CALL_TEXTS: usize = 4096;
 /// Documents stored per transaction at most (many small or empty files).
 const BATCH_DOCUMENTS: usize = 256;
+/// Text stored per transaction at most by the keyword-first pass.
+const BATCH_BYTES: usize = 32 << 20;
+/// Files to embed from which a run stores them for keyword search first:
+/// fewer are embedded in seconds anyway.
+const KEYWORD_FIRST_AT: usize = 32;
 
 /// What a run did.
 #[derive(Debug, Default)]
@@ -94,6 +104,9 @@ pub struct Survey {
     pub changed: Vec<String>,
     /// Indexed files that are gone (or no longer indexable).
     pub deleted: Vec<String>,
+    /// Files stored for keyword search only, unchanged since, whose vectors
+    /// are still to be made (also in `new`: they are not embedded yet).
+    pub keyword_only: BTreeSet<String>,
     /// Indexed files that are unchanged.
     pub unchanged: u64,
     /// Indexable files in scope.
@@ -173,6 +186,22 @@ pub fn survey_only(scope: &str, only: Only, stored: &BTreeMap<String, Document>)
 
 /// Compares the files in `scope` that `only` wants with `stored`, by content hash.
 pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Document>) -> Survey {
+    survey_reading(scope, only, stored, Reading::Everything)
+}
+
+/// Which files a survey reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Every file not vouched for by size and mtime: `new` then holds no
+    /// binary file and no SKILL.md that is not a skill (a status lists it).
+    Everything,
+    /// Only files already stored, to compare hashes: a run reads the new
+    /// ones when it indexes them (once, not twice: the first survey of a
+    /// large tree read and hashed every byte only to learn that it was new).
+    Stored,
+}
+
+fn survey_reading(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Document>, reading: Reading) -> Survey {
     let mut survey = Survey::default();
     let mut on_disk = BTreeSet::new();
     // What the walk could not see is reported with the run, not only logged.
@@ -195,6 +224,7 @@ pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Doc
         // A full walk trusts size and mtime where they can be trusted; a watcher's paths are read.
         if matches!(scope, Scope::Under(_))
             && let Some(d) = stored.get(&entry.path)
+            && is_embedded(d)
             && unchanged_by_stat(&entry, d)
             && indexed_as_now(&entry.path, d)
         {
@@ -207,6 +237,12 @@ pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Doc
             continue;
         }
         let limit = max_bytes(&entry.path);
+        if reading == Reading::Stored && entry.size <= limit && !stored.contains_key(&entry.path) {
+            survey.total_files += 1;
+            on_disk.insert(entry.path.clone());
+            survey.new.push(entry.path);
+            continue;
+        }
         let outcome = if entry.size > limit { Err(too_large(entry.size, limit)) } else { read(&entry.path) };
         let content = match outcome {
             Ok(None) => continue, // binary: not indexable
@@ -230,11 +266,18 @@ pub fn survey_scoped(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Doc
         on_disk.insert(entry.path.clone());
         match stored.get(&entry.path) {
             Some(d) if d.content_hash == content.hash && indexed_as_now(&entry.path, d) => {
+                if !is_embedded(d) {
+                    survey.keyword_only.insert(entry.path.clone());
+                    survey.new.push(entry.path);
+                    continue;
+                }
                 survey.unchanged += 1;
                 if let Some(reason) = unreadable(d) {
                     survey.errors.push((entry.path, reason));
                 }
             }
+            // Never embedded: still new, whatever its keyword-only version held.
+            Some(d) if !is_embedded(d) => survey.new.push(entry.path),
             Some(_) => survey.changed.push(entry.path),
             None => survey.new.push(entry.path),
         }
@@ -270,6 +313,12 @@ fn meta<'a>(stored: &'a Document, key: &str) -> Option<&'a str> {
 
 /// The longest reason kept for a file that could not be read.
 const MAX_REASON: usize = 500;
+
+/// Whether the stored document's chunks have vectors (false while it is
+/// stored for keyword search only: the host names no model for it).
+pub fn is_embedded(stored: &Document) -> bool {
+    stored.chunks == 0 || !stored.model_id.is_empty()
+}
 
 /// Whether the stored document is a file no extractor could read (kept without chunks).
 pub fn is_unreadable(stored: &Document) -> bool {
@@ -330,7 +379,7 @@ pub fn run_only(scope: &str, only: Only) -> Result<Report, String> {
 
 /// Brings the index in line with the files in `scope` that `only` wants.
 pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
-    let survey = survey_scoped(scope, only, &stored_documents()?);
+    let survey = survey_reading(scope, only, &stored_documents()?, Reading::Stored);
     let mut report = Report {
         skipped: survey.unchanged,
         total_files: survey.total_files,
@@ -348,6 +397,12 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
     }
     // Loaded only now: an unchanged workspace never waits for the model.
     let sizes = Sizes::for_model(embedder::model()?.max_tokens as usize);
+    let to_store: Vec<&String> = pending.iter().filter(|p| !survey.keyword_only.contains(*p)).collect();
+    if to_store.len() >= KEYWORD_FIRST_AT {
+        let message = format!("{} files to embed: storing them for keyword search first", to_store.len());
+        host::log(host::Level::Info, &message);
+        store_for_keywords(&to_store, sizes);
+    }
 
     // Pass 2: embed what changed, a batch of chunks at a time.
     let total = pending.len() as u64;
@@ -362,7 +417,11 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
         }
         let content = match read(&path) {
             Ok(Some(c)) => c,
-            Ok(None) => continue,
+            Ok(None) => {
+                // A binary file, counted before it was read: not indexable.
+                report.total_files = report.total_files.saturating_sub(1);
+                continue;
+            }
             Err(e) => {
                 report.errors.push((path, e));
                 continue;
@@ -394,54 +453,12 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
             },
             None => prepare(&path, &content.text),
         };
-        let (chunks, embed) = if skill::is_skill(&path) {
-            // Parent-child: one chunk holding the whole SKILL.md, its vector from the intent.
-            let parsed = match skill::parse(&content.text) {
-                Ok(parsed) => parsed,
-                Err(reason) => {
-                    report.errors.push((path, reason));
-                    continue;
-                }
-            };
-            prepared.kind = "skill";
-            prepared.title = Some(parsed.name.clone());
-            let extra = parsed.metadata(&skill::sibling_files(&path));
-            prepared.metadata.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
-            prepared.metadata.extend(extra);
-            let whole = Chunk { text: content.text.clone(), start: 0, end: content.text.len() as u64 };
-            (vec![whole], vec![parsed.intent_text()])
-        } else if prepared.kind == "code" {
-            // The model is loaded by now: what fails here is this file's (too long to tokenize).
-            match code_chunks(&path, &content.text, sizes, &mut prepared) {
-                Ok(cut) => cut,
-                Err(e) => {
-                    report.errors.push((path, e));
-                    continue;
-                }
+        let (chunks, embed) = match cut(&path, &content.text, &mut prepared, sizes, Tokens::Model) {
+            Ok(cut) => cut,
+            Err(e) => {
+                report.errors.push((path, e));
+                continue;
             }
-        } else {
-            // HTML is chunked by its visible text; everything else from after the frontmatter.
-            let (body, base) = match &prepared.extracted {
-                Some(text) => (text.as_str(), 0),
-                None => (&content.text[prepared.body_start..], prepared.body_start),
-            };
-            let offsets = match embedder::token_offsets(body) {
-                Ok(offsets) => offsets,
-                Err(e) => {
-                    report.errors.push((path, e.message));
-                    continue;
-                }
-            };
-            let chunks: Vec<Chunk> = chunk(body, &offsets, sizes)
-                .into_iter()
-                .map(|s| Chunk {
-                    text: body[s.start..s.end].to_string(),
-                    start: (base + s.start) as u64,
-                    end: (base + s.end) as u64,
-                })
-                .collect();
-            let embed = chunks.iter().map(|c| c.text.clone()).collect();
-            (chunks, embed)
         };
         batch_chunks += chunks.len();
         batch.push(Pending { path, content, chunks, embed, prepared });
@@ -454,6 +471,140 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
     done += flush(&mut batch, &mut report)?;
     host::progress(done, Some(total), Some(&format!("embedded {done} of {total} files")));
     Ok(report)
+}
+
+/// Where a file's token starts come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tokens {
+    /// The model's tokenizer (`embedder.token-offsets`): chunks the model reads whole.
+    Model,
+    /// A quick estimate ([`crate::chunk::estimated_token_starts`]), for chunks
+    /// stored for keyword search until the model's replace them.
+    Estimated,
+}
+
+/// Where the tokens of `text` start.
+fn token_starts(text: &str, tokens: Tokens) -> Result<Vec<u32>, String> {
+    match tokens {
+        Tokens::Model => embedder::token_offsets(text).map_err(|e| e.message),
+        Tokens::Estimated => Ok(crate::chunk::estimated_token_starts(text)),
+    }
+}
+
+/// Cuts a read file into its chunks and what to embed for each: a SKILL.md
+/// whole (embedded by its intent), code into whole units, the rest into
+/// blocks of at most `sizes.target` tokens. Fills in the kind, title and
+/// metadata this learns. An error is the file's (not a skill, too long to tokenize).
+fn cut(
+    path: &str,
+    text: &str,
+    prepared: &mut crate::document::Prepared,
+    sizes: Sizes,
+    tokens: Tokens,
+) -> Result<(Vec<Chunk>, Vec<String>), String> {
+    if skill::is_skill(path) {
+        // Parent-child: one chunk holding the whole SKILL.md, its vector from the intent.
+        let parsed = skill::parse(text)?;
+        prepared.kind = "skill";
+        prepared.title = Some(parsed.name.clone());
+        let extra = parsed.metadata(&skill::sibling_files(path));
+        prepared.metadata.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
+        prepared.metadata.extend(extra);
+        let whole = Chunk { text: text.to_string(), start: 0, end: text.len() as u64 };
+        return Ok((vec![whole], vec![parsed.intent_text()]));
+    }
+    if prepared.kind == "code" {
+        return code_chunks(path, text, sizes, prepared, tokens);
+    }
+    // HTML is chunked by its visible text; everything else from after the frontmatter.
+    let (body, base) = match &prepared.extracted {
+        Some(text) => (text.as_str(), 0),
+        None => (&text[prepared.body_start..], prepared.body_start),
+    };
+    let offsets = token_starts(body, tokens)?;
+    let chunks: Vec<Chunk> = chunk(body, &offsets, sizes)
+        .into_iter()
+        .map(|s| Chunk {
+            text: body[s.start..s.end].to_string(),
+            start: (base + s.start) as u64,
+            end: (base + s.end) as u64,
+        })
+        .collect();
+    let embed = chunks.iter().map(|c| c.text.clone()).collect();
+    Ok((chunks, embed))
+}
+
+/// Stores the files about to be embedded for keyword search first: read,
+/// cut by estimated token counts and stored without vectors, a batch per
+/// transaction, so keyword search covers a large change within seconds while
+/// the model works through it (minutes, or hours for a big tree). Documents
+/// an extractor reads (PDF, …) wait for the embedding pass, and so does
+/// everything after a failure here (a shared PostgreSQL collection refuses
+/// documents without vectors): this pass only brings keyword search forward.
+fn store_for_keywords(paths: &[&String], sizes: Sizes) {
+    let total = paths.len() as u64;
+    let mut batch: Vec<NewDocument> = Vec::new();
+    let mut bytes = 0;
+    let mut done = 0u64;
+    let message = |done: u64| format!("searchable by keyword: {done} of {total} files; embedding follows");
+    host::progress(0, Some(total), Some(&message(0)));
+    for path in paths {
+        if host::cancelled() {
+            return;
+        }
+        done += 1;
+        let Ok(Some(content)) = read(path) else { continue };
+        if content.document.is_some() {
+            continue;
+        }
+        let mut prepared = prepare(path, &content.text);
+        let Ok((chunks, _)) = cut(path, &content.text, &mut prepared, sizes, Tokens::Estimated) else { continue };
+        if chunks.is_empty() {
+            continue;
+        }
+        bytes += content.text.len();
+        batch.push(new_document(path.to_string(), content, prepared, chunks, Vec::new()));
+        if batch.len() >= BATCH_DOCUMENTS || bytes >= BATCH_BYTES {
+            if let Err(e) = corpus::put_many(&batch) {
+                return host::log(host::Level::Info, &format!("not stored for keyword search first: {}", e.message));
+            }
+            batch.clear();
+            bytes = 0;
+            host::progress(done, Some(total), Some(&message(done)));
+        }
+    }
+    if let Err(e) = corpus::put_many(&batch) {
+        return host::log(host::Level::Info, &format!("not stored for keyword search first: {}", e.message));
+    }
+    host::progress(total, Some(total), Some(&message(total)));
+    host::log(host::Level::Info, &format!("{total} files stored for keyword search; embedding them now"));
+}
+
+/// The document to store for a file read and cut: with one vector per
+/// chunk, or none to store it for keyword search only.
+fn new_document(
+    path: String,
+    content: Content,
+    prepared: crate::document::Prepared,
+    chunks: Vec<Chunk>,
+    vectors: Vec<Vec<f32>>,
+) -> NewDocument {
+    let conversation = prepared.conversation;
+    let mut metadata = prepared.metadata;
+    metadata.push((READ_AT.to_string(), content.read_at.to_string()));
+    NewDocument {
+        path,
+        content_hash: content.hash,
+        size: content.size,
+        mtime: content.mtime,
+        kind: prepared.kind.to_string(),
+        title: prepared.title,
+        conversation_type: conversation.as_ref().map(|c| c.kind.clone()),
+        date: conversation.map(|c| c.date),
+        metadata,
+        chunks,
+        vectors,
+    }
 }
 
 /// Symbols named in a code file's first chunk's vector (the model reads 256 tokens).
@@ -469,8 +620,9 @@ fn code_chunks(
     text: &str,
     sizes: Sizes,
     prepared: &mut crate::document::Prepared,
+    tokens: Tokens,
 ) -> Result<(Vec<Chunk>, Vec<String>), String> {
-    let offsets = embedder::token_offsets(text)?;
+    let offsets = token_starts(text, tokens)?;
     let symbols = code::top_level_symbols(path, text);
     if !symbols.is_empty() {
         let mut listed = symbols.iter().take(LISTED_SYMBOLS).cloned().collect::<Vec<_>>().join(", ");
@@ -528,23 +680,8 @@ fn flush(batch: &mut Vec<Pending>, report: &mut Report) -> Result<u64, String> {
     for Pending { path, content, chunks, embed, prepared } in batch.drain(..) {
         unreadable += u64::from(prepared.metadata.iter().any(|(k, _)| k == UNREADABLE));
         let doc_vectors: Vec<Vec<f32>> = vectors.by_ref().take(embed.len()).collect();
-        let conversation = prepared.conversation;
-        let mut metadata = prepared.metadata;
-        metadata.push((READ_AT.to_string(), content.read_at.to_string()));
         chunk_count += chunks.len() as u64;
-        documents.push(NewDocument {
-            path,
-            content_hash: content.hash,
-            size: content.size,
-            mtime: content.mtime,
-            kind: prepared.kind.to_string(),
-            title: prepared.title,
-            conversation_type: conversation.as_ref().map(|c| c.kind.clone()),
-            date: conversation.map(|c| c.date),
-            metadata,
-            chunks,
-            vectors: doc_vectors,
-        });
+        documents.push(new_document(path, content, prepared, chunks, doc_vectors));
     }
     let stored = documents.len() as u64;
     if stored > 0 {
@@ -585,7 +722,7 @@ fn read(path: &str) -> Result<Option<Content>, String> {
     if meta.len() > limit {
         return Err(too_large(meta.len(), limit));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let bytes = read_text(path, meta.len()).map_err(|e| format!("cannot read: {e}"))?;
     let document = is_document(path);
     if !document && looks_binary(&bytes) {
         // A document format someone expects to be searchable gets a reason; other binaries are skipped.
@@ -607,6 +744,21 @@ fn read(path: &str) -> Result<Option<Content>, String> {
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
     Ok(Some(Content { text, document: None, hash, size, mtime, read_at }))
+}
+
+/// The bytes of the file at `path` (about `size` long), or only its first
+/// [`crate::text::BINARY_SNIFF_BYTES`] when they show a binary file: a tree's
+/// images and archives cost one small read each, not a full one.
+fn read_text(path: &str, size: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut bytes = Vec::with_capacity(size as usize + 1);
+    (&mut file).take(crate::text::BINARY_SNIFF_BYTES as u64).read_to_end(&mut bytes)?;
+    if !is_document(path) && looks_binary(&bytes) {
+        return Ok(bytes);
+    }
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// The content hash the index records: sha256, hex.

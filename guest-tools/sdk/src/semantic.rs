@@ -56,6 +56,26 @@ pub fn search(query: &str, k: u32, filter: &Filter) -> Result<Option<Vec<Hit>>, 
     }
 }
 
+/// How much of the store the vector index held for the search just made,
+/// when not all of it: `(chunks with vectors, chunks stored)`. Chunks stored
+/// for keyword search only are still being embedded (`None` when nothing is
+/// missing, or the index is not this process's to count).
+pub fn coverage() -> Option<(u64, u64)> {
+    let state = vectors::state().ok()??;
+    let stored = corpus::stats().ok()?.chunks;
+    let embedded = state.in_graphs + state.exact;
+    (embedded < stored).then_some((embedded, stored))
+}
+
+/// What an answer from part of the store says about it.
+pub fn coverage_note((embedded, stored): (u64, u64)) -> String {
+    let share = embedded as f64 * 100.0 / stored.max(1) as f64;
+    format!(
+        "Searched by meaning over {embedded} of {stored} stored chunks ({share:.0}%): the rest are still being \
+         embedded. Keyword (fulltext) search already covers them all."
+    )
+}
+
 /// The name a result shows: the conversation folder, else the file name.
 pub fn conversation_name(doc: &Document) -> String {
     if let Some(c) = Layout::current().parse(&doc.path) {

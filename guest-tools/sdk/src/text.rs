@@ -15,8 +15,11 @@ pub fn truncate(s: &str, max: usize) -> String {
 /// True when the bytes look like a binary file: a NUL byte in the first 8 KiB,
 /// the same test git and ripgrep use.
 pub fn looks_binary(bytes: &[u8]) -> bool {
-    bytes.iter().take(8192).any(|&b| b == 0)
+    bytes.iter().take(BINARY_SNIFF_BYTES).any(|&b| b == 0)
 }
+
+/// The first bytes [`looks_binary`] looks at.
+pub const BINARY_SNIFF_BYTES: usize = 8192;
 
 /// Milliseconds since the epoch as RFC 3339 UTC (`2025-11-17T09:30:00.123Z`).
 pub fn rfc3339(millis: i64) -> String {

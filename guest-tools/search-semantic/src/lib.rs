@@ -71,13 +71,18 @@ fn run(r: &Request) -> Result<SemanticResults, String> {
         let mut lines = ragbox_sdk::lines::Lines::default();
         hits.iter().map(|h| semantic::passage(h, &mut lines)).collect()
     };
-    let message = more.then(|| {
+    let more_note = more.then(|| {
         format!(
             "More results exist than the {} returned: raise n_results, or narrow the search with \
              conversation_type or date_range.",
             r.n
         )
     });
+    let partial = semantic::coverage().map(semantic::coverage_note);
+    let message = match (partial, more_note) {
+        (Some(partial), Some(more)) => Some(format!("{partial} {more}")),
+        (partial, more) => partial.or(more),
+    };
     Ok(SemanticResults {
         success: true,
         query: r.query.clone(),

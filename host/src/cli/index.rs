@@ -46,7 +46,14 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyh
         if let Some(total) = p.total {
             sink_bar.set_length(total);
         }
+        // A large run stores every file for keyword search, then embeds them: two passes.
+        if p.done < sink_bar.position() {
+            sink_bar.reset_eta();
+        }
         sink_bar.set_position(p.done);
+        if let Some(message) = p.message {
+            sink_bar.set_message(message);
+        }
     });
     let stages: Option<StagesSink> = timings.then(|| Arc::new(std::sync::Mutex::new(Stages::default())));
     let request = Request { progress: Some(sink), timings: stages.clone(), ..Request::default() };
