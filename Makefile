@@ -167,6 +167,7 @@ test-windows: .cross-stamp
 bench: release bench-venvs .documents-tools-stamp
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench runtime
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox cargo bench -p ragbox-tests --bench watch
+	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/first_answer.py
 	$(BENCH_VENV)/bin/python bench/embed_peers.py
 	cargo bench -p ragbox-tests --bench precision
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/peers.py
