@@ -466,6 +466,10 @@ impl Store {
         self.read(|txn| {
             let Some(id) = get(txn, DOC_IDS, path, self)? else { return Ok(Vec::new()) };
             let Some(chunks) = open_read(txn, CHUNKS, self)? else { return Ok(Vec::new()) };
+            let embedded = match get_bytes(txn, DOCS, id, self)? {
+                Some(bytes) => DocumentRecord::decode(&bytes).map_err(|m| self.corrupt(m))?.embedded(),
+                None => true,
+            };
             let vectors = open_read(txn, VECTORS, self)?;
             let mut out = Vec::new();
             for item in chunks.range((id, 0)..=(id, u32::MAX)).map_err(|e| self.err(e))? {
@@ -477,7 +481,12 @@ impl Store {
                     }
                     None => None,
                 };
-                out.push((record, vector.unwrap_or_default()));
+                let vector = match vector {
+                    Some(vector) => vector,
+                    None if !embedded => Vec::new(),
+                    None => return Err(self.corrupt(format!("chunk {:?} has no vector", key.value()))),
+                };
+                out.push((record, vector));
             }
             Ok(out)
         })
