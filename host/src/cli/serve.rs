@@ -62,7 +62,8 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let Some(addr) = args.http else {
         let served = runtime.block_on(serve_stdio(server, args.watch));
         // Closed cleanly once the client hangs up, so the next open need not repair it.
-        crate::store::close_kept();
+        crate::corpus::follow::stop();
+        crate::store::stop_keeping();
         return served;
     };
     // The user's, never the workspace's: a repository could ship a token it knows.
@@ -87,6 +88,7 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
         stop.cancel();
         served
     });
-    crate::store::close_kept();
+    crate::corpus::follow::stop();
+    crate::store::stop_keeping();
     Ok(served?)
 }

@@ -4,9 +4,9 @@
 //! that was one search building the whole index (42 s for the cargo
 //! registry's 835 MB, past a search's time limit). Following, the index is
 //! built while the indexer writes, on the other core, outside the lock
-//! searches take: a search applies a few changes itself, waits at most a
-//! second for a step holding them, and reads what is committed while a large
-//! change is indexed.
+//! searches take: a search hurries the follower on and waits at most a
+//! second for it, then reads what is committed (while a large change is
+//! indexed; once writing stops, the last step takes milliseconds).
 //!
 //! Only processes that index follow (`serve`, `ragbox index`): a reading
 //! command leaves the work to the search that needs it, as before.
@@ -27,6 +27,42 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 /// Follow this process's writes from now on (`serve`, `ragbox index`).
 pub fn enable() {
     ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// Followers' threads running now, in every corpus.
+static THREADS: Mutex<usize> = Mutex::new(0);
+/// Signalled when one of them ends.
+static THREAD_ENDED: Condvar = Condvar::new();
+
+/// Longest the process waits at exit for a follower's step to end.
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
+/// Signalled to end the followers' pauses: following stops, or a search
+/// wants the keyword index up to date.
+static WAKE: Condvar = Condvar::new();
+/// A search asked for the next step now (taken by the next pause).
+static HURRY: AtomicBool = AtomicBool::new(false);
+
+/// A search is waiting for the keyword index: the followers take their next
+/// step without pausing.
+pub(super) fn hurry() {
+    HURRY.store(true, Ordering::Relaxed);
+    let _threads = lock(&THREADS);
+    WAKE.notify_all();
+}
+
+/// Stops following (the process is ending): no step starts from now on, and
+/// this waits up to [`STOP_WAIT`] for those under way, so none is cut off
+/// holding the store or the keyword index's writer.
+pub fn stop() {
+    ENABLED.store(false, Ordering::Relaxed);
+    let deadline = Instant::now() + STOP_WAIT;
+    let mut threads = lock(&THREADS);
+    WAKE.notify_all();
+    while *threads > 0 {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else { break };
+        threads = THREAD_ENDED.wait_timeout(threads, left).unwrap_or_else(|p| p.into_inner()).0;
+    }
 }
 
 /// One corpus's follower: at most one thread, woken again by writes made
@@ -58,7 +94,8 @@ impl Follower {
     }
 }
 
-/// Marks the follower idle if its thread panics, so the next write starts another.
+/// Marks the follower idle if its thread panics, so the next write starts
+/// another; and counts the thread out however it ends.
 struct Running<'a>(Option<&'a Follower>);
 
 impl Drop for Running<'_> {
@@ -66,7 +103,20 @@ impl Drop for Running<'_> {
         if let Some(follower) = self.0 {
             follower.stop(&mut lock(&follower.state));
         }
+        *lock(&THREADS) -= 1;
+        THREAD_ENDED.notify_all();
     }
+}
+
+/// Waits `time` between two steps, or until a search hurries the followers
+/// on or following stops.
+fn pause(time: Duration) {
+    let threads = lock(&THREADS);
+    // Checked under the lock `stop` and `hurry` notify under: no signal is missed.
+    if ENABLED.load(Ordering::Relaxed) && !HURRY.swap(false, Ordering::Relaxed) {
+        drop(WAKE.wait_timeout(threads, time).unwrap_or_else(|p| p.into_inner()));
+    }
+    HURRY.store(false, Ordering::Relaxed);
 }
 
 impl Corpus {
@@ -83,11 +133,18 @@ impl Corpus {
         }
         state.running = true;
         drop(state);
+        *lock(&THREADS) += 1;
         let corpus = self.clone();
         let spawned = std::thread::Builder::new().name("ragbox-keywords".into()).spawn(move || {
             let follower = &corpus.follower;
             let mut running = Running(Some(follower));
             loop {
+                if !ENABLED.load(Ordering::Relaxed) {
+                    // The process is ending: the rest is the next process's to index.
+                    follower.stop(&mut lock(&follower.state));
+                    running.0 = None;
+                    return;
+                }
                 let started = Instant::now();
                 if let Err(e) = corpus.follow_step() {
                     tracing::warn!("keyword index not brought up to date: {e}");
@@ -102,10 +159,11 @@ impl Corpus {
                 drop(state);
                 // Writes meanwhile are taken in the next step, together: each step
                 // commits, and many small commits cost merges (5 % of an embedding run's CPU).
-                std::thread::sleep(STEP_EVERY.saturating_sub(started.elapsed()));
+                pause(STEP_EVERY.saturating_sub(started.elapsed()));
             }
         });
         if let Err(e) = spawned {
+            *lock(&THREADS) -= 1;
             self.follower.stop(&mut lock(&self.follower.state));
             tracing::warn!("keyword index left to the next search: no thread ({e})");
         }

@@ -86,8 +86,10 @@ impl Keyword {
         if self.indexed == self.generation || self.applying || self.caught_up_elsewhere()? {
             return Ok(None);
         }
+        let behind = self.fulltext.generation()?;
+        // Set only once nothing here can fail: only `finish` clears it.
         self.applying = true;
-        Ok(Some(Step { fulltext: self.fulltext.clone(), behind: self.fulltext.generation()? }))
+        Ok(Some(Step { fulltext: self.fulltext.clone(), behind }))
     }
 
     /// Takes back a step: what it applied is searched from now on. A step
@@ -108,14 +110,11 @@ impl Keyword {
         }
     }
 
-    /// Brings the records up to `store` and tells how many changes (store
-    /// generations) they hold that the index still lacks.
-    pub(super) fn lag(&mut self, store: &dyn Records) -> Result<u64, CorpusError> {
+    /// Brings the records up to `store` and tells whether they hold changes
+    /// the index still lacks.
+    pub(super) fn behind(&mut self, store: &dyn Records) -> Result<bool, CorpusError> {
         self.catch_up_records(store)?;
-        if self.indexed == self.generation || self.caught_up_elsewhere()? {
-            return Ok(0);
-        }
-        Ok(self.generation.saturating_sub(self.fulltext.generation()?).max(1))
+        Ok(self.indexed != self.generation && !self.caught_up_elsewhere()?)
     }
 
     /// Whether a step is applying changes outside the lock.

@@ -393,25 +393,24 @@ impl Corpus {
 
     /// The keyword index, opened on first use (again when its folder
     /// changes), brought up to the store's generation; `None` before there
-    /// is a store. A search sees what was written before it (read your
-    /// writes) unless the follower is indexing a large change: then it
-    /// searches what is committed rather than take that on itself. A few
-    /// changes it applies itself, or waits up to [`KEYWORD_STEP_WAIT`] for
-    /// the follower's step that holds them.
+    /// is a store. While the follower is bringing it up, the search hurries
+    /// it on and waits up to [`KEYWORD_STEP_WAIT`] (a search sees what was
+    /// written before it once the writing has stopped), then answers from
+    /// what is committed: a large change being indexed is never taken on by
+    /// a search of the process that writes it.
     fn current_keyword(&self) -> Result<Option<KeywordSlot<'_>>, CorpusError> {
         let Some((store, mut slot)) = self.open_keyword()? else { return Ok(None) };
         let deadline = Instant::now() + KEYWORD_STEP_WAIT;
         while let Some((_, keyword)) = slot.as_mut() {
-            let lag = keyword.lag(store.as_ref())?;
-            if lag == 0 {
+            if !keyword.behind(store.as_ref())? {
                 break;
             }
-            let few = lag <= KEYWORD_WAIT_CHANGES;
-            if !keyword.applying() && (few || !self.follower.running()) {
+            if !self.follower.running() && !keyword.applying() {
                 keyword.catch_up(store.as_ref())?;
                 break;
             }
-            let Some(left) = deadline.checked_duration_since(Instant::now()).filter(|_| few) else {
+            follow::hurry();
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 keyword.show_committed()?;
                 break;
             };
@@ -515,15 +514,10 @@ impl FullVectors for Store {
     }
 }
 
-/// Longest a search waits for the follower's step before it searches what
-/// the keyword index has committed: a write's own step takes milliseconds,
-/// one of a first index's seconds.
+/// Longest a search waits for the follower before it searches what the
+/// keyword index has committed: the step after a few writes takes
+/// milliseconds, one of a first index's seconds.
 const KEYWORD_STEP_WAIT: Duration = Duration::from_secs(1);
-
-/// Most changes (documents written) a search waits for the follower to
-/// index: more are a large change, indexed over seconds, and the search
-/// answers from what is committed meanwhile.
-const KEYWORD_WAIT_CHANGES: u64 = 64;
 
 /// The corpora of every workspace this process serves, opened on first use.
 pub struct Corpora {

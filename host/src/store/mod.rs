@@ -47,6 +47,13 @@ pub fn keep_open_between_calls() {
     KEEP_OPEN.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Stops keeping stores open and closes those kept: the process is ending,
+/// and a store a last background step opens afterwards closes with it.
+pub fn stop_keeping() {
+    KEEP_OPEN.store(false, std::sync::atomic::Ordering::Relaxed);
+    close_kept();
+}
+
 /// Closes the stores this process keeps open between calls (once idle:
 /// their caches go; the next call opens the file again).
 pub fn close_kept() {
