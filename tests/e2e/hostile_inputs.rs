@@ -51,6 +51,36 @@ async fn odd_files_each_have_a_clear_outcome() {
     assert_eq!(kw["num_results"], 4, "{kw}");
 }
 
+#[test]
+fn binary_files_never_count_as_work_for_a_later_run() {
+    let f = Fixture::empty();
+    // More binaries than it takes to store files for keyword search first, and a 1 MiB one.
+    for i in 0..40 {
+        f.write_bytes(&format!("img/{i:02}.png"), &[0x89, b'P', b'N', b'G', 0, 0, 0, i]);
+    }
+    f.write_bytes("big.bin", &vec![0u8; 1 << 20]);
+    f.write(
+        "notes/a.md",
+        "# A
+
+The heron census.
+",
+    );
+    let index = || {
+        let out = f.command(&["index", "--json"]).output().expect("run ragbox index");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).expect("index JSON");
+        (report, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (first, log) = index();
+    assert_eq!((&first["embedded"], &first["total_files"]), (&json!(1), &json!(1)), "{first}");
+    assert!(!log.contains("for keyword search first"), "binaries were taken for new files: {log}");
+    // Unchanged: nothing to do, and the model is not even loaded.
+    let (second, log) = index();
+    assert_eq!((&second["embedded"], &second["skipped"]), (&json!(0), &json!(1)), "{second}");
+    assert!(!log.contains("embedding model loaded"), "an unchanged workspace loaded the model: {log}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_name_that_is_not_utf8_is_reported_and_loses_nothing() {
     let f = Fixture::empty();

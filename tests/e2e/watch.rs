@@ -137,7 +137,12 @@ async fn a_burst_of_ten_thousand_changes_and_a_kill_lose_nothing() {
 
     // The next server catches up with everything, and its index is whole.
     let client = f.connect_with(&["serve", "--watch"]).await;
-    until("catch-up after the kill", || async { total(&client).await == 11_001 }).await;
+    // (Its 2,001 new files are searchable by keyword before they are embedded: wait for both.)
+    until("catch-up after the kill", || async {
+        total(&client).await == 11_001
+            && ok(&client, "get_embedding_status", json!({})).await["up_to_date"] == json!(true)
+    })
+    .await;
     assert_eq!(found(&client, "axolotl").await, paths(&["late/after-kill.md"]));
     assert_eq!(found(&client, "pangolin11999").await, paths(&["burst/23/11999.md"]));
     assert!(found(&client, "pangolin999").await.is_empty(), "a deleted file is still indexed");

@@ -195,9 +195,10 @@ enum Reading {
     /// Every file not vouched for by size and mtime: `new` then holds no
     /// binary file and no SKILL.md that is not a skill (a status lists it).
     Everything,
-    /// Only files already stored, to compare hashes: a run reads the new
-    /// ones when it indexes them (once, not twice: the first survey of a
-    /// large tree read and hashed every byte only to learn that it was new).
+    /// Files already stored, to compare hashes; of a new file only its
+    /// first bytes, to leave binaries out: the run reads it when it indexes
+    /// it (the first survey of a large tree read and hashed every byte only
+    /// to learn that it was new). A new SKILL.md is read whole (parsed).
     Stored,
 }
 
@@ -237,10 +238,18 @@ fn survey_reading(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Docume
             continue;
         }
         let limit = max_bytes(&entry.path);
-        if reading == Reading::Stored && entry.size <= limit && !stored.contains_key(&entry.path) {
+        if reading == Reading::Stored
+            && entry.size <= limit
+            && !stored.contains_key(&entry.path)
+            && !skill::is_skill(&entry.path)
+        {
+            match sniff(&entry.path) {
+                Ok(false) => continue, // binary: not indexable
+                Ok(true) => survey.new.push(entry.path.clone()),
+                Err(e) => survey.errors.push((entry.path.clone(), e)),
+            }
             survey.total_files += 1;
-            on_disk.insert(entry.path.clone());
-            survey.new.push(entry.path);
+            on_disk.insert(entry.path);
             continue;
         }
         let outcome = if entry.size > limit { Err(too_large(entry.size, limit)) } else { read(&entry.path) };
@@ -391,13 +400,16 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
             report.removed += 1;
         }
     }
+    // New files only, and no extractor's documents: a changed file keeps its embedded
+    // version (found by meaning) until it is replaced, and a PDF is read once, to embed it.
+    let to_store: Vec<String> =
+        survey.new.iter().filter(|p| !survey.keyword_only.contains(*p) && !is_document(p)).cloned().collect();
     let pending: Vec<String> = survey.new.into_iter().chain(survey.changed).collect();
     if pending.is_empty() {
         return Ok(report);
     }
     // Loaded only now: an unchanged workspace never waits for the model.
     let sizes = Sizes::for_model(embedder::model()?.max_tokens as usize);
-    let to_store: Vec<&String> = pending.iter().filter(|p| !survey.keyword_only.contains(*p)).collect();
     if to_store.len() >= KEYWORD_FIRST_AT {
         let message = format!("{} files to embed: storing them for keyword search first", to_store.len());
         host::log(host::Level::Info, &message);
@@ -541,7 +553,7 @@ fn cut(
 /// an extractor reads (PDF, …) wait for the embedding pass, and so does
 /// everything after a failure here (a shared PostgreSQL collection refuses
 /// documents without vectors): this pass only brings keyword search forward.
-fn store_for_keywords(paths: &[&String], sizes: Sizes) {
+fn store_for_keywords(paths: &[String], sizes: Sizes) {
     let total = paths.len() as u64;
     let mut batch: Vec<NewDocument> = Vec::new();
     let mut bytes = 0;
@@ -744,6 +756,28 @@ fn read(path: &str) -> Result<Option<Content>, String> {
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
     Ok(Some(Content { text, document: None, hash, size, mtime, read_at }))
+}
+
+/// Whether the file at `path` is indexable, from its first bytes: `false`
+/// for a binary file, an error for a document format no extractor reads
+/// (the same answers as [`read`], without reading the rest).
+fn sniff(path: &str) -> Result<bool, String> {
+    use std::io::Read;
+    if is_document(path) {
+        return Ok(true);
+    }
+    let mut head = Vec::with_capacity(crate::text::BINARY_SNIFF_BYTES);
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    file.take(crate::text::BINARY_SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if !looks_binary(&head) {
+        return Ok(true);
+    }
+    match crate::document::unsupported(path, document_formats()) {
+        Some(reason) => Err(reason),
+        None => Ok(false),
+    }
 }
 
 /// The bytes of the file at `path` (about `size` long), or only its first
