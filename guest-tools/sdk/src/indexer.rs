@@ -558,8 +558,8 @@ fn store_for_keywords(paths: &[String], sizes: Sizes) {
     let mut batch: Vec<NewDocument> = Vec::new();
     let mut bytes = 0;
     let mut done = 0u64;
+    // Told once a batch is stored: a store that refuses them says nothing about keywords.
     let message = |done: u64| format!("searchable by keyword: {done} of {total} files; embedding follows");
-    host::progress(0, Some(total), Some(&message(0)));
     for path in paths {
         if host::cancelled() {
             return;
