@@ -17,8 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// Shortest time from one step's start to the next: a search meanwhile
-/// applies a few changes itself, and a large change's steps take longer.
+/// Shortest time from one step's start to the next unless a search hurries
+/// it: writes meanwhile are indexed together (a large change's steps take
+/// longer anyway).
 const STEP_EVERY: Duration = Duration::from_secs(2);
 
 /// Whether this process's writes are followed.
