@@ -254,10 +254,8 @@ fn a_large_change_is_searchable_by_keyword_first_and_cancel_keeps_finished_docum
     let mut raw = Raw::start(&f);
     raw.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"embed_workspace","arguments":{},"_meta":{"progressToken":"emb"}}}"#);
     // First every file is stored for keyword search, then embedded: cancel once some are embedded.
+    // (Reports are throttled to the newest: the first pass's may all be passed over.)
     let message = |m: &Value| m["params"]["message"].as_str().unwrap_or_default().to_string();
-    // (Reports are throttled: not every one comes.)
-    let keyword = progress_until(&mut raw, 7, 300.0, |m| message(m).starts_with("searchable by keyword"));
-    assert!(message(&keyword).ends_with("embedding follows"), "{keyword}");
     progress_until(&mut raw, 7, 300.0, |m| {
         message(m).starts_with("embedded") && m["params"]["progress"].as_f64().unwrap() > 0.0
     });
