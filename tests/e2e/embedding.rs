@@ -285,6 +285,10 @@ fn a_large_change_is_searchable_by_keyword_first_and_cancel_keeps_finished_docum
     let hybrid: Value = serde_json::from_str(&search(&f, &["--hybrid", name])).unwrap();
     let coverage = &hybrid["search_info"]["coverage"];
     assert!(coverage["embedded_chunks"].as_u64().unwrap() < coverage["stored_chunks"].as_u64().unwrap(), "{hybrid}");
+    let topic = json!({ "topic": name }).to_string();
+    let out = f.command(&["tools", "call", "get_context", &topic]).output().expect("run ragbox tools call");
+    let context = String::from_utf8_lossy(&out.stdout);
+    assert!(context.contains("still being embedded"), "{context}");
 
     // The next run embeds only the rest, and the semantic search then covers everything.
     let kept = 300 - waiting;

@@ -162,7 +162,8 @@ fn keyword_context(topic: &str, n: usize) -> Vec<Found> {
 
 fn run(topic: &str, n: usize) -> Context {
     let (method, found, message) = match indexed_context(topic, n) {
-        Ok(Some(found)) => ("hybrid", found, None),
+        // Hybrid over a store still being embedded: say how much of it was searched by meaning.
+        Ok(Some(found)) => ("hybrid", found, semantic::coverage().map(semantic::coverage_note)),
         Ok(None) => {
             let note =
                 "No semantic index yet, so these are keyword matches: run embed_workspace to find context by meaning.";
