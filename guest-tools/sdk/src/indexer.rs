@@ -225,11 +225,17 @@ fn survey_reading(scope: Scope<'_>, only: Only, stored: &BTreeMap<String, Docume
         // A full walk trusts size and mtime where they can be trusted; a watcher's paths are read.
         if matches!(scope, Scope::Under(_))
             && let Some(d) = stored.get(&entry.path)
-            && is_embedded(d)
             && unchanged_by_stat(&entry, d)
             && indexed_as_now(&entry.path, d)
         {
             survey.total_files += 1;
+            if !is_embedded(d) {
+                // As stored for keyword search, and still to embed: not read again to learn that.
+                survey.keyword_only.insert(entry.path.clone());
+                on_disk.insert(entry.path.clone());
+                survey.new.push(entry.path);
+                continue;
+            }
             survey.unchanged += 1;
             if let Some(reason) = unreadable(d) {
                 survey.errors.push((entry.path.clone(), reason));
