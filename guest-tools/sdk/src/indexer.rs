@@ -740,15 +740,12 @@ fn read(path: &str) -> Result<Option<Content>, String> {
     if meta.len() > limit {
         return Err(too_large(meta.len(), limit));
     }
-    let bytes = read_text(path, meta.len()).map_err(|e| format!("cannot read: {e}"))?;
+    let (mut file, mut bytes) = match opened(path, meta.len())? {
+        Opened::Binary => return Ok(None),
+        Opened::Indexable(file, head) => (file, head),
+    };
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| format!("cannot read: {e}"))?;
     let document = is_document(path);
-    if !document && looks_binary(&bytes) {
-        // A document format someone expects to be searchable gets a reason; other binaries are skipped.
-        return match crate::document::unsupported(path, document_formats()) {
-            Some(reason) => Err(reason),
-            None => Ok(None),
-        };
-    }
     let hash = hex(&Sha256::digest(&bytes));
     let (_, mtime) = walk::stat(&meta);
     let size = bytes.len() as u64;
@@ -764,41 +761,37 @@ fn read(path: &str) -> Result<Option<Content>, String> {
     Ok(Some(Content { text, document: None, hash, size, mtime, read_at }))
 }
 
-/// Whether the file at `path` is indexable, from its first bytes: `false`
-/// for a binary file, an error for a document format no extractor reads
-/// (the same answers as [`read`], without reading the rest).
+/// Whether the file at `path` is indexable, from its first bytes (the same
+/// answers as [`read`], without reading the rest).
 fn sniff(path: &str) -> Result<bool, String> {
+    Ok(matches!(opened(path, 0)?, Opened::Indexable(..)))
+}
+
+/// A file opened for indexing, its first bytes read.
+enum Opened {
+    /// Binary, and no document format anyone expects to be searchable.
+    Binary,
+    /// The open file, read up to [`crate::text::BINARY_SNIFF_BYTES`], and those bytes.
+    Indexable(std::fs::File, Vec<u8>),
+}
+
+/// Opens the file at `path` (about `size` long) and reads its first
+/// [`crate::text::BINARY_SNIFF_BYTES`]: a binary costs that small read, not a
+/// full one. A binary in a document format no extractor reads (old Word
+/// files, …) is an error that says so; other binaries are not indexable.
+fn opened(path: &str, size: u64) -> Result<Opened, String> {
     use std::io::Read;
-    if is_document(path) {
-        return Ok(true);
-    }
-    let mut head = Vec::with_capacity(crate::text::BINARY_SNIFF_BYTES);
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    file.take(crate::text::BINARY_SNIFF_BYTES as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    if !looks_binary(&head) {
-        return Ok(true);
+    let failed = |e: std::io::Error| format!("cannot read: {e}");
+    let mut file = std::fs::File::open(path).map_err(failed)?;
+    let mut head = Vec::with_capacity(size as usize + 1);
+    (&mut file).take(crate::text::BINARY_SNIFF_BYTES as u64).read_to_end(&mut head).map_err(failed)?;
+    if is_document(path) || !looks_binary(&head) {
+        return Ok(Opened::Indexable(file, head));
     }
     match crate::document::unsupported(path, document_formats()) {
         Some(reason) => Err(reason),
-        None => Ok(false),
+        None => Ok(Opened::Binary),
     }
-}
-
-/// The bytes of the file at `path` (about `size` long), or only its first
-/// [`crate::text::BINARY_SNIFF_BYTES`] when they show a binary file: a tree's
-/// images and archives cost one small read each, not a full one.
-fn read_text(path: &str, size: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
-    let mut bytes = Vec::with_capacity(size as usize + 1);
-    (&mut file).take(crate::text::BINARY_SNIFF_BYTES as u64).read_to_end(&mut bytes)?;
-    if !is_document(path) && looks_binary(&bytes) {
-        return Ok(bytes);
-    }
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 /// The content hash the index records: sha256, hex.
