@@ -121,28 +121,34 @@ fn a_following_process_indexes_its_writes_for_keywords_on_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
     ragbox::corpus::follow::enable();
-    let writer = Arc::new(Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key()));
-    // Stored for keyword search only (no vectors), as the indexer's first pass stores a large change.
-    let mut docs = Vec::new();
-    for i in 0..300 {
-        let mut doc = document(&writer, &format!("notes/{i:03}.md"), "plan", &["placeholder"]);
-        doc.chunks[0] = NewChunk {
-            record: ChunkRecord { text: format!("Note {i}: the otter{i} survey, page after page."), start: 0, end: 0 },
-            vector: Vec::new(),
-        };
-        docs.push(doc);
-    }
+    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key()).into_shared();
+    // Stored for keyword search only (chunks without vectors), as the indexer's first pass stores many new files.
+    let docs: Vec<NewDocument> = (0..300)
+        .map(|i| NewDocument {
+            record: DocumentRecord { path: format!("notes/{i:03}.md"), kind: "markdown".into(), ..Default::default() },
+            dimension: 0,
+            chunks: vec![NewChunk {
+                record: ChunkRecord {
+                    text: format!("Note {i}: the otter{i} survey, page after page."),
+                    start: 0,
+                    end: 0,
+                },
+                vector: Vec::new(),
+            }],
+        })
+        .collect();
     for batch in docs.chunks(50) {
         writer.put_many(batch.to_vec()).unwrap();
-        writer.follow_keywords();
     }
-    // A search meanwhile answers (from what is committed, or after the step under way).
-    writer.search_fulltext("otter7", 1, &Filter::default()).unwrap();
-    writer.settle_keywords().unwrap();
-    // The index on disk is at the store's generation without any search having built it.
-    let store = writer.stats().unwrap();
+    // No search and no settling: the index on disk reaches the store's generation by the follower alone.
+    let generation = writer.stats().unwrap().generation;
     let keyword = ragbox::fulltext::Fulltext::open(&dir.path().join(".ragbox/keyword")).unwrap();
-    assert_eq!(keyword.generation().unwrap(), store.generation);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while keyword.generation().unwrap() != generation {
+        assert!(std::time::Instant::now() < deadline, "the follower did not index the writes");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    writer.settle_keywords().unwrap();
     let found = writer.search_fulltext("otter299", 3, &Filter::default()).unwrap();
     assert_eq!(found[0].hit.document.path, "notes/299.md");
     assert!(!found[0].hit.document.embedded(), "stored without vectors: not embedded yet");

@@ -50,10 +50,7 @@ impl Host for HostState {
         self.timed(Stage::StoreWrite, |this| {
             this.require_corpus_write()?;
             let doc = convert::new_document(this.stamp(document))?;
-            let corpus = this.corpus()?;
-            corpus.put(doc)?;
-            corpus.follow_keywords();
-            Ok(())
+            Ok(this.corpus()?.put(doc)?)
         })
     }
 
@@ -62,22 +59,14 @@ impl Host for HostState {
             this.require_corpus_write()?;
             let docs =
                 documents.into_iter().map(|d| convert::new_document(this.stamp(d))).collect::<Result<Vec<_>, _>>()?;
-            let corpus = this.corpus()?;
-            corpus.put_many(docs)?;
-            corpus.follow_keywords();
-            Ok(())
+            Ok(this.corpus()?.put_many(docs)?)
         })
     }
 
     fn remove(&mut self, path: String) -> Result<bool, Error> {
         self.timed(Stage::StoreWrite, |this| {
             this.require_corpus_write()?;
-            let corpus = this.corpus()?;
-            let removed = corpus.remove(&path)?;
-            if removed {
-                corpus.follow_keywords();
-            }
-            Ok(removed)
+            Ok(this.corpus()?.remove(&path)?)
         })
     }
 }

@@ -14,7 +14,7 @@
 use super::{Corpus, CorpusError};
 use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Shortest time from one step's start to the next unless a search hurries
@@ -122,11 +122,13 @@ fn pause(time: Duration) {
 
 impl Corpus {
     /// After a write: the keyword index catches up on the follower's thread,
-    /// when this process follows its writes.
-    pub fn follow_keywords(self: &Arc<Self>) {
+    /// when this process follows its writes (and the corpus is shared:
+    /// [`Corpus::into_shared`]).
+    pub(super) fn follow_keywords(&self) {
         if !ENABLED.load(Ordering::Relaxed) {
             return;
         }
+        let Some(corpus) = self.me.upgrade() else { return };
         let mut state = lock(&self.follower.state);
         if state.running {
             state.again = true;
@@ -135,7 +137,6 @@ impl Corpus {
         state.running = true;
         drop(state);
         *lock(&THREADS) += 1;
-        let corpus = self.clone();
         let spawned = std::thread::Builder::new().name("ragbox-keywords".into()).spawn(move || {
             let follower = &corpus.follower;
             let mut running = Running(Some(follower));
@@ -173,6 +174,8 @@ impl Corpus {
     /// Waits for the follower, then brings the keyword index up to the store
     /// (`ragbox index` before it exits, so the next search finds it ready).
     pub fn settle_keywords(&self) -> Result<(), CorpusError> {
+        // The writing is over: the follower's last step need not wait out its pause.
+        hurry();
         let mut state = lock(&self.follower.state);
         while state.running {
             state = self.follower.idle.wait(state).unwrap_or_else(|p| p.into_inner());

@@ -30,7 +30,7 @@ use crate::store::{ChunkRecord, DocumentRecord, NewDocument, Stats, Store, Store
 use crate::sync::lock;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 /// Errors a tool sees from the index; each says what to do.
@@ -89,6 +89,8 @@ pub struct Corpus {
     memo: memo::Memo,
     /// Keeps the keyword index in step with this process's writes.
     follower: follow::Follower,
+    /// This corpus, for the follower's thread; empty until [`Corpus::into_shared`].
+    me: Weak<Corpus>,
 }
 
 impl Corpus {
@@ -107,7 +109,14 @@ impl Corpus {
             embedder,
             memo: memo::Memo::default(),
             follower: follow::Follower::default(),
+            me: Weak::new(),
         }
+    }
+
+    /// This corpus shared, as a process's calls hold it: its writes are then
+    /// followed by the keyword index where the process follows them.
+    pub fn into_shared(self) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self { me: me.clone(), ..self })
     }
 
     /// The index of `workspace` kept in the shared `collection` (its keyword
@@ -285,13 +294,18 @@ impl Corpus {
             }
         }
         self.writer()?.put_documents(&docs)?;
+        self.follow_keywords();
         Ok(())
     }
 
     /// Removes the document at `path`; false when it was not stored.
     pub fn remove(&self, path: &str) -> Result<bool, CorpusError> {
         let Some(store) = self.reader()? else { return Ok(false) };
-        Ok(store.remove_document(path)?)
+        let removed = store.remove_document(path)?;
+        if removed {
+            self.follow_keywords();
+        }
+        Ok(removed)
     }
 
     /// The vector index brought up to the store's generation (opened from
@@ -545,12 +559,13 @@ impl Corpora {
             .entry(workspace.to_path_buf())
             .or_insert_with(|| {
                 let workspace = workspace.to_path_buf();
-                Arc::new(match &self.shared {
+                match &self.shared {
                     Some((served, collection)) if *served == workspace => {
                         Corpus::shared(workspace, collection.clone(), self.embedder.clone())
                     }
                     _ => Corpus::new(workspace, self.embedder.clone()),
-                })
+                }
+                .into_shared()
             })
             .clone()
     }
