@@ -232,6 +232,17 @@ fn links_and_special_files_ragbox_can_do_without_are_never_followed() {
         plant(&meta);
         let searched = run(&f, &["search", "pelicans", "--fulltext"]);
         assert!(!searched.status.success() && said(&searched).contains("doctor --reset"), "{}", said(&searched));
+        // An index run's keyword follower meets it too: it ends (warning, not waiting), its documents stored.
+        f.write(
+            "notes/later.md",
+            "# Later
+
+A note written after the swap.
+",
+        );
+        let indexed = run(&f, &["index"]);
+        assert!(indexed.status.success(), "{}", said(&indexed));
+        assert!(said(&indexed).contains("keyword index"), "{}", said(&indexed));
     }
 }
 
