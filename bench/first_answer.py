@@ -19,7 +19,6 @@ estimates the whole index. Results go to bench/results/first-answer.md.
 import argparse
 import json
 import os
-import platform
 import random
 import re
 import shutil
@@ -30,6 +29,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from peers import cpu_flags, machine  # noqa: E402
 RESULTS = ROOT / "bench" / "results" / "first-answer.md"
 FN = re.compile(rb"\bfn ([a-z][a-z0-9_]{11,})\s*[<(]")
 
@@ -180,11 +181,6 @@ def main():
 
 
 def write(binary, tree, files, size, probes, found, first_keyword, first_semantic, covered_at, samples, keyword_ms):
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")),
-               platform.processor())
-    flags = sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags") for f in l.split(":", 1)[1].split()
-                    if f in {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_vnni",
-                             "avx_vnni"}})
     rated = [(t, e) for t, e, s, _ in samples if e is not None and covered_at is not None and t >= covered_at]
     stored = next((s for _, _, s, _ in reversed(samples) if s), None)
     rate = None
@@ -195,7 +191,7 @@ def write(binary, tree, files, size, probes, found, first_keyword, first_semanti
         "# Searchable in seconds: `serve --watch` on a large tree it has never seen",
         "",
         f"- command: `RAGBOX_BIN={binary} bench/.venv/bin/python bench/first_answer.py`",
-        f"- machine: {cpu}, {os.cpu_count()} threads; CPU flags: {' '.join(flags)}",
+        f"- machine: {machine()}; CPU flags: {cpu_flags()}",
         f"- tree: {tree} (linked into a fresh folder): {files:,} files, {size / 2**20:,.0f} MiB",
         f"- probes: {len(probes) - 1} random `.rs` files and the last one in walk order, each searched by the longest "
         "function name it defines",
