@@ -61,10 +61,16 @@ pub fn release_thread() {
 }
 
 /// Gives every freed page back to the OS: the rayon pool's threads', this
-/// thread's, and what any thread handed to the arenas.
+/// thread's, and what any thread handed to the arenas, with the buffers the
+/// encoder keeps between forward passes.
 pub fn release_all() {
     crate::store::close_kept();
-    // SAFETY: as in `release_thread`; `force` also purges the arenas at once.
-    rayon::broadcast(|_| unsafe { libmimalloc_sys::mi_collect(true) });
+    ragbox_kernels::scratch::release();
+    rayon::broadcast(|_| {
+        ragbox_kernels::attention::release_thread();
+        // SAFETY: as in `release_thread`; `force` also purges the arenas at once.
+        unsafe { libmimalloc_sys::mi_collect(true) }
+    });
+    // SAFETY: as above.
     unsafe { libmimalloc_sys::mi_collect(true) }
 }

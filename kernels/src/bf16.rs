@@ -28,13 +28,13 @@ pub const MR: usize = 12;
 const KC: usize = 192;
 
 /// `x` rounded to the nearest bfloat16, ties to even; NaN stays NaN.
+#[inline(always)]
 pub fn to_bf16(x: f32) -> u16 {
+    // Written without a branch, so that loops over many values vectorise.
     let bits = x.to_bits();
-    if x.is_nan() {
-        return ((bits >> 16) | 0x40) as u16;
-    }
-    let round = 0x7fff + ((bits >> 16) & 1);
-    (bits.wrapping_add(round) >> 16) as u16
+    let nan = (bits & 0x7fff_ffff) > 0x7f80_0000;
+    let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16;
+    (if nan { (bits >> 16) | 0x40 } else { rounded }) as u16
 }
 
 /// The f32 a bfloat16 stands for (exact).
@@ -96,7 +96,7 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
     let m = c.len().div_ceil(ldc);
     let pairs = b.k.div_ceil(2);
     assert!(m == 0 || a.len() >= (m - 1) * lda + b.k, "A too short for {m} rows of {}", b.k);
-    let mut a16 = vec![0u32; m * pairs];
+    let mut a16 = super::scratch::U32.take(m * pairs);
     // Rounding A is one pass over it, against k·n multiply-adds per row.
     const ROWS: usize = 64;
     a16.par_chunks_mut(ROWS * pairs).enumerate().for_each(|(t, out)| {
@@ -117,7 +117,7 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
 }
 
 /// One row of f32 into bf16 pairs (`out` holds `row.len().div_ceil(2)` words).
-fn round_row(isa: Isa, row: &[f32], out: &mut [u32]) {
+pub(crate) fn round_row(isa: Isa, row: &[f32], out: &mut [u32]) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `has_bf16` is only set after the CPU was seen to have AVX-512 F, BW and BF16;
     // the function reads and writes within `row` and `out`.
@@ -132,15 +132,32 @@ fn round_row(isa: Isa, row: &[f32], out: &mut [u32]) {
     }
 }
 
+/// `out[c]` = the pair (`first[c]`, `second[c]`): two rows of B as one row of pairs.
+pub(crate) fn pair_rows(first: &[f32], second: &[f32], out: &mut [u32]) {
+    for ((o, &x), &y) in out.iter_mut().zip(first).zip(second) {
+        *o = to_bf16(x) as u32 | (to_bf16(y) as u32) << 16;
+    }
+}
+
 /// One or two values as a bf16 pair: the first in the low half, zero for a missing second.
-fn pair(two: &[f32]) -> u32 {
+pub(crate) fn pair(two: &[f32]) -> u32 {
     let high = two.get(1).map_or(0, |&v| to_bf16(v));
     to_bf16(two[0]) as u32 | (high as u32) << 16
 }
 
 /// One `rows × NR` tile over `kc` pairs of depth, as in [`gemm`](super::gemm).
 #[allow(clippy::too_many_arguments)]
-fn tile(isa: Isa, kc: usize, a: &[u32], lda: usize, rows: usize, panel: &[u32], c: &mut [f32], ldc: usize, add: bool) {
+pub(crate) fn tile(
+    isa: Isa,
+    kc: usize,
+    a: &[u32],
+    lda: usize,
+    rows: usize,
+    panel: &[u32],
+    c: &mut [f32],
+    ldc: usize,
+    add: bool,
+) {
     assert!((1..=MR).contains(&rows) && a.len() >= (rows - 1) * lda + kc && panel.len() >= kc * NR);
     assert!(c.len() >= (MR - 1) * ldc + NR);
     #[cfg(target_arch = "x86_64")]

@@ -97,7 +97,7 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
     let m = c.len().div_ceil(ldc);
     let quads = b.k.div_ceil(4);
     assert!(m == 0 || a.len() >= (m - 1) * lda + b.k, "A too short for {m} rows of {}", b.k);
-    let mut a8 = vec![0u32; m * quads];
+    let mut a8 = super::scratch::U32.take(m * quads);
     let mut scales = vec![RowScale::default(); m];
     const ROWS: usize = 64;
     a8.par_chunks_mut(ROWS * quads).zip(scales.par_chunks_mut(ROWS)).enumerate().for_each(|(t, (out, scales))| {

@@ -3,12 +3,14 @@
 
 #![warn(missing_docs)]
 
+pub mod attention;
 pub mod bf16;
 pub mod buf;
 pub mod dot;
 pub mod gemm;
 pub mod int8;
 pub mod rows;
+pub mod scratch;
 
 /// Deterministic inputs for the kernels' tests and benchmarks (not for production use).
 #[doc(hidden)]

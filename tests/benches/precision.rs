@@ -102,9 +102,9 @@ fn main() {
     let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
     for (isa, seconds, rate, flops, peak, worst, worst_at, mean) in &rows {
         let precision = if isa.has_int8() {
-            "bf16 × bf16 → f32, the first feed-forward product u8 × s8 → i32 (attention f32)"
+            "bf16 × bf16 → f32 (attention too), the first feed-forward product u8 × s8 → i32"
         } else if isa.has_bf16() {
-            "bf16 × bf16 → f32 (attention f32)"
+            "bf16 × bf16 → f32 (attention too: scores and softmax f32)"
         } else {
             "f32"
         };

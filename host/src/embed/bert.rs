@@ -14,7 +14,8 @@ use candle_core::{DType, Device};
 use ragbox_kernels::buf::Buf;
 use ragbox_kernels::gemm::{self, Epilogue, Packed};
 use ragbox_kernels::rows::{self, Activation};
-use ragbox_kernels::{Isa, bf16, int8};
+use ragbox_kernels::scratch::{self, Taken};
+use ragbox_kernels::{Isa, attention, bf16, int8};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::path::Path;
@@ -71,7 +72,7 @@ struct Norm {
 }
 
 /// A linear layer's weight, packed for the path's product: f32, or bfloat16
-/// where the CPU multiplies it natively (attention's own products stay f32).
+/// where the CPU multiplies it natively (attention's own products too: `ragbox_kernels::attention`).
 enum Weight {
     F32(Packed),
     Bf16(bf16::Packed),
@@ -424,7 +425,7 @@ impl Bert {
     }
 
     /// The last layer's token vectors for `seqs`, end to end (`Σ len × hidden`).
-    pub fn forward(&self, seqs: &[&[u32]]) -> Result<Vec<f32>, EmbedError> {
+    pub fn forward(&self, seqs: &[&[u32]]) -> Result<Taken<f32>, EmbedError> {
         let h = self.hidden;
         let mut spans = Vec::with_capacity(seqs.len());
         let mut total = 0;
@@ -445,7 +446,8 @@ impl Bert {
             spans.push((total, ids.len()));
             total += ids.len();
         }
-        let mut x = vec![0.0f32; total * h];
+        // Buffers kept from the pass before: each is written whole before it is read.
+        let mut x = scratch::F32.take(total * h);
         for (ids, &(start, len)) in seqs.iter().zip(&spans) {
             let rows = &mut x[start * h..][..len * h];
             for (row, &id) in rows.chunks_exact_mut(h).zip(ids.iter()) {
@@ -456,10 +458,10 @@ impl Bert {
             let norm = &self.embed_norm;
             rows::add_layer_norm(self.isa, rows, &self.positions[..len * h], &norm.gamma, &norm.beta, self.eps);
         }
-        let mut qkv = vec![0.0f32; total * 3 * h];
-        let mut ctx = vec![0.0f32; total * h];
-        let mut tmp = vec![0.0f32; total * h];
-        let mut ffn = vec![0.0f32; total * self.layers.first().map_or(0, |l| l.ffn_in.n())];
+        let mut qkv = scratch::F32.take(total * 3 * h);
+        let mut ctx = scratch::F32.take(total * h);
+        let mut tmp = scratch::F32.take(total * h);
+        let mut ffn = scratch::F32.take(total * self.layers.first().map_or(0, |l| l.ffn_in.n()));
         for layer in &self.layers {
             layer.qkv.apply(self.isa, &x, h, &mut qkv, 3 * h, Epilogue::Bias(&layer.qkv_bias));
             self.attention(&qkv, &spans, &mut ctx);
@@ -496,29 +498,15 @@ impl Bert {
             .filter(|(_, (_, len))| *len > 0)
             .flat_map(|(s, _)| (0..self.heads).map(move |head| (s, head)))
             .collect();
-        let outputs: Vec<Vec<f32>> = jobs
+        let outputs: Vec<Taken<f32>> = jobs
             .par_iter()
-            .map_init(
-                || (Packed::default(), Vec::new()),
-                |(packed, scores), &(s, head)| {
-                    let (start, len) = spans[s];
-                    let base = &qkv[start * ld + head * dh..];
-                    // scores = Q · Kᵀ (Q pre-scaled), then a softmax per row.
-                    packed.repack_transposed(&base[h..], len, dh, ld);
-                    // Every score is written by the product: grown, never cleared.
-                    if scores.len() < len * len {
-                        scores.resize(len * len, 0.0);
-                    }
-                    let scores = &mut scores[..len * len];
-                    gemm::gemm_serial(isa, base, ld, packed, scores, len, Epilogue::None);
-                    scores.chunks_exact_mut(len).for_each(|row| rows::softmax(isa, row));
-                    // out = P · V
-                    packed.repack_rows(&base[2 * h..], len, dh, ld);
-                    let mut out = vec![0.0f32; len * dh];
-                    gemm::gemm_serial(isa, scores, len, packed, &mut out, dh, Epilogue::None);
-                    out
-                },
-            )
+            .map(|&(s, head)| {
+                let (start, len) = spans[s];
+                let q = &qkv[start * ld + head * dh..];
+                let mut out = scratch::F32.take(len * dh);
+                attention::head(isa, q, &q[h..], &q[2 * h..], ld, len, dh, &mut out, dh);
+                out
+            })
             .collect();
         for (&(s, head), out) in jobs.iter().zip(&outputs) {
             let (start, len) = spans[s];

@@ -1,0 +1,250 @@
+//! Scaled dot-product attention for one head of one sequence:
+//! `out = softmax(Q · Kᵀ) · V`, Q already scaled.
+//!
+//! On a CPU with AVX-512 BF16 both products run on [`bf16`]'s micro-kernel,
+//! called directly on operands packed here: K's rows are already the pairs
+//! of depth `vdpbf16ps` reads once transposed into panels of keys, and V is
+//! packed as pairs of consecutive rows, so neither product goes through the
+//! general loop nest (a head's products are too small for its blocking and
+//! thread split to pay). The scores and the softmax stay f32; the
+//! probabilities are rounded to bfloat16 for the second product. Elsewhere
+//! both products run on [`gemm`]'s f32 kernel.
+
+use super::Isa;
+use super::bf16;
+use super::gemm::{self, Epilogue, Packed};
+use super::rows;
+use std::cell::RefCell;
+
+/// Buffers one thread reuses from head to head (grown, until [`release_thread`]).
+#[derive(Default)]
+struct Scratch {
+    /// Q's rows as bf16 pairs.
+    q: Vec<u32>,
+    /// K packed into panels of keys (bf16), or K or V for the f32 path.
+    k: Vec<u32>,
+    /// V packed into panels of pairs of rows (bf16).
+    v: Vec<u32>,
+    /// The probabilities as bf16 pairs.
+    p: Vec<u32>,
+    /// Scores, then probabilities (f32), padded to whole tiles.
+    scores: Vec<f32>,
+    /// The product P · V, padded to whole tiles.
+    out: Vec<f32>,
+    /// K or V packed for the f32 path.
+    packed: Packed,
+}
+
+thread_local! {
+    // Nothing `head` calls runs other work on this thread, so one borrow at a time.
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
+}
+
+/// `out = softmax(Q · Kᵀ) · V` for `len` tokens of a head `dh` wide: `q`,
+/// `k` and `v` hold `len` rows at stride `ld` (their first `dh` values are
+/// the head's), `out` receives `len` rows of `dh` at stride `ldo`.
+#[allow(clippy::too_many_arguments)]
+pub fn head(isa: Isa, q: &[f32], k: &[f32], v: &[f32], ld: usize, len: usize, dh: usize, out: &mut [f32], ldo: usize) {
+    if len == 0 || dh == 0 {
+        return;
+    }
+    let need = (len - 1) * ld + dh;
+    assert!(q.len() >= need && k.len() >= need && v.len() >= need, "Q, K or V too short for {len} rows");
+    assert!(out.len() >= (len - 1) * ldo + dh, "out too short for {len} rows");
+    SCRATCH.with_borrow_mut(|scratch| {
+        if isa.has_bf16() {
+            head_bf16(isa, q, k, v, ld, len, dh, out, ldo, scratch)
+        } else {
+            head_f32(isa, q, k, v, ld, len, dh, out, ldo, scratch)
+        }
+    })
+}
+
+/// Drops the calling thread's buffers (a process falling idle calls it on every thread).
+pub fn release_thread() {
+    SCRATCH.take();
+}
+
+/// `buf` grown to at least `n` values (its old values stay: every user writes what it reads).
+fn at_least<T: Copy + Default>(buf: &mut Vec<T>, n: usize) -> &mut [T] {
+    if buf.len() < n {
+        buf.resize(n, T::default());
+    }
+    &mut buf[..n]
+}
+
+#[allow(clippy::too_many_arguments)]
+fn head_bf16(
+    isa: Isa,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    ld: usize,
+    len: usize,
+    dh: usize,
+    out: &mut [f32],
+    ldo: usize,
+    s: &mut Scratch,
+) {
+    let (mr, nr) = (bf16::MR, bf16::NR);
+    let depth = dh.div_ceil(2);
+    // Rows padded to whole tiles (the micro-kernel writes MR rows), keys to whole panels.
+    let rows_pad = len.next_multiple_of(mr);
+    let keys_pad = len.next_multiple_of(nr);
+    let heads_pad = dh.next_multiple_of(nr);
+    let key_pairs = len.div_ceil(2);
+
+    let qs = at_least(&mut s.q, len * depth);
+    for (r, row) in qs.chunks_exact_mut(depth).enumerate() {
+        bf16::round_row(isa, &q[r * ld..][..dh], row);
+    }
+    // K's rows as pairs (as Q's), then panel j, word p, column c: word p of key j·NR + c.
+    let k_rows = at_least(&mut s.p, len * depth);
+    for (r, row) in k_rows.chunks_exact_mut(depth).enumerate() {
+        bf16::round_row(isa, &k[r * ld..][..dh], row);
+    }
+    let ks = at_least(&mut s.k, keys_pad * depth);
+    for (j, panel) in ks.chunks_exact_mut(depth * nr).enumerate() {
+        for c in 0..nr {
+            let key = j * nr + c;
+            for p in 0..depth {
+                panel[p * nr + c] = if key < len { k_rows[key * depth + p] } else { 0 };
+            }
+        }
+    }
+    let scores = at_least(&mut s.scores, rows_pad * keys_pad);
+    for i in (0..len).step_by(mr) {
+        let rows = mr.min(len - i);
+        for (j, panel) in ks.chunks_exact(depth * nr).enumerate() {
+            bf16::tile(
+                isa,
+                depth,
+                &qs[i * depth..],
+                depth,
+                rows,
+                panel,
+                &mut scores[i * keys_pad + j * nr..],
+                keys_pad,
+                false,
+            );
+        }
+    }
+    // Softmax over the real keys, then the probabilities as pairs of keys (an odd last one pairs with 0).
+    let ps = at_least(&mut s.p, len * key_pairs);
+    for (r, p_row) in ps.chunks_exact_mut(key_pairs).enumerate() {
+        let row = &mut scores[r * keys_pad..][..len];
+        rows::softmax(isa, row);
+        bf16::round_row(isa, row, p_row);
+    }
+    // Panel j, word p, column c: the pair (V[2p][j·NR + c], V[2p+1][j·NR + c]).
+    let vs = at_least(&mut s.v, (heads_pad / nr) * key_pairs * nr);
+    vs.fill(0);
+    for (j, panel) in vs.chunks_exact_mut(key_pairs * nr).enumerate() {
+        let cols = nr.min(dh - j * nr);
+        for (p, words) in panel.chunks_exact_mut(nr).enumerate() {
+            let first = &v[2 * p * ld + j * nr..][..cols];
+            match v.get((2 * p + 1) * ld + j * nr..).filter(|_| 2 * p + 1 < len) {
+                Some(second) => bf16::pair_rows(first, &second[..cols], &mut words[..cols]),
+                None => bf16::pair_rows(first, &[0.0; bf16::NR][..cols], &mut words[..cols]),
+            }
+        }
+    }
+    let o = at_least(&mut s.out, rows_pad * heads_pad);
+    for i in (0..len).step_by(mr) {
+        let rows = mr.min(len - i);
+        for (j, panel) in vs.chunks_exact(key_pairs * nr).enumerate() {
+            bf16::tile(
+                isa,
+                key_pairs,
+                &ps[i * key_pairs..],
+                key_pairs,
+                rows,
+                panel,
+                &mut o[i * heads_pad + j * nr..],
+                heads_pad,
+                false,
+            );
+        }
+    }
+    for r in 0..len {
+        out[r * ldo..][..dh].copy_from_slice(&o[r * heads_pad..][..dh]);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn head_f32(
+    isa: Isa,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    ld: usize,
+    len: usize,
+    dh: usize,
+    out: &mut [f32],
+    ldo: usize,
+    s: &mut Scratch,
+) {
+    // scores = Q · Kᵀ, then a softmax per row; every score is written by the product.
+    s.packed.repack_transposed(k, len, dh, ld);
+    let scores = at_least(&mut s.scores, len * len);
+    gemm::gemm_serial(isa, q, ld, &s.packed, scores, len, Epilogue::None);
+    scores.chunks_exact_mut(len).for_each(|row| rows::softmax(isa, row));
+    s.packed.repack_rows(v, len, dh, ld);
+    let o = at_least(&mut s.out, len * dh);
+    gemm::gemm_serial(isa, scores, len, &s.packed, o, dh, Epilogue::None);
+    for r in 0..len {
+        out[r * ldo..][..dh].copy_from_slice(&o[r * dh..][..dh]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// softmax(Q · Kᵀ) · V in f64.
+    fn reference(q: &[f32], k: &[f32], v: &[f32], ld: usize, len: usize, dh: usize) -> Vec<f64> {
+        let mut out = vec![0.0; len * dh];
+        for i in 0..len {
+            let scores: Vec<f64> =
+                (0..len).map(|j| (0..dh).map(|d| q[i * ld + d] as f64 * k[j * ld + d] as f64).sum()).collect();
+            let top = scores.iter().cloned().fold(f64::MIN, f64::max);
+            let e: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
+            let total: f64 = e.iter().sum();
+            for d in 0..dh {
+                out[i * dh + d] = (0..len).map(|j| e[j] / total * v[j * ld + d] as f64).sum();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_path_matches_the_reference_on_awkward_lengths() {
+        // Lengths around the tiles (12 rows, 32 keys) and odd ones (a half pair),
+        // head widths of the encoder's models and an odd one, the thread's buffers reused throughout.
+        for isa in Isa::available() {
+            for &(len, dh) in &[(1, 32), (2, 32), (11, 32), (13, 33), (32, 64), (33, 32), (97, 32), (256, 32), (7, 5)] {
+                let ld = 3 * dh + 1;
+                let all = crate::sample::uniform(len * ld, (len * dh) as u64, 2.0);
+                let (q, k, v) = (&all[..], &all[dh..], &all[2 * dh..]);
+                // The bf16 path rounds Q, K and V's values: the reference takes them rounded.
+                let rounded: Vec<f32> = all.iter().map(|&x| bf16::from_bf16(bf16::to_bf16(x))).collect();
+                let exact = if isa.has_bf16() { &rounded } else { &all };
+                let want = reference(exact, &exact[dh..], &exact[2 * dh..], ld, len, dh);
+                let ldo = dh + 3;
+                let mut out = vec![f32::NAN; (len - 1) * ldo + dh];
+                head(isa, q, k, v, ld, len, dh, &mut out, ldo);
+                // What is left is the probabilities' rounding: 2^-9 of each, |v| ≤ 2.
+                let tolerance = if isa.has_bf16() { 0.01 } else { 1e-4 };
+                for i in 0..len {
+                    for d in 0..dh {
+                        let (got, want) = (out[i * ldo + d] as f64, want[i * dh + d]);
+                        assert!(
+                            (got - want).abs() < tolerance,
+                            "{isa:?} len {len} dh {dh} at {i},{d}: {got} vs {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
