@@ -520,13 +520,19 @@ impl Part {
         writer.wait_merging_threads().map_err(|e| self.err(e))
     }
 
-    /// Takes the writer lock, waiting while another process holds it.
+    /// Takes the writer lock, waiting while another process holds it, and
+    /// removes the files no commit names: a writer killed mid-commit leaves
+    /// some, named as this one's next commit would name its own (tantivy
+    /// refuses to overwrite them).
     fn writer(&self, wait: Duration) -> Result<IndexWriter, FulltextError> {
         let started = Instant::now();
         let mut pause = Duration::from_millis(2);
         loop {
             match self.index.writer_with_num_threads(1, WRITER_BUDGET) {
-                Ok(writer) => return Ok(writer),
+                Ok(writer) => {
+                    writer.garbage_collect_files().wait().map_err(|e| self.err(e))?;
+                    return Ok(writer);
+                }
                 Err(tantivy::TantivyError::LockFailure(LockError::LockBusy, _)) if started.elapsed() < wait => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
@@ -576,6 +582,53 @@ mod tests {
 
     fn paths(hits: &[FulltextHit]) -> Vec<String> {
         hits.iter().map(|h| format!("{}#{}", h.path, h.ordinal)).collect()
+    }
+
+    /// Every file name under `dir`, recursively, relative to it.
+    fn files(dir: &Path) -> BTreeSet<PathBuf> {
+        let mut out = BTreeSet::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                out.extend(files(&path).into_iter().map(|f| path.strip_prefix(dir).unwrap().join(f)));
+            } else {
+                out.insert(path.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn files_a_killed_writer_left_behind_do_not_block_the_next() {
+        // A process killed while committing leaves the files it wrote (a delete file named
+        // by segment and operation number) listed as managed but in no commit. The next
+        // writer starts from the same commit, reaches the same numbers and names the same
+        // files: it must not fail on them. Made here by committing a change in a copy of
+        // the index and carrying the copy's new files back, as the killed one had.
+        let (dir, fulltext) = index(vec![document("a.md", None, &["alpha one"]), document("b.md", None, &["beta"])]);
+        drop(fulltext);
+        let copy = tempfile::tempdir().unwrap();
+        for file in files(dir.path()) {
+            std::fs::create_dir_all(copy.path().join(&file).parent().unwrap()).unwrap();
+            std::fs::copy(dir.path().join(&file), copy.path().join(&file)).unwrap();
+        }
+        let change = Delta { generation: 8, full: false, documents: Vec::new(), removed: vec!["a.md".into()] };
+        Fulltext::open(copy.path()).unwrap().apply(&change).unwrap();
+        let before = files(dir.path());
+        let left: Vec<PathBuf> = files(copy.path()).into_iter().filter(|f| !before.contains(f)).collect();
+        assert!(left.iter().any(|f| f.extension().is_some_and(|e| e == "del")), "no delete file to leave: {left:?}");
+        for file in left.iter().filter(|f| f.file_name().is_some_and(|n| n != "meta.json")) {
+            std::fs::copy(copy.path().join(file), dir.path().join(file)).unwrap();
+        }
+        for part in ["documents", "chunks"] {
+            let managed = format!("{part}/.managed.json");
+            std::fs::copy(copy.path().join(&managed), dir.path().join(&managed)).unwrap();
+        }
+        let fulltext = Fulltext::open(dir.path()).unwrap();
+        assert_eq!(fulltext.generation().unwrap(), 7, "the change must not be committed here");
+        fulltext.apply(&change).unwrap();
+        assert_eq!(fulltext.generation().unwrap(), 8);
+        assert_eq!(paths(&fulltext.search("alpha beta", 5, None).unwrap()), ["b.md#0"]);
     }
 
     #[test]
