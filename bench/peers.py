@@ -348,7 +348,7 @@ def index_all(docs, onnx):
     cmd = [RAGBOX, "index", "--workspace", ws]
     # The first build also reports its time by stage (a JSON line on stderr, which goes to the log).
     out, first, rss = measured([*cmd, "--json", "--timings"], ragbox_env())
-    stages = next(json.loads(l) for l in reversed(LOG.read_text().splitlines()) if l.startswith('{"embed"'))
+    stages = next(json.loads(l) for l in reversed(LOG.read_text().splitlines()) if l.startswith('{') and '"embed"' in l)
     _, again, rss_again = measured(cmd, ragbox_env())
     edited = ws / "docs" / f"{next(iter(docs))}.md"
     edited.write_text(docs[edited.stem] + "\nEdited by the benchmark.\n")
