@@ -98,7 +98,8 @@ fn head_bf16(
     for (r, row) in qs.chunks_exact_mut(depth).enumerate() {
         bf16::round_row(isa, &q[r * ld..][..dh], row);
     }
-    // K's rows as pairs (as Q's), then panel j, word p, column c: word p of key j·NR + c.
+    // K's rows as pairs (as Q's; in the probabilities' buffer, free until the softmax),
+    // then panel j, word p, column c: word p of key j·NR + c.
     let k_rows = at_least(&mut s.p, len * depth);
     for (r, row) in k_rows.chunks_exact_mut(depth).enumerate() {
         bf16::round_row(isa, &k[r * ld..][..dh], row);
@@ -113,22 +114,7 @@ fn head_bf16(
         }
     }
     let scores = at_least(&mut s.scores, rows_pad * keys_pad);
-    for i in (0..len).step_by(mr) {
-        let rows = mr.min(len - i);
-        for (j, panel) in ks.chunks_exact(depth * nr).enumerate() {
-            bf16::tile(
-                isa,
-                depth,
-                &qs[i * depth..],
-                depth,
-                rows,
-                panel,
-                &mut scores[i * keys_pad + j * nr..],
-                keys_pad,
-                false,
-            );
-        }
-    }
+    product(isa, qs, depth, len, ks, scores, keys_pad);
     // Softmax over the real keys, then the probabilities as pairs of keys (an odd last one pairs with 0).
     let ps = at_least(&mut s.p, len * key_pairs);
     for (r, p_row) in ps.chunks_exact_mut(key_pairs).enumerate() {
@@ -150,24 +136,22 @@ fn head_bf16(
         }
     }
     let o = at_least(&mut s.out, rows_pad * heads_pad);
-    for i in (0..len).step_by(mr) {
-        let rows = mr.min(len - i);
-        for (j, panel) in vs.chunks_exact(key_pairs * nr).enumerate() {
-            bf16::tile(
-                isa,
-                key_pairs,
-                &ps[i * key_pairs..],
-                key_pairs,
-                rows,
-                panel,
-                &mut o[i * heads_pad + j * nr..],
-                heads_pad,
-                false,
-            );
-        }
-    }
+    product(isa, ps, key_pairs, len, vs, o, heads_pad);
     for r in 0..len {
         out[r * ldo..][..dh].copy_from_slice(&o[r * heads_pad..][..dh]);
+    }
+}
+
+/// `C = A · B` on the bf16 micro-kernel: A `len` rows of `depth` pair words,
+/// B panels of `depth` × [`bf16::NR`] words, C at stride `ldc` with room for
+/// `len` rounded up to whole tiles of [`bf16::MR`] rows.
+fn product(isa: Isa, a: &[u32], depth: usize, len: usize, panels: &[u32], c: &mut [f32], ldc: usize) {
+    let (mr, nr) = (bf16::MR, bf16::NR);
+    for i in (0..len).step_by(mr) {
+        let rows = mr.min(len - i);
+        for (j, panel) in panels.chunks_exact(depth * nr).enumerate() {
+            bf16::tile(isa, depth, &a[i * depth..], depth, rows, panel, &mut c[i * ldc + j * nr..], ldc, false);
+        }
     }
 }
 
