@@ -40,11 +40,27 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::default();
 }
 
-/// `out = softmax(Q · Kᵀ) · V` for `len` tokens of a head `dh` wide: `q`,
-/// `k` and `v` hold `len` rows at stride `ld` (their first `dh` values are
-/// the head's), `out` receives `len` rows of `dh` at stride `ldo`.
-#[allow(clippy::too_many_arguments)]
-pub fn head(isa: Isa, q: &[f32], k: &[f32], v: &[f32], ld: usize, len: usize, dh: usize, out: &mut [f32], ldo: usize) {
+/// One head of one sequence: `q`, `k` and `v` hold `len` rows at stride `ld`,
+/// the head's `dh` values first in each.
+#[derive(Clone, Copy)]
+pub struct Head<'a> {
+    /// Queries, already scaled.
+    pub q: &'a [f32],
+    /// Keys.
+    pub k: &'a [f32],
+    /// Values.
+    pub v: &'a [f32],
+    /// Row stride of `q`, `k` and `v`.
+    pub ld: usize,
+    /// Tokens.
+    pub len: usize,
+    /// The head's width.
+    pub dh: usize,
+}
+
+/// `out = softmax(Q · Kᵀ) · V` for one head: `out` receives `len` rows of `dh` at stride `ldo`.
+pub fn head(isa: Isa, x: Head, out: &mut [f32], ldo: usize) {
+    let Head { q, k, v, ld, len, dh } = x;
     if len == 0 || dh == 0 {
         return;
     }
@@ -52,11 +68,7 @@ pub fn head(isa: Isa, q: &[f32], k: &[f32], v: &[f32], ld: usize, len: usize, dh
     assert!(q.len() >= need && k.len() >= need && v.len() >= need, "Q, K or V too short for {len} rows");
     assert!(out.len() >= (len - 1) * ldo + dh, "out too short for {len} rows");
     SCRATCH.with_borrow_mut(|scratch| {
-        if isa.has_bf16() {
-            head_bf16(isa, q, k, v, ld, len, dh, out, ldo, scratch)
-        } else {
-            head_f32(isa, q, k, v, ld, len, dh, out, ldo, scratch)
-        }
+        if isa.has_bf16() { head_bf16(isa, x, out, ldo, scratch) } else { head_f32(isa, x, out, ldo, scratch) }
     })
 }
 
@@ -73,19 +85,8 @@ fn at_least<T: Copy + Default>(buf: &mut Vec<T>, n: usize) -> &mut [T] {
     &mut buf[..n]
 }
 
-#[allow(clippy::too_many_arguments)]
-fn head_bf16(
-    isa: Isa,
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    ld: usize,
-    len: usize,
-    dh: usize,
-    out: &mut [f32],
-    ldo: usize,
-    s: &mut Scratch,
-) {
+fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
+    let Head { q, k, v, ld, len, dh } = x;
     let (mr, nr) = (bf16::MR, bf16::NR);
     let depth = dh.div_ceil(2);
     // Rows padded to whole tiles (the micro-kernel writes MR rows), keys to whole panels.
@@ -155,19 +156,8 @@ fn product(isa: Isa, a: &[u32], depth: usize, len: usize, panels: &[u32], c: &mu
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn head_f32(
-    isa: Isa,
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    ld: usize,
-    len: usize,
-    dh: usize,
-    out: &mut [f32],
-    ldo: usize,
-    s: &mut Scratch,
-) {
+fn head_f32(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
+    let Head { q, k, v, ld, len, dh } = x;
     // scores = Q · Kᵀ, then a softmax per row; every score is written by the product.
     s.packed.repack_transposed(k, len, dh, ld);
     let scores = at_least(&mut s.scores, len * len);
@@ -216,7 +206,7 @@ mod tests {
                 let want = reference(exact, &exact[dh..], &exact[2 * dh..], ld, len, dh);
                 let ldo = dh + 3;
                 let mut out = vec![f32::NAN; (len - 1) * ldo + dh];
-                head(isa, q, k, v, ld, len, dh, &mut out, ldo);
+                head(isa, Head { q, k, v, ld, len, dh }, &mut out, ldo);
                 // What is left is the probabilities' rounding: 2^-9 of each, |v| ≤ 2.
                 let tolerance = if isa.has_bf16() { 0.01 } else { 1e-4 };
                 for i in 0..len {

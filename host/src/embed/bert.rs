@@ -11,11 +11,12 @@
 use super::EmbedError;
 use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device};
+use ragbox_kernels::attention::{self, Head};
 use ragbox_kernels::buf::Buf;
 use ragbox_kernels::gemm::{self, Epilogue, Packed};
 use ragbox_kernels::rows::{self, Activation};
 use ragbox_kernels::scratch::{self, Taken};
-use ragbox_kernels::{Isa, attention, bf16, int8};
+use ragbox_kernels::{Isa, bf16, int8};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::path::Path;
@@ -498,21 +499,28 @@ impl Bert {
             .filter(|(_, (_, len))| *len > 0)
             .flat_map(|(s, _)| (0..self.heads).map(move |head| (s, head)))
             .collect();
-        let outputs: Vec<Taken<f32>> = jobs
-            .par_iter()
-            .map(|&(s, head)| {
-                let (start, len) = spans[s];
-                let q = &qkv[start * ld + head * dh..];
-                let mut out = scratch::F32.take(len * dh);
-                attention::head(isa, q, &q[h..], &q[2 * h..], ld, len, dh, &mut out, dh);
-                out
-            })
-            .collect();
-        for (&(s, head), out) in jobs.iter().zip(&outputs) {
+        // Every head's output in one buffer, a slice per job in job order (a buffer per job
+        // would fill the pool with small ones and push the activations' out).
+        let mut outputs = scratch::F32.take(jobs.iter().map(|&(s, _)| spans[s].1 * dh).sum());
+        let mut slices = Vec::with_capacity(jobs.len());
+        let mut rest = &mut outputs[..];
+        for &(s, _) in &jobs {
+            let (one, tail) = std::mem::take(&mut rest).split_at_mut(spans[s].1 * dh);
+            slices.push(one);
+            rest = tail;
+        }
+        jobs.par_iter().zip(slices).for_each(|(&(s, head), out)| {
             let (start, len) = spans[s];
-            for (r, row) in out.chunks_exact(dh).enumerate().take(len) {
+            let q = &qkv[start * ld + head * dh..];
+            attention::head(isa, Head { q, k: &q[h..], v: &q[2 * h..], ld, len, dh }, out, dh);
+        });
+        let mut at = 0;
+        for &(s, head) in &jobs {
+            let (start, len) = spans[s];
+            for (r, row) in outputs[at..][..len * dh].chunks_exact(dh).enumerate() {
                 ctx[(start + r) * h + head * dh..][..dh].copy_from_slice(row);
             }
+            at += len * dh;
         }
     }
 }
