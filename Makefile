@@ -28,6 +28,12 @@ BUILD_VENV := target/build-venv
 WINDOWS := x86_64-pc-windows-gnu
 APPLE := aarch64-apple-darwin x86_64-apple-darwin
 
+# A clean one-shot build gains nothing from cargo's incremental caches, and
+# they were the largest part of target/ (a CI run's disk filled up in the guest tests).
+ifeq ($(CI),true)
+export CARGO_INCREMENTAL := 0
+endif
+
 setup-run: .setup-stamp $(VENV)/.stamp
 setup: setup-run $(CONFORMANCE) $(POSTGRES) $(BUILD_VENV)/.stamp .cross-stamp $(DOCUMENTS)
 
@@ -126,6 +132,7 @@ run: setup-run build model
 test: setup build model test-rust test-guests test-python test-dist cross test-windows
 
 test-rust:
+	@df -h . | sed -n 2p | awk '{print "disk free before the Rust tests: " $$4}'
 	cargo test --workspace
 	# The search tools' end-to-end tests again with every index in PostgreSQL + pgvector
 	# (the tests start the server from target/postgres; one collection per fixture).
@@ -134,6 +141,7 @@ test-rust:
 
 # Guest logic (arguments, Cortext paths, filters) as native unit tests; the example tool's too.
 test-guests: $(DOCUMENTS)
+	@df -h . | sed -n 2p | awk '{print "disk free before the guest tests: " $$4}'
 	cd guest-tools && RAGBOX_DOCUMENTS=$(CURDIR)/target/documents/real cargo test --target $(HOST_TRIPLE)
 	cd examples/tool-find-todos && cargo test --target $(HOST_TRIPLE) --target-dir ../../target/guest-tools-tests
 	cd tool-sdk && cargo test --target $(HOST_TRIPLE) --target-dir ../target/guest-tools-tests
@@ -151,6 +159,7 @@ test-dist: $(BUILD_VENV)/.stamp
 # wine by test-windows); the Apple targets are type-checked, their C
 # dependencies compiled by zig (a full Apple link needs Apple's SDK).
 cross: .cross-stamp $(BUILD_VENV)/.stamp
+	@df -h . | sed -n 2p | awk '{print "disk free before the cross-builds: " $$4}'
 	cargo build -p ragbox --target $(WINDOWS)
 	for t in $(APPLE); do PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" cargo-zigbuild check -p ragbox --target $$t || exit 1; done
 
