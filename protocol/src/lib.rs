@@ -8,7 +8,7 @@ mod results;
 pub mod walk;
 
 pub use results::{
-    Context, ContextChunk, Decision, DecisionHistory, EmbeddingStatus, ExtractedInformation, IndexedSource,
+    Context, ContextChunk, Coverage, Decision, DecisionHistory, EmbeddingStatus, ExtractedInformation, IndexedSource,
     KeywordResults, LineMatch, NotIndexed, Passage, PathList, Pending, QuestionContext, QuestionSearchInfo,
     RecentEmbedding, RelevantConversation, SearchResult, SearchResults, SemanticResults, SimilarDocument,
     SimilarDocuments, SimilarSearchInfo, SimilarToText, SourceGroup, SourceList, SourceRef, SourceStatistics,

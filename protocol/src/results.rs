@@ -64,6 +64,9 @@ pub struct SimilarDocuments {
     pub num_results: usize,
     /// Most similar first; `text` is each one's first passage.
     pub similar: Vec<Passage>,
+    /// How much of the store was compared, when files are still being embedded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// A keyword match as `search_workspace` gives it.
@@ -429,6 +432,9 @@ pub struct SimilarSearchInfo {
     pub excluded_source: Option<String>,
     /// Always `semantic_similarity`.
     pub search_method: String,
+    /// How much of the store was compared, when files are still being embedded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
 }
 
 /// `search_similar`'s response (seed 003).
@@ -482,6 +488,20 @@ pub struct QuestionSearchInfo {
     pub sources_searched: Value,
     /// The most chunks asked for.
     pub context_limit: u64,
+    /// How much of the store the search by meaning covered, when files are still being embedded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
+}
+
+/// How much of the store a search by meaning covered while files are still being embedded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Coverage {
+    /// Chunks with vectors, which the search by meaning saw.
+    pub embedded_chunks: u64,
+    /// Chunks stored, every one searchable by keyword.
+    pub stored_chunks: u64,
+    /// The same in words.
+    pub message: String,
 }
 
 /// `search_by_question`'s response (seed 003).

@@ -285,10 +285,28 @@ fn a_large_change_is_searchable_by_keyword_first_and_cancel_keeps_finished_docum
     let hybrid: Value = serde_json::from_str(&search(&f, &["--hybrid", name])).unwrap();
     let coverage = &hybrid["search_info"]["coverage"];
     assert!(coverage["embedded_chunks"].as_u64().unwrap() < coverage["stored_chunks"].as_u64().unwrap(), "{hybrid}");
-    let topic = json!({ "topic": name }).to_string();
-    let out = f.command(&["tools", "call", "get_context", &topic]).output().expect("run ragbox tools call");
-    let context = String::from_utf8_lossy(&out.stdout);
+    let context = tool_output(&f, "get_context", json!({ "topic": name }));
     assert!(context.contains("still being embedded"), "{context}");
+    // Every other tool that searches by meaning says so too.
+    let question: Value =
+        serde_json::from_str(&tool_output(&f, "search_by_question", json!({ "question": name }))).unwrap();
+    let coverage = &question["search_info"]["coverage"];
+    assert!(coverage["embedded_chunks"].as_u64().unwrap() < coverage["stored_chunks"].as_u64().unwrap(), "{question}");
+    let similar: Value =
+        serde_json::from_str(&tool_output(&f, "search_similar", json!({ "reference_text": name }))).unwrap();
+    assert!(
+        similar["search_info"]["coverage"]["message"].as_str().unwrap().contains("still being embedded"),
+        "{similar}"
+    );
+    let skills = tool_output(&f, "search_skills", json!({ "query": name }));
+    assert!(skills.contains("still being embedded"), "{skills}");
+    // A semantic hit's document has its vectors.
+    let by_meaning: Value = serde_json::from_str(&semantic).unwrap();
+    let embedded = by_meaning["results"][0]["source_path"].as_str().expect("a semantic hit").to_string();
+    let similar = tool_output(&f, "get_similar", json!({ "source_path": embedded }));
+    assert!(similar.contains("still being embedded"), "{similar}");
+    let not_yet = tool_output(&f, "get_similar", json!({ "source_path": last }));
+    assert!(not_yet.contains("is not embedded yet"), "{not_yet}");
 
     // The next run embeds only the rest, and the semantic search then covers everything.
     let kept = 300 - waiting;
@@ -297,6 +315,13 @@ fn a_large_change_is_searchable_by_keyword_first_and_cancel_keeps_finished_docum
     assert_eq!(status(&f)["up_to_date"], true);
     let semantic = search(&f, &["--semantic", name]);
     assert!(!semantic.contains("still being embedded"), "{semantic}");
+}
+
+/// `ragbox tools call NAME ARGS` on the fixture: its result, or all it printed when it failed.
+fn tool_output(f: &Fixture, name: &str, args: Value) -> String {
+    let out = f.command(&["tools", "call", name, &args.to_string()]).output().expect("run ragbox tools call");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() { stdout.into_owned() } else { format!("{stdout}{}", String::from_utf8_lossy(&out.stderr)) }
 }
 
 /// `ragbox search --json ARGS` on the fixture: its output.

@@ -2,13 +2,12 @@
 //! by document-level similarity (mean chunk vectors), the source left out.
 
 use ragbox_sdk::args::{self, optional_count};
-use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{Passage, SimilarDocuments};
 use ragbox_sdk::semantic::{self, conversation_name, score};
 use ragbox_sdk::text::truncate;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, corpus, vectors, walk};
+use ragbox_sdk::{Annotations, CallError, corpus, cortext, indexer, vectors, walk};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -45,7 +44,15 @@ fn check(a: Args) -> Result<Request, String> {
 fn run(source: &str, workspace_root: &str, n: u64) -> Result<SimilarDocuments, String> {
     let not_found = || format!("Document not found: {source}");
     let path = walk::in_workspace(source, workspace_root).ok_or_else(not_found)?;
-    if corpus::get(&path)?.is_none() {
+    let stored = corpus::get(&path)?;
+    // Stored for keyword search, its vectors not made yet: nothing to compare.
+    if stored.as_ref().is_some_and(|doc| !indexer::is_embedded(doc)) {
+        return Err(format!(
+            "{path} is not embedded yet: it is searchable by keyword, and get_similar can compare it once embedding \
+             reaches it (or run embed_document on it now)"
+        ));
+    }
+    if stored.is_none() {
         let hint = if semantic::index_is_empty()? {
             " (nothing is embedded yet: run embed_workspace first)"
         } else if std::fs::metadata(&path).is_ok() {
@@ -79,7 +86,8 @@ fn run(source: &str, workspace_root: &str, n: u64) -> Result<SimilarDocuments, S
             }
         })
         .collect();
-    Ok(SimilarDocuments { success: true, source: path, num_results: similar.len(), similar })
+    let message = semantic::coverage().map(semantic::coverage_note);
+    Ok(SimilarDocuments { success: true, source: path, num_results: similar.len(), similar, message })
 }
 
 struct Tool;

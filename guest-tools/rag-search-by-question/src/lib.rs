@@ -10,7 +10,7 @@ use ragbox_sdk::protocol::{ContextChunk, ExtractedInformation, QuestionContext, 
 use ragbox_sdk::rag_server::{self, Mode, round, source_ref};
 use ragbox_sdk::text::keywords;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, args};
+use ragbox_sdk::{Annotations, CallError, args, semantic};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -279,6 +279,7 @@ fn run(r: &Request) -> Result<QuestionContext, String> {
             search_method: r.mode.name().to_string(),
             sources_searched,
             context_limit: r.limit,
+            coverage: semantic::coverage_report(),
         },
         context_found: !found.is_empty(),
         raw_context,

@@ -9,7 +9,7 @@ use ragbox_sdk::protocol::{SimilarDocument, SimilarSearchInfo, SimilarToText};
 use ragbox_sdk::rag_server::{self, document_id, metadata_map, round, source_ref};
 use ragbox_sdk::text::truncate;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, ErrorCode, args, vectors};
+use ragbox_sdk::{Annotations, CallError, ErrorCode, args, semantic, vectors};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -91,6 +91,7 @@ fn run(r: &Request) -> Result<SimilarToText, String> {
             similarity_threshold: r.threshold,
             excluded_source: r.exclude.clone(),
             search_method: "semantic_similarity".to_string(),
+            coverage: semantic::coverage_report(),
         },
     })
 }

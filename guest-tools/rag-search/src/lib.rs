@@ -92,13 +92,9 @@ fn run(r: &Request) -> Result<SearchResults, String> {
         });
     }
     if r.mode != Mode::Fulltext
-        && let Some((embedded, stored)) = semantic::coverage()
+        && let Some(coverage) = semantic::coverage_report()
     {
-        info["coverage"] = json!({
-            "embedded_chunks": embedded,
-            "stored_chunks": stored,
-            "message": semantic::coverage_note((embedded, stored)),
-        });
+        info["coverage"] = json!(coverage);
     }
     if r.mode == Mode::Hybrid {
         info["fusion"] = json!({

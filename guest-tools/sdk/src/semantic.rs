@@ -9,7 +9,7 @@ use crate::cortext::{DateRange, Layout};
 use crate::lines::Lines;
 use crate::text::truncate;
 use crate::{Error, ErrorCode};
-use ragbox_protocol::Passage;
+use ragbox_protocol::{Coverage, Passage};
 
 /// Longest chunk text a result carries: prose chunks and whole code units fit
 /// (see [`crate::code::MAX_UNIT_BYTES`]); only a very long SKILL.md is cut
@@ -65,6 +65,15 @@ pub fn coverage() -> Option<(u64, u64)> {
     let stored = corpus::stats().ok()?.chunks;
     let embedded = state.in_graphs + state.exact;
     (embedded < stored).then_some((embedded, stored))
+}
+
+/// [`coverage`] for a response: `None` when the vector index holds every stored chunk.
+pub fn coverage_report() -> Option<Coverage> {
+    coverage().map(|(embedded, stored)| Coverage {
+        embedded_chunks: embedded,
+        stored_chunks: stored,
+        message: coverage_note((embedded, stored)),
+    })
 }
 
 /// What an answer from part of the store says about it.

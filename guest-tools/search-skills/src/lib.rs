@@ -10,6 +10,7 @@ use ragbox_sdk::corpus::Filter;
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::hybrid::{self, Scored};
+use ragbox_sdk::semantic;
 use ragbox_sdk::skill::MARKER;
 use ragbox_sdk::tool::{self, Text, ToolSet};
 use ragbox_sdk::{Annotations, CallError};
@@ -98,8 +99,10 @@ fn run(query: &str, n: u64, max_tokens: u64) -> Result<String, String> {
         metadata: vec![(MARKER.0.to_string(), MARKER.1.to_string())],
     };
     let Some(hits) = hybrid::search(query, n as u32, &skills, MIN_COSINE)? else { return Ok(NO_MATCH.to_string()) };
+    // Skills still being embedded are found by their words alone: say so.
+    let partial = semantic::coverage().map(|c| format!("\n{}\n", semantic::coverage_note(c)));
     if hits.is_empty() {
-        return Ok(NO_MATCH.to_string());
+        return Ok(format!("{NO_MATCH}{}", partial.unwrap_or_default()));
     }
     let matches: Vec<String> = hits.iter().enumerate().map(|(i, h)| format_match(i, h)).collect();
     let fit = budget::fitting(matches.iter().map(String::as_str), max_tokens);
@@ -114,6 +117,7 @@ fn run(query: &str, n: u64, max_tokens: u64) -> Result<String, String> {
             rest.join(", ")
         ));
     }
+    out.push_str(&partial.unwrap_or_default());
     Ok(out)
 }
 
