@@ -8,7 +8,8 @@
 //! point from its own range (asymmetric: a GELU output's range is mostly
 //! positive), each column of B a symmetric scale from its largest weight.
 //! It is less exact than bf16, so the encoder uses it only where its worst
-//! cosine to f32 over SciFact stays ≥ 0.999 (`bench/results/precision.md`).
+//! cosine to f32 stays ≥ 0.999 (`bench/results/precision.md`), and evens out
+//! A's channels first where their ranges are known ([`Packed::smoothed`]).
 //!
 //! The loop nest is [`gemm`](super::gemm)'s. B is packed once into panels of
 //! [`NR`] columns whose rows are *quads* of B's rows (`b[4p..4p+4][c]` in one
@@ -39,17 +40,54 @@ pub struct Packed {
     data: Buf<u32>,
     /// Per column: the scale, then the sum of its bytes (as f32), `n` each.
     column: Buf<f32>,
+    /// Per row of B, when smoothed: what A's values in that channel are
+    /// multiplied by before they are quantised (B's row was multiplied by its inverse).
+    smooth: Option<Buf<f32>>,
 }
+
+/// SmoothQuant's α: how much of a channel's range smoothing moves from A into B.
+const SMOOTH_ALPHA: f32 = 0.5;
 
 impl Packed {
     /// Packs the transpose of `w` (`n` rows of `k` values, row stride `ld`):
     /// a linear layer's `[out, in]` weight becomes the `in × out` operand.
     pub fn transposed(w: &[f32], n: usize, k: usize, ld: usize) -> Self {
+        Self::pack(w, n, k, ld, None)
+    }
+
+    /// [`Self::transposed`] with A's channels evened out first (SmoothQuant,
+    /// α = 0.5): channel `j` of A, whose values reach about `range[j]`, is
+    /// divided by `s = sqrt(range[j] / max |B[j][·]|)` as it is quantised and
+    /// B's row `j` multiplied by it, so that a few wide channels (a
+    /// LayerNorm's large gains) no longer take most of every row's 256 steps.
+    /// The product is the same; its rounding error is smaller.
+    pub fn smoothed(w: &[f32], n: usize, k: usize, ld: usize, range: &[f32]) -> Self {
+        assert_eq!(range.len(), k, "one range per channel of A");
+        let mut largest = vec![0.0f32; k];
+        for c in 0..n {
+            largest.iter_mut().zip(&w[c * ld..][..k]).for_each(|(m, v)| *m = m.max(v.abs()));
+        }
+        // Clamped, so that a dead channel or weight row cannot blow the other side up.
+        let s: Vec<f32> = range
+            .iter()
+            .zip(&largest)
+            .map(|(&a, &b)| (a.max(1e-5).powf(SMOOTH_ALPHA) / b.max(1e-5).powf(1.0 - SMOOTH_ALPHA)).clamp(1e-3, 1e3))
+            .collect();
+        Self::pack(w, n, k, ld, Some(&s))
+    }
+
+    /// Packs the transpose of `w`, its row `j` of B (input channel `j`) multiplied by `s[j]` when given.
+    fn pack(w: &[f32], n: usize, k: usize, ld: usize, s: Option<&[f32]>) -> Self {
         let quads = k.div_ceil(4);
         let mut data = vec![0u32; n.div_ceil(NR) * quads * NR];
         let mut column = vec![0.0f32; 2 * n];
+        let mut scaled = vec![0.0f32; if s.is_some() { k } else { 0 }];
         for c in 0..n {
-            let row = &w[c * ld..][..k];
+            let mut row = &w[c * ld..][..k];
+            if let Some(s) = s {
+                scaled.iter_mut().zip(row).zip(s).for_each(|((o, v), s)| *o = v * s);
+                row = &scaled;
+            }
             let largest = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
             let scale = if largest > 0.0 { largest / 127.0 } else { 1.0 };
             let bytes: Vec<i8> = row.iter().map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8).collect();
@@ -62,19 +100,23 @@ impl Packed {
                 panel[p * NR + c % NR] = u32::from_le_bytes(word);
             }
         }
-        Self { k, n, data: data.into(), column: column.into() }
+        let smooth = s.map(|s| s.iter().map(|v| 1.0 / v).collect::<Vec<f32>>().into());
+        Self { k, n, data: data.into(), column: column.into(), smooth }
     }
 
-    /// A packing of `k × n` read back from `data` and `column` (as [`Self::data`]
-    /// gave them); `None` when their lengths do not fit those sizes.
-    pub fn from_data(k: usize, n: usize, data: Buf<u32>, column: Buf<f32>) -> Option<Self> {
-        let fits = data.len() == n.div_ceil(NR) * k.div_ceil(4) * NR && column.len() == 2 * n;
-        fits.then_some(Self { k, n, data, column })
+    /// A packing of `k × n` read back from `data`, `column` and `smooth` (as
+    /// [`Self::data`] gave them); `None` when their lengths do not fit those sizes.
+    pub fn from_data(k: usize, n: usize, data: Buf<u32>, column: Buf<f32>, smooth: Option<Buf<f32>>) -> Option<Self> {
+        let fits = data.len() == n.div_ceil(NR) * k.div_ceil(4) * NR
+            && column.len() == 2 * n
+            && smooth.as_ref().is_none_or(|s| s.len() == k);
+        fits.then_some(Self { k, n, data, column, smooth })
     }
 
-    /// The packed bytes and the per-column scales and sums, to keep (see [`Self::from_data`]).
-    pub fn data(&self) -> (&Buf<u32>, &Buf<f32>) {
-        (&self.data, &self.column)
+    /// The packed bytes, the per-column scales and sums, and the smoothing of
+    /// A's channels when there is one, to keep (see [`Self::from_data`]).
+    pub fn data(&self) -> (&Buf<u32>, &Buf<f32>, Option<&Buf<f32>>) {
+        (&self.data, &self.column, self.smooth.as_ref())
     }
 
     /// Columns of B.
@@ -101,8 +143,15 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
     let mut scales = vec![RowScale::default(); m];
     const ROWS: usize = 64;
     a8.par_chunks_mut(ROWS * quads).zip(scales.par_chunks_mut(ROWS)).enumerate().for_each(|(t, (out, scales))| {
+        // A smoothed row is multiplied out first: one pass over a row in L1, against k·n multiply-adds.
+        let mut smoothed = vec![0.0f32; if b.smooth.is_some() { b.k } else { 0 }];
         for (r, (row, scale)) in out.chunks_exact_mut(quads).zip(scales).enumerate() {
-            *scale = quantise_row(isa, &a[(t * ROWS + r) * lda..][..b.k], row);
+            let mut values = &a[(t * ROWS + r) * lda..][..b.k];
+            if let Some(s) = &b.smooth {
+                smoothed.iter_mut().zip(values).zip(s.iter()).for_each(|((o, v), s)| *o = v * s);
+                values = &smoothed;
+            }
+            *scale = quantise_row(isa, values, row);
         }
     });
     let blocking = Blocking { mr: MR, nr: NR, kc: KC };
@@ -343,6 +392,30 @@ mod tests {
             let worst = exact.iter().zip(&low).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
             assert!(worst < 0.01 * scale, "{isa:?}: {worst} of {scale}");
             assert!(worst > 0.0, "{isa:?}: 8-bit rounding should show");
+        }
+    }
+
+    #[test]
+    fn smoothing_a_few_wide_channels_makes_the_product_closer() {
+        // A LayerNorm's output: most channels within ±1, four of them twenty times wider.
+        let (m, k, n) = (24, 384, 64);
+        let wide = |j: usize| if j % 97 == 5 { 20.0 } else { 1.0 };
+        let a: Vec<f32> = random(m * k, 3).iter().enumerate().map(|(i, v)| v * wide(i % k)).collect();
+        let w = random(n * k, 4);
+        let range: Vec<f32> = (0..k).map(wide).collect();
+        let mut exact = vec![0.0; m * n];
+        gemm::gemm(Isa::Portable, &a, k, &gemm::Packed::transposed(&w, n, k, k), &mut exact, n, Epilogue::None);
+        let error = |packed: &Packed, isa| {
+            let mut c = vec![0.0; m * n];
+            gemm(isa, &a, k, packed, &mut c, n, Epilogue::None);
+            exact.iter().zip(&c).map(|(x, y)| ((x - y) as f64).powi(2)).sum::<f64>().sqrt()
+        };
+        let smoothed = Packed::smoothed(&w, n, k, k, &range);
+        let kept = Packed::from_data(k, n, smoothed.data.clone(), smoothed.column.clone(), smoothed.smooth.clone());
+        for isa in Isa::available() {
+            let (plain, even) = (error(&Packed::transposed(&w, n, k, k), isa), error(&smoothed, isa));
+            assert!(even < 0.5 * plain, "{isa:?}: smoothed error {even} against {plain}");
+            assert_eq!(error(kept.as_ref().expect("its own data fits"), isa), even, "{isa:?}: read back differs");
         }
     }
 }

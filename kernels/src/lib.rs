@@ -40,18 +40,19 @@ pub enum Isa {
     Avx512Bf16,
     /// [`Isa::Avx512Bf16`], with the encoder's first feed-forward product in
     /// 8-bit integers (AVX-512 VNNI's `vpdpbusd`, twice `vdpbf16ps`'s
-    /// multiply-adds). Only when asked for (`RAGBOX_KERNELS=int8`): measured,
-    /// it falls below the 0.999 cosine to f32 that a default path must keep
-    /// (0.9982 on a short text; bench/results/precision.md).
+    /// multiply-adds), its input smoothed ([`int8::Packed::smoothed`]): within
+    /// the 0.999 cosine to f32 a default path keeps (bench/results/precision.md).
     Avx512Int8,
 }
 
 impl Isa {
     /// The best default path this CPU runs, unless `RAGBOX_KERNELS` names
-    /// another (`portable`; `avx2` for f32 products on a CPU with BF16; `int8`).
+    /// another (`portable`; `avx2` for f32 products on a CPU with BF16; `bf16`
+    /// for no int8 product on a CPU with VNNI).
     pub fn detect() -> Self {
+        // Every path keeps within 0.999 cosine of f32 on every text measured: the fastest is the best.
         let paths = Self::available();
-        let best = paths.iter().rev().copied().find(|p| p.is_default()).unwrap_or(Self::Portable);
+        let best = paths.last().copied().unwrap_or(Self::Portable);
         let asked = std::env::var("RAGBOX_KERNELS").ok();
         asked.and_then(|name| paths.into_iter().find(|p| p.short_name() == name)).unwrap_or(best)
     }
@@ -74,12 +75,6 @@ impl Isa {
             }
         }
         paths
-    }
-
-    /// Whether [`Self::detect`] may pick this path unasked: its vectors stay
-    /// within 0.999 cosine of f32 on every text measured.
-    pub fn is_default(self) -> bool {
-        self != Self::Avx512Int8
     }
 
     /// Whether the f32 kernels take their AVX2 + FMA code.

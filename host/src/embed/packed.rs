@@ -25,8 +25,9 @@ use std::sync::Arc;
 const MAGIC: &[u8; 8] = b"RBXPACK\x01";
 
 /// Raised whenever `bert.rs` or the kernels change what an array holds (the
-/// query scale folded into Q, a panel width): older files are then packed again.
-const FORMAT: u32 = 2;
+/// query scale folded into Q, a panel width, the int8 weights smoothed): older
+/// files are then packed again, and removed once a file of this format is written.
+const FORMAT: u32 = 3;
 
 /// Arrays start at multiples of this (a cache line; every element type divides it).
 const ALIGN: usize = 64;
