@@ -21,7 +21,7 @@ use std::cell::RefCell;
 struct Scratch {
     /// Q's rows as bf16 pairs.
     q: Vec<u32>,
-    /// K packed into panels of keys (bf16), or K or V for the f32 path.
+    /// K packed into panels of keys (bf16).
     k: Vec<u32>,
     /// V packed into panels of pairs of rows (bf16).
     v: Vec<u32>,
@@ -29,7 +29,7 @@ struct Scratch {
     p: Vec<u32>,
     /// Scores, then probabilities (f32), padded to whole tiles.
     scores: Vec<f32>,
-    /// The product P · V, padded to whole tiles.
+    /// The product P · V, padded to whole tiles (bf16).
     out: Vec<f32>,
     /// K or V packed for the f32 path.
     packed: Packed,
@@ -66,7 +66,7 @@ pub fn head(isa: Isa, x: Head, out: &mut [f32], ldo: usize) {
     }
     let need = (len - 1) * ld + dh;
     assert!(q.len() >= need && k.len() >= need && v.len() >= need, "Q, K or V too short for {len} rows");
-    assert!(out.len() >= (len - 1) * ldo + dh, "out too short for {len} rows");
+    assert!(ldo >= dh && out.len() >= (len - 1) * ldo + dh, "out too short for {len} rows of {dh} at stride {ldo}");
     SCRATCH.with_borrow_mut(|scratch| {
         if isa.has_bf16() { head_bf16(isa, x, out, ldo, scratch) } else { head_f32(isa, x, out, ldo, scratch) }
     })
@@ -125,7 +125,10 @@ fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
     }
     // Panel j, word p, column c: the pair (V[2p][j·NR + c], V[2p+1][j·NR + c]).
     let vs = at_least(&mut s.v, (heads_pad / nr) * key_pairs * nr);
-    vs.fill(0);
+    if dh % nr != 0 {
+        // The last panel's columns past the head's width are read by the kernel: zero, not stale.
+        vs.fill(0);
+    }
     for (j, panel) in vs.chunks_exact_mut(key_pairs * nr).enumerate() {
         let cols = nr.min(dh - j * nr);
         for (p, words) in panel.chunks_exact_mut(nr).enumerate() {
@@ -164,11 +167,8 @@ fn head_f32(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
     gemm::gemm_serial(isa, q, ld, &s.packed, scores, len, Epilogue::None);
     scores.chunks_exact_mut(len).for_each(|row| rows::softmax(isa, row));
     s.packed.repack_rows(v, len, dh, ld);
-    let o = at_least(&mut s.out, len * dh);
-    gemm::gemm_serial(isa, scores, len, &s.packed, o, dh, Epilogue::None);
-    for r in 0..len {
-        out[r * ldo..][..dh].copy_from_slice(&o[r * dh..][..dh]);
-    }
+    // Straight into `out`: the f32 product writes exactly `len` rows of `dh` at any stride.
+    gemm::gemm_serial(isa, scores, len, &s.packed, &mut out[..(len - 1) * ldo + dh], ldo, Epilogue::None);
 }
 
 #[cfg(test)]

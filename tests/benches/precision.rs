@@ -79,6 +79,7 @@ fn main() {
         .iter()
         .map(|t| (embedders[0].token_offsets_until(t, || false).expect("tokenize").len() + 2).min(256) as f64)
         .collect();
+    let tokens: f64 = lengths.iter().sum();
     let flop: f64 =
         lengths.iter().map(|n| MATMUL_FLOP_PER_TOKEN * n + ATTN_FLOP_PER_TOKEN_PER_POS * n * n).sum::<f64>();
     // The paths take turns, each timed at its best of the rounds: the machine is shared, and
@@ -97,7 +98,9 @@ fn main() {
         }
     }
     let mut rows = Vec::new();
-    // The f32 path's vectors of the abstracts and of the titles.
+    // The f32 path (the first one run that is not bf16) is what the others are measured against.
+    let reference_path = paths.iter().copied().find(|isa| !isa.has_bf16());
+    // Its vectors of the abstracts and of the titles.
     let mut reference: Option<(Vectors, Vectors)> = None;
     for ((&isa, embedder), (vectors, seconds)) in paths.iter().zip(&embedders).zip(first.into_iter().zip(best)) {
         let peak = ragbox_kernels::peak::gflops(isa) * 1e9;
@@ -107,7 +110,6 @@ fn main() {
             worst = Worst::of(&vectors, reference);
             worst_title = Worst::of(&short, reference_titles);
         }
-        let tokens: f64 = lengths.iter().sum();
         eprintln!(
             "{}: {seconds:.1} s, {:.0} tokens/s, worst cosine {:.6}, on titles {:.6}",
             isa.name(),
@@ -116,8 +118,7 @@ fn main() {
             worst_title.cosine
         );
         rows.push((isa, seconds, tokens / seconds, flop / seconds, peak, worst, worst_title));
-        // The f32 path (the first one run that is not bf16) is what the others are measured against.
-        if reference.is_none() && !isa.has_bf16() {
+        if Some(isa) == reference_path {
             reference = Some((vectors, short));
         }
     }
@@ -141,9 +142,8 @@ fn main() {
         "| path | products in | chosen unasked | seconds | tokens/s | GFLOP/s (model FLOPs ÷ time) | path's peak GFLOP/s | share of peak | worst cosine to f32 | mean cosine to f32 | worst cosine, titles alone |"
     );
     let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
-    // What `Isa::detect` picks unasked (whatever RAGBOX_KERNELS says for this run), and what the others are measured against.
+    // What `Isa::detect` picks unasked (whatever RAGBOX_KERNELS says for this run).
     let chosen = Isa::available().last().copied();
-    let reference_path = paths.iter().copied().find(|isa| !isa.has_bf16());
     for (isa, seconds, rate, flops, peak, worst, worst_title) in &rows {
         let precision = if isa.has_int8() {
             "bf16 × bf16 → f32 (attention too), the first feed-forward product u8 × s8 → i32 (its input smoothed)"
