@@ -6,11 +6,13 @@
 //! of depth `vdpbf16ps` reads once transposed into panels of keys, and V is
 //! packed as pairs of consecutive rows, so neither product goes through the
 //! general loop nest (a head's products are too small for its blocking and
-//! thread split to pay). The scores and the softmax stay f32; the
-//! probabilities are rounded to bfloat16 for the second product. Elsewhere
+//! thread split to pay); where the CPU has AMX, both run on its tiles
+//! ([`amx`]), the keys padded to whole tiles of depth. The scores and the
+//! softmax stay f32; the probabilities are rounded to bfloat16 for the second product. Elsewhere
 //! both products run on [`gemm`]'s f32 kernel.
 
 use super::Isa;
+use super::amx;
 use super::bf16;
 use super::gemm::{self, Epilogue, Packed};
 use super::rows;
@@ -85,6 +87,13 @@ fn at_least<T: Copy + Default>(buf: &mut Vec<T>, n: usize) -> &mut [T] {
     &mut buf[..n]
 }
 
+/// [`at_least`], starting on a cache line: the tiles' 64-byte rows then straddle none.
+fn aligned(buf: &mut Vec<u32>, n: usize) -> &mut [u32] {
+    let room = at_least(buf, n + 15);
+    let start = room.as_ptr().align_offset(64).min(15);
+    &mut room[start..][..n]
+}
+
 fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
     let Head { q, k, v, ld, len, dh } = x;
     let (mr, nr) = (bf16::MR, bf16::NR);
@@ -94,18 +103,20 @@ fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
     let keys_pad = len.next_multiple_of(nr);
     let heads_pad = dh.next_multiple_of(nr);
     let key_pairs = len.div_ceil(2);
+    // AMX tiles take the keys 16 pairs at a time: P's rows and V's panels are zero past the last key.
+    let key_depth = if isa.has_amx() { key_pairs.next_multiple_of(amx::PAIRS) } else { key_pairs };
 
-    let qs = at_least(&mut s.q, len * depth);
+    let qs = aligned(&mut s.q, len * depth);
     for (r, row) in qs.chunks_exact_mut(depth).enumerate() {
         bf16::round_row(isa, &q[r * ld..][..dh], row);
     }
     // K's rows as pairs (as Q's; in the probabilities' buffer, free until the softmax),
     // then panel j, word p, column c: word p of key j·NR + c.
-    let k_rows = at_least(&mut s.p, len * depth);
+    let k_rows = aligned(&mut s.p, len * depth);
     for (r, row) in k_rows.chunks_exact_mut(depth).enumerate() {
         bf16::round_row(isa, &k[r * ld..][..dh], row);
     }
-    let ks = at_least(&mut s.k, keys_pad * depth);
+    let ks = aligned(&mut s.k, keys_pad * depth);
     for (j, panel) in ks.chunks_exact_mut(depth * nr).enumerate() {
         for c in 0..nr {
             let key = j * nr + c;
@@ -117,20 +128,24 @@ fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
     let scores = at_least(&mut s.scores, rows_pad * keys_pad);
     product(isa, qs, depth, len, ks, scores, keys_pad);
     // Softmax over the real keys, then the probabilities as pairs of keys (an odd last one pairs with 0).
-    let ps = at_least(&mut s.p, len * key_pairs);
-    for (r, p_row) in ps.chunks_exact_mut(key_pairs).enumerate() {
+    let ps = aligned(&mut s.p, len * key_depth);
+    for (r, p_row) in ps.chunks_exact_mut(key_depth).enumerate() {
         let row = &mut scores[r * keys_pad..][..len];
         rows::softmax(isa, row);
+        let (p_row, padding) = p_row.split_at_mut(key_pairs);
         bf16::round_row(isa, row, p_row);
+        padding.fill(0);
     }
     // Panel j, word p, column c: the pair (V[2p][j·NR + c], V[2p+1][j·NR + c]).
-    let vs = at_least(&mut s.v, (heads_pad / nr) * key_pairs * nr);
+    let vs = aligned(&mut s.v, (heads_pad / nr) * key_depth * nr);
     if dh % nr != 0 {
         // The last panel's columns past the head's width are read by the kernel: zero, not stale.
         vs.fill(0);
     }
-    for (j, panel) in vs.chunks_exact_mut(key_pairs * nr).enumerate() {
+    for (j, panel) in vs.chunks_exact_mut(key_depth * nr).enumerate() {
         let cols = nr.min(dh - j * nr);
+        let (panel, padding) = panel.split_at_mut(key_pairs * nr);
+        padding.fill(0);
         for (p, words) in panel.chunks_exact_mut(nr).enumerate() {
             let first = &v[2 * p * ld + j * nr..][..cols];
             match v.get((2 * p + 1) * ld + j * nr..).filter(|_| 2 * p + 1 < len) {
@@ -140,7 +155,7 @@ fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
         }
     }
     let o = at_least(&mut s.out, rows_pad * heads_pad);
-    product(isa, ps, key_pairs, len, vs, o, heads_pad);
+    product(isa, ps, key_depth, len, vs, o, heads_pad);
     for r in 0..len {
         out[r * ldo..][..dh].copy_from_slice(&o[r * heads_pad..][..dh]);
     }
@@ -151,6 +166,10 @@ fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
 /// `len` rounded up to whole tiles of [`bf16::MR`] rows.
 fn product(isa: Isa, a: &[u32], depth: usize, len: usize, panels: &[u32], c: &mut [f32], ldc: usize) {
     let (mr, nr) = (bf16::MR, bf16::NR);
+    if isa.has_amx() && depth.is_multiple_of(amx::PAIRS) {
+        let cols = panels.len() / depth;
+        return amx::block(a, depth, panels, depth, cols, &mut c[..(len - 1) * ldc + cols], ldc);
+    }
     for i in (0..len).step_by(mr) {
         let rows = mr.min(len - i);
         for (j, panel) in panels.chunks_exact(depth * nr).enumerate() {

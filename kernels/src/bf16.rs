@@ -96,7 +96,10 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
     let m = c.len().div_ceil(ldc);
     let pairs = b.k.div_ceil(2);
     assert!(m == 0 || a.len() >= (m - 1) * lda + b.k, "A too short for {m} rows of {}", b.k);
-    let mut a16 = super::scratch::U32.take(m * pairs);
+    // Tile rows are 64 bytes: A starts on a cache line, so that none of them straddles two.
+    let mut taken = super::scratch::U32.take(m * pairs + 15);
+    let start = taken.as_ptr().align_offset(64).min(15);
+    let a16 = &mut taken[start..][..m * pairs];
     // Rounding A is one pass over it, against k·n multiply-adds per row.
     const ROWS: usize = 64;
     a16.par_chunks_mut(ROWS * pairs).enumerate().for_each(|(t, out)| {
@@ -105,13 +108,20 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
         }
     });
     let blocking = Blocking { mr: MR, nr: NR, kc: KC };
-    gemm::shared(b.k, b.n, NR, c, ldc, |row, col, cols, out, ld| {
+    // AMX tiles take the depth 16 pairs at a time (every product of the encoder's).
+    let amx = isa.has_amx() && pairs.is_multiple_of(super::amx::PAIRS);
+    let mr = if amx { super::amx::ROWS } else { MR };
+    gemm::shared(b.k, b.n, NR, mr, c, ldc, |row, col, cols, out, ld| {
         let first = col / NR;
         let panels = &b.data[first * pairs * NR..(first + cols.div_ceil(NR)) * pairs * NR];
         let a = &a16[row * pairs..];
-        gemm::blocked(a, pairs, panels, pairs, cols, out, ld, blocking, |kc, a, lda, rows, panel, c, ldc, add| {
-            tile(isa, kc, a, lda, rows, panel, c, ldc, add)
-        });
+        if amx {
+            super::amx::block(a, pairs, panels, pairs, cols, out, ld);
+        } else {
+            gemm::blocked(a, pairs, panels, pairs, cols, out, ld, blocking, |kc, a, lda, rows, panel, c, ldc, add| {
+                tile(isa, kc, a, lda, rows, panel, c, ldc, add)
+            });
+        }
         gemm::finish(isa, out, ld, out.len().div_ceil(ld), cols, epilogue.past_column(col));
     });
 }
@@ -319,9 +329,19 @@ mod tests {
     #[test]
     fn every_path_matches_the_rounded_reference_on_awkward_shapes() {
         // Odd depths (a half pair), tails of MR and NR, depth across KC pairs,
-        // and the encoder's own shapes; serial, row-split and column-split.
-        let shapes =
-            [(1, 1, 1), (1, 384, 1152), (5, 7, 17), (13, 385, 33), (97, 520, 64), (50, 600, 200), (96, 384, 1536)];
+        // the AMX tiles' whole depths with tails of their 32-row blocks and of
+        // a panel, and the encoder's own shapes; serial, row-split and column-split.
+        let shapes = [
+            (1, 1, 1),
+            (1, 384, 1152),
+            (5, 7, 17),
+            (13, 385, 33),
+            (97, 520, 64),
+            (50, 600, 200),
+            (45, 512, 40),
+            (200, 64, 72),
+            (96, 384, 1536),
+        ];
         let pools = [1, 2, 5].map(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap());
         for isa in Isa::available() {
             for (pool, &(m, k, n)) in pools.iter().flat_map(|p| shapes.iter().map(move |s| (p, s))) {

@@ -135,17 +135,18 @@ impl<'a> Epilogue<'a> {
 /// with row stride `ldc`, shared out over the thread pool.
 pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usize, epilogue: Epilogue) {
     let view = b.view();
-    shared(b.k, b.n, NR, c, ldc, |row, col, cols, out, ld| {
+    shared(b.k, b.n, NR, MR, c, ldc, |row, col, cols, out, ld| {
         let panels = view.panels_range(col / NR, (col + cols).div_ceil(NR));
         gemm_view(isa, &a[row * lda..], lda, panels, out, ld, epilogue.past_column(col));
     });
 }
 
 /// Shares out the product `C (m × n) = A (m × k) · B` over the thread pool, for
-/// a kernel whose B panels are `nr` columns wide. `serial(row, col, cols, out,
+/// a kernel whose B panels are `nr` columns wide and whose tiles are `mr` rows
+/// high (a thread's rows are a multiple of them). `serial(row, col, cols, out,
 /// ld)` computes rows `row..` (as many as `out` holds at stride `ld`) of
 /// columns `col..col + cols` into `out`; `col` is a multiple of `nr`.
-pub(crate) fn shared<F>(k: usize, n: usize, nr: usize, c: &mut [f32], ldc: usize, serial: F)
+pub(crate) fn shared<F>(k: usize, n: usize, nr: usize, mr: usize, c: &mut [f32], ldc: usize, serial: F)
 where
     F: Fn(usize, usize, usize, &mut [f32], usize) + Sync,
 {
@@ -182,7 +183,7 @@ where
         return;
     }
     // Many rows: blocks of rows, enough for every thread, at most MC each.
-    let per_task = m.div_ceil(threads * 2).next_multiple_of(MR).clamp(MR, MC);
+    let per_task = m.div_ceil(threads * 2).next_multiple_of(mr).clamp(mr, MC.next_multiple_of(mr));
     c.par_chunks_mut(per_task * ldc).enumerate().for_each(|(t, rows)| serial(t * per_task, 0, n, rows, ldc));
 }
 

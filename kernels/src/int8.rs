@@ -156,7 +156,7 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
     });
     let blocking = Blocking { mr: MR, nr: NR, kc: KC };
     let (col_scale, col_sum) = b.column.split_at(b.n);
-    gemm::shared(b.k, b.n, NR, c, ldc, |row, col, cols, out, ld| {
+    gemm::shared(b.k, b.n, NR, MR, c, ldc, |row, col, cols, out, ld| {
         let first = col / NR;
         let panels = &b.data[first * quads * NR..(first + cols.div_ceil(NR)) * quads * NR];
         gemm::blocked(

@@ -3,6 +3,7 @@
 
 #![warn(missing_docs)]
 
+mod amx;
 pub mod attention;
 pub mod bf16;
 pub mod buf;
@@ -43,12 +44,17 @@ pub enum Isa {
     /// multiply-adds), its input smoothed ([`int8::Packed::smoothed`]): within
     /// the 0.999 cosine to f32 a default path keeps (bench/results/precision.md).
     Avx512Int8,
+    /// [`Isa::Avx512Bf16`], with the encoder's weight products on Intel AMX
+    /// tiles (`tdpbf16ps`: 8,192 bf16 multiply-adds an instruction, the same
+    /// rounding and f32 sums), where the CPU has AMX-BF16 and the OS grants its
+    /// state; no int8 product, which the tiles' bf16 outruns.
+    AmxBf16,
 }
 
 impl Isa {
     /// The best default path this CPU runs, unless `RAGBOX_KERNELS` names
     /// another (`portable`; `avx2` for f32 products on a CPU with BF16; `bf16`
-    /// for no int8 product on a CPU with VNNI).
+    /// for no int8 product on a CPU with VNNI; `int8` for AVX-512 instead of AMX).
     pub fn detect() -> Self {
         // Every path keeps within 0.999 cosine of f32 on every text measured: the fastest is the best.
         let paths = Self::available();
@@ -72,6 +78,9 @@ impl Isa {
                 if std::is_x86_feature_detected!("avx512vnni") {
                     paths.push(Self::Avx512Int8);
                 }
+                if amx::available() {
+                    paths.push(Self::AmxBf16);
+                }
             }
         }
         paths
@@ -79,17 +88,22 @@ impl Isa {
 
     /// Whether the f32 kernels take their AVX2 + FMA code.
     pub fn has_avx2(self) -> bool {
-        matches!(self, Self::Avx2Fma | Self::Avx512Bf16 | Self::Avx512Int8)
+        matches!(self, Self::Avx2Fma | Self::Avx512Bf16 | Self::Avx512Int8 | Self::AmxBf16)
     }
 
     /// Whether the path may use AVX-512 F and BW (every AVX-512 path).
     pub fn has_avx512(self) -> bool {
-        matches!(self, Self::Avx512Bf16 | Self::Avx512Int8)
+        matches!(self, Self::Avx512Bf16 | Self::Avx512Int8 | Self::AmxBf16)
     }
 
     /// Whether the encoder's weight products run in bfloat16 ([`bf16`]).
     pub fn has_bf16(self) -> bool {
-        matches!(self, Self::Avx512Bf16 | Self::Avx512Int8)
+        matches!(self, Self::Avx512Bf16 | Self::Avx512Int8 | Self::AmxBf16)
+    }
+
+    /// Whether the bf16 weight products run on AMX tiles ([`Isa::AmxBf16`]).
+    pub fn has_amx(self) -> bool {
+        self == Self::AmxBf16
     }
 
     /// Whether the encoder's first feed-forward product runs in 8-bit integers ([`int8`]).
@@ -104,6 +118,7 @@ impl Isa {
             Self::Avx2Fma => "avx2",
             Self::Avx512Bf16 => "bf16",
             Self::Avx512Int8 => "int8",
+            Self::AmxBf16 => "amx",
         }
     }
 
@@ -114,6 +129,7 @@ impl Isa {
             Self::Avx2Fma => "avx2+fma",
             Self::Avx512Bf16 => "avx512-bf16",
             Self::Avx512Int8 => "avx512-bf16+int8",
+            Self::AmxBf16 => "amx-bf16",
         }
     }
 }
@@ -128,6 +144,9 @@ pub fn cpu_features() -> Vec<&'static str> {
             ($($f:tt),*) => { $(if std::is_x86_feature_detected!($f) { found.push($f); })* };
         }
         probe!("sse4.2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512bf16", "avx512vnni");
+        if amx::available() {
+            found.push("amx-bf16");
+        }
     }
     #[cfg(target_arch = "aarch64")]
     if std::arch::is_aarch64_feature_detected!("neon") {
@@ -162,6 +181,8 @@ pub mod peak {
     /// FLOPs of one step of [`chains`].
     fn per_step(isa: Isa) -> f64 {
         match isa {
+            // 4 chains of 16 × 16 sums of 16 bf16 pairs per 16 steps.
+            Isa::AmxBf16 => 4.0 * 16.0 * 16.0 * 32.0 * 2.0 / 16.0,
             // 12 chains of 16 byte quads (64 multiply-adds) per instruction.
             Isa::Avx512Int8 => 12.0 * 128.0,
             // 12 chains of 16 bf16 pairs (32 multiply-adds) per instruction.
@@ -176,6 +197,9 @@ pub mod peak {
     fn chains(isa: Isa, rounds: usize) -> f64 {
         #[cfg(target_arch = "x86_64")]
         {
+            if isa.has_amx() {
+                return super::amx::peak(rounds);
+            }
             // SAFETY: each path is only chosen after the CPU was seen to have its features.
             if isa.has_int8() {
                 return unsafe { x86::int8(rounds) };
