@@ -21,8 +21,6 @@ use super::bf16::NR;
 pub(crate) const PAIRS: usize = 16;
 /// Rows of C one pass computes: two tiles of A.
 pub(crate) const ROWS: usize = 32;
-/// Rows of a tile.
-const TILE_ROWS: usize = 16;
 
 /// Whether this process may use AMX-BF16 tiles: the CPU has them, and the OS
 /// saves their state for it (asked once; Linux hands it out on request).
@@ -115,8 +113,11 @@ pub(crate) fn block(a: &[u32], lda: usize, panels: &[u32], pairs: usize, cols: u
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{NR, PAIRS, TILE_ROWS};
+    use super::{NR, PAIRS};
     use std::arch::asm;
+
+    /// Rows of a tile.
+    const TILE_ROWS: usize = 16;
 
     /// The tile registers configured for one block's passes; released when dropped.
     pub(super) struct Tiles(());
