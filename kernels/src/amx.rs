@@ -23,7 +23,10 @@ pub(crate) const PAIRS: usize = 16;
 pub(crate) const ROWS: usize = 32;
 
 /// Whether this process may use AMX-BF16 tiles: the CPU has them, and the OS
-/// saves their state for it (asked once; Linux hands it out on request).
+/// saves their state for it (asked once; Linux hands it out on request, for
+/// the whole process and for good: its signal frames then have room for the
+/// tiles, and a signal stack smaller than that is refused from then on).
+#[cfg(target_arch = "x86_64")]
 pub(crate) fn available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *AVAILABLE.get_or_init(os::enable)
@@ -50,7 +53,7 @@ mod os {
 }
 
 /// Other systems: the tile state is not asked for, so the AVX-512 path runs.
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[cfg(all(target_arch = "x86_64", not(target_os = "linux")))]
 mod os {
     pub(super) fn enable() -> bool {
         false
@@ -69,7 +72,7 @@ pub(crate) fn block(a: &[u32], lda: usize, panels: &[u32], pairs: usize, cols: u
     assert!(pairs > 0 && pairs.is_multiple_of(PAIRS), "depth of {pairs} pairs is not whole tiles");
     assert!(lda >= pairs && a.len() >= (m - 1) * lda + pairs, "A too short for {m} rows of {pairs} pairs");
     assert!(panels.len() >= cols.div_ceil(NR) * pairs * NR, "B too short for {cols} columns");
-    assert!(c.len() >= (m - 1) * ldc + cols, "C too short for {m} rows of {cols}");
+    assert!(ldc >= cols && c.len() >= (m - 1) * ldc + cols, "C too short for {m} rows of {cols}");
     #[cfg(target_arch = "x86_64")]
     {
         let _tiles = x86::Tiles::configure();
@@ -119,8 +122,9 @@ mod x86 {
     /// Rows of a tile.
     const TILE_ROWS: usize = 16;
 
-    /// The tile registers configured for one block's passes; released when dropped.
-    pub(super) struct Tiles(());
+    /// The tile registers configured for one block's passes on this thread;
+    /// released when dropped (on the same thread: the tiles are its state).
+    pub(super) struct Tiles(std::marker::PhantomData<*const ()>);
 
     /// `ldtilecfg`'s operand: palette 1, then each tile's bytes per row and rows.
     #[repr(C, align(64))]
@@ -135,6 +139,8 @@ mod x86 {
     impl Tiles {
         /// Every tile 16 rows of 64 bytes (the eight that exist).
         pub(super) fn configure() -> Self {
+            // Without the OS's grant a tile instruction faults: never reached from a wrongly named `Isa`.
+            assert!(super::available(), "AMX tiles used where the OS did not grant them");
             let config = Config {
                 palette: 1,
                 start_row: 0,
@@ -145,7 +151,7 @@ mod x86 {
             // SAFETY: `block` is only called once the CPU and OS were seen to support
             // AMX; the operand is a valid 64-byte palette-1 configuration.
             unsafe { asm!("ldtilecfg [{}]", in(reg) &raw const config, options(nostack, readonly)) };
-            Self(())
+            Self(std::marker::PhantomData)
         }
     }
 
@@ -159,46 +165,53 @@ mod x86 {
 
     /// One 32 × 32 block of C over the whole depth: sums in tmm0–3, A in tmm4–5, B in tmm6–7.
     ///
+    /// One `asm!` from the zeroed sums to their store, with every tile register
+    /// declared clobbered: nothing the compiler emits may sit between the steps.
+    ///
     /// # Safety
     /// The tiles must be configured ([`Tiles`]); `a` readable for 32 rows of
     /// `pairs` words at stride `lda`, `b` for `pairs` rows of `NR` words, `c`
-    /// writable for 32 rows of `NR` values at stride `ldc`; `pairs` a multiple of 16.
+    /// writable for 32 rows of `NR` values at stride `ldc`; `pairs` a non-zero multiple of 16.
     pub(super) unsafe fn pass(pairs: usize, a: *const u32, lda: usize, b: *const u32, c: *mut f32, ldc: usize) {
-        let a_stride = lda * 4;
-        let b_stride = NR * 4;
-        // SAFETY (whole body): the caller's contract bounds every tile row read or written.
+        debug_assert!(pairs > 0 && pairs.is_multiple_of(PAIRS));
+        // SAFETY: the caller's contract bounds every tile row read or written:
+        // A's two tiles advance 64 bytes (16 pairs) a step, B's 16 rows of NR words.
         unsafe {
-            asm!("tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3", options(nostack, nomem));
-            for p in (0..pairs).step_by(PAIRS) {
-                asm!(
-                    "tileloadd tmm4, [{a0} + {sa} * 1]",
-                    "tileloadd tmm5, [{a1} + {sa} * 1]",
-                    "tileloadd tmm6, [{b0} + {sb} * 1]",
-                    "tileloadd tmm7, [{b1} + {sb} * 1]",
-                    "tdpbf16ps tmm0, tmm4, tmm6",
-                    "tdpbf16ps tmm1, tmm4, tmm7",
-                    "tdpbf16ps tmm2, tmm5, tmm6",
-                    "tdpbf16ps tmm3, tmm5, tmm7",
-                    a0 = in(reg) a.add(p),
-                    a1 = in(reg) a.add(TILE_ROWS * lda + p),
-                    b0 = in(reg) b.add(p * NR),
-                    b1 = in(reg) b.add(p * NR + TILE_ROWS),
-                    sa = in(reg) a_stride,
-                    sb = in(reg) b_stride,
-                    options(nostack, readonly),
-                );
-            }
-            let c_stride = ldc * 4;
             asm!(
+                "tilezero tmm0",
+                "tilezero tmm1",
+                "tilezero tmm2",
+                "tilezero tmm3",
+                "2:",
+                "tileloadd tmm4, [{a0} + {sa} * 1]",
+                "tileloadd tmm5, [{a1} + {sa} * 1]",
+                "tileloadd tmm6, [{b} + {sb} * 1]",
+                "tileloadd tmm7, [{b} + {sb} * 1 + 64]",
+                "tdpbf16ps tmm0, tmm4, tmm6",
+                "tdpbf16ps tmm1, tmm4, tmm7",
+                "tdpbf16ps tmm2, tmm5, tmm6",
+                "tdpbf16ps tmm3, tmm5, tmm7",
+                "add {a0}, 64",
+                "add {a1}, 64",
+                "add {b}, {b_step}",
+                "dec {steps}",
+                "jnz 2b",
                 "tilestored [{c0} + {sc} * 1], tmm0",
-                "tilestored [{c1} + {sc} * 1], tmm1",
-                "tilestored [{c2} + {sc} * 1], tmm2",
-                "tilestored [{c3} + {sc} * 1], tmm3",
+                "tilestored [{c0} + {sc} * 1 + 64], tmm1",
+                "tilestored [{c1} + {sc} * 1], tmm2",
+                "tilestored [{c1} + {sc} * 1 + 64], tmm3",
+                a0 = inout(reg) a => _,
+                a1 = inout(reg) a.add(TILE_ROWS * lda) => _,
+                b = inout(reg) b => _,
+                steps = inout(reg) pairs / PAIRS => _,
+                sa = in(reg) lda * 4,
+                sb = in(reg) NR * 4,
+                b_step = in(reg) PAIRS * NR * 4,
                 c0 = in(reg) c,
-                c1 = in(reg) c.add(TILE_ROWS),
-                c2 = in(reg) c.add(TILE_ROWS * ldc),
-                c3 = in(reg) c.add(TILE_ROWS * ldc + TILE_ROWS),
-                sc = in(reg) c_stride,
+                c1 = in(reg) c.add(TILE_ROWS * ldc),
+                sc = in(reg) ldc * 4,
+                out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
+                out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
                 options(nostack),
             );
         }
@@ -208,16 +221,25 @@ mod x86 {
     /// (the peak the benchmarks measure shares against).
     pub(crate) fn peak(rounds: usize) -> f64 {
         let _tiles = Tiles::configure();
-        // SAFETY: tiles configured; only tile registers are touched.
-        unsafe {
-            asm!("tilezero tmm4", "tilezero tmm5", "tilezero tmm6", "tilezero tmm7", options(nostack, nomem));
-            for _ in 0..rounds / 16 {
+        if rounds >= 16 {
+            // SAFETY: tiles configured; only tile registers are touched.
+            unsafe {
                 asm!(
+                    "tilezero tmm4",
+                    "tilezero tmm5",
+                    "tilezero tmm6",
+                    "tilezero tmm7",
+                    "2:",
                     "tdpbf16ps tmm0, tmm4, tmm6",
                     "tdpbf16ps tmm1, tmm4, tmm7",
                     "tdpbf16ps tmm2, tmm5, tmm6",
                     "tdpbf16ps tmm3, tmm5, tmm7",
-                    options(nostack, nomem)
+                    "dec {steps}",
+                    "jnz 2b",
+                    steps = inout(reg) rounds / 16 => _,
+                    out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
+                    out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
+                    options(nostack, nomem),
                 );
             }
         }

@@ -339,6 +339,7 @@ mod tests {
             (97, 520, 64),
             (50, 600, 200),
             (45, 512, 40),
+            (33, 63, 40), // an odd depth in whole AMX tiles: the last pair half zero
             (200, 64, 72),
             (96, 384, 1536),
         ];
@@ -359,6 +360,8 @@ mod tests {
                         let (got, want) = (c[i * ldc + j] as f64, want[i * n + j] + bias[j] as f64);
                         assert!((got - want).abs() < 1e-5 * (k as f64).sqrt(), "{isa:?} {m}x{k}x{n} at {i},{j}");
                     }
+                    // The column past each row's last (ldc = n + 1) is not C's: untouched.
+                    assert!(i + 1 == m || c[i * ldc + n].is_nan(), "{isa:?} {m}x{k}x{n} wrote past row {i}");
                 }
             }
         }
