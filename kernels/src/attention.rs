@@ -87,11 +87,9 @@ fn at_least<T: Copy + Default>(buf: &mut Vec<T>, n: usize) -> &mut [T] {
     &mut buf[..n]
 }
 
-/// [`at_least`], starting on a cache line: the tiles' 64-byte rows then straddle none.
+/// [`at_least`], starting on a cache line ([`amx::on_cache_line`]).
 fn aligned(buf: &mut Vec<u32>, n: usize) -> &mut [u32] {
-    let room = at_least(buf, n + 15);
-    let start = room.as_ptr().align_offset(64).min(15);
-    &mut room[start..][..n]
+    amx::on_cache_line(at_least(buf, n + amx::LINE_SLACK), n)
 }
 
 fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {

@@ -16,6 +16,7 @@
 //! CPU's own conversion (`vcvtne2ps2bf16`) does.
 
 use super::Isa;
+use super::amx;
 use super::buf::Buf;
 use super::gemm::{self, Blocking, Epilogue};
 use rayon::prelude::*;
@@ -96,10 +97,8 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
     let m = c.len().div_ceil(ldc);
     let pairs = b.k.div_ceil(2);
     assert!(m == 0 || a.len() >= (m - 1) * lda + b.k, "A too short for {m} rows of {}", b.k);
-    // Tile rows are 64 bytes: A starts on a cache line, so that none of them straddles two.
-    let mut taken = super::scratch::U32.take(m * pairs + 15);
-    let start = taken.as_ptr().align_offset(64).min(15);
-    let a16 = &mut taken[start..][..m * pairs];
+    let mut taken = super::scratch::U32.take(m * pairs + amx::LINE_SLACK);
+    let a16 = amx::on_cache_line(&mut taken, m * pairs);
     // Rounding A is one pass over it, against k·n multiply-adds per row.
     const ROWS: usize = 64;
     a16.par_chunks_mut(ROWS * pairs).enumerate().for_each(|(t, out)| {
@@ -109,14 +108,14 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
     });
     let blocking = Blocking { mr: MR, nr: NR, kc: KC };
     // AMX tiles take the depth 16 pairs at a time (every product of the encoder's).
-    let amx = isa.has_amx() && pairs.is_multiple_of(super::amx::PAIRS);
-    let mr = if amx { super::amx::ROWS } else { MR };
+    let tiles = isa.has_amx() && pairs.is_multiple_of(amx::PAIRS);
+    let mr = if tiles { amx::ROWS } else { MR };
     gemm::shared(b.k, b.n, NR, mr, c, ldc, |row, col, cols, out, ld| {
         let first = col / NR;
         let panels = &b.data[first * pairs * NR..(first + cols.div_ceil(NR)) * pairs * NR];
         let a = &a16[row * pairs..];
-        if amx {
-            super::amx::block(a, pairs, panels, pairs, cols, out, ld);
+        if tiles {
+            amx::block(a, pairs, panels, pairs, cols, out, ld);
         } else {
             gemm::blocked(a, pairs, panels, pairs, cols, out, ld, blocking, |kc, a, lda, rows, panel, c, ldc, add| {
                 tile(isa, kc, a, lda, rows, panel, c, ldc, add)
