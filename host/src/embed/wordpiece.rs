@@ -334,8 +334,8 @@ impl WordPiece {
     }
 
     /// Calls `emit` with each of `text`'s tokens in order (no special ones).
-    pub fn tokens(&self, text: &str, mut emit: impl FnMut(Token)) {
-        let mut word = Word::default();
+    pub fn tokens(&self, text: &str, emit: impl FnMut(Token)) {
+        let mut pass = Pass { word: Word::default(), nfd: Decomposing::default(), emit };
         // Where each added token is next found at or after `from` (the text's end: nowhere).
         let mut next: Vec<usize> =
             self.added.iter().map(|(content, _)| text.find(content.as_str()).unwrap_or(text.len())).collect();
@@ -352,40 +352,33 @@ impl WordPiece {
                 }
             }
             let until = best.map_or(text.len(), |(at, _)| at);
-            self.segment(&text[from..until], from as u32, &mut word, &mut emit);
+            self.segment(&text[from..until], from as u32, &mut pass);
             let Some((at, i)) = best else { break };
             let (content, id) = &self.added[i];
-            emit(Token { id: *id, start: at as u32, end: (at + content.len()) as u32 });
+            (pass.emit)(Token { id: *id, start: at as u32, end: (at + content.len()) as u32 });
             from = at + content.len();
         }
     }
 
     /// Tokenizes a stretch with no added token in it, starting at byte `base` of the text.
-    fn segment(&self, text: &str, base: u32, word: &mut Word, emit: &mut impl FnMut(Token)) {
-        let mut nfd = Decomposing::default();
+    fn segment(&self, text: &str, base: u32, pass: &mut Pass<impl FnMut(Token)>) {
+        // Each stretch is normalized on its own, as the crate does.
+        pass.nfd = Decomposing::default();
         for (at, c) in text.char_indices() {
             let range = (base + at as u32, base + (at + c.len_utf8()) as u32);
             match self.normalize {
-                None => self.push(c, range, word, emit),
-                Some(n) => self.normalized(c, range, n, &mut nfd, word, emit),
+                None => self.push(c, range, pass),
+                Some(n) => self.normalized(c, range, n, pass),
             }
         }
         if let Some(n) = self.normalize {
-            self.flush(&mut nfd, n, word, emit);
+            self.flush(n, pass);
         }
-        self.finish(word, emit);
+        self.finish(pass);
     }
 
     /// BertNormalizer's text cleaning and ideograph spacing on one character.
-    fn normalized(
-        &self,
-        c: char,
-        range: (u32, u32),
-        n: Normalize,
-        nfd: &mut Decomposing,
-        word: &mut Word,
-        emit: &mut impl FnMut(Token),
-    ) {
+    fn normalized(&self, c: char, range: (u32, u32), n: Normalize, pass: &mut Pass<impl FnMut(Token)>) {
         let mut c = c;
         if n.clean_text {
             if c == '\0' || c == '\u{fffd}' || is_control(c) {
@@ -398,10 +391,10 @@ impl WordPiece {
         if n.chinese && is_chinese(c) {
             // Spaced on both sides (the spaces stand for the ideograph too): a word of its own.
             for c in [' ', c, ' '] {
-                self.decomposed(c, range, n, nfd, word, emit);
+                self.decomposed(c, range, n, pass);
             }
         } else {
-            self.decomposed(c, range, n, nfd, word, emit);
+            self.decomposed(c, range, n, pass);
         }
     }
 
@@ -410,71 +403,64 @@ impl WordPiece {
     /// are dropped. The crate aligns the reordered characters by position (the
     /// n-th character that starts a decomposition takes the n-th source
     /// character's range, the rest the range before them), and so does this.
-    fn decomposed(
-        &self,
-        c: char,
-        range: (u32, u32),
-        n: Normalize,
-        nfd: &mut Decomposing,
-        word: &mut Word,
-        emit: &mut impl FnMut(Token),
-    ) {
+    fn decomposed(&self, c: char, range: (u32, u32), n: Normalize, pass: &mut Pass<impl FnMut(Token)>) {
         if !n.strip_accents {
-            return self.lowered(c, range, n, word, emit);
+            return self.lowered(c, range, n, pass);
         }
-        nfd.sources.push_back(range);
+        pass.nfd.sources.push_back(range);
         let mut first = true;
         unicode_normalization_alignments::char::decompose_canonical(c, |d| {
             let class = unicode_normalization_alignments::char::canonical_combining_class(d);
             if class == 0 {
-                self.flush(nfd, n, word, emit);
+                self.flush(n, pass);
             }
-            nfd.run.push((class, d, first));
+            pass.nfd.run.push((class, d, first));
             first = false;
         });
     }
 
     /// Puts the decomposed characters gathered in canonical order and passes them on.
-    fn flush(&self, nfd: &mut Decomposing, n: Normalize, word: &mut Word, emit: &mut impl FnMut(Token)) {
-        nfd.run.sort_by_key(|&(class, _, _)| class);
-        for i in 0..nfd.run.len() {
-            let (_, d, first) = nfd.run[i];
-            if first && let Some(source) = nfd.sources.pop_front() {
-                nfd.current = source;
+    fn flush(&self, n: Normalize, pass: &mut Pass<impl FnMut(Token)>) {
+        pass.nfd.run.sort_by_key(|&(class, _, _)| class);
+        for i in 0..pass.nfd.run.len() {
+            let (_, d, first) = pass.nfd.run[i];
+            if first && let Some(source) = pass.nfd.sources.pop_front() {
+                pass.nfd.current = source;
             }
             if !d.is_mark_nonspacing() {
-                self.lowered(d, nfd.current, n, word, emit);
+                self.lowered(d, pass.nfd.current, n, pass);
             }
         }
-        nfd.run.clear();
+        pass.nfd.run.clear();
     }
 
-    fn lowered(&self, c: char, range: (u32, u32), n: Normalize, word: &mut Word, emit: &mut impl FnMut(Token)) {
+    fn lowered(&self, c: char, range: (u32, u32), n: Normalize, pass: &mut Pass<impl FnMut(Token)>) {
         if n.lowercase {
             for l in c.to_lowercase() {
-                self.push(l, range, word, emit);
+                self.push(l, range, pass);
             }
         } else {
-            self.push(c, range, word, emit);
+            self.push(c, range, pass);
         }
     }
 
     /// BertPreTokenizer on one normalized character: whitespace ends a word,
     /// punctuation is a word of its own, anything else joins the word.
-    fn push(&self, c: char, range: (u32, u32), word: &mut Word, emit: &mut impl FnMut(Token)) {
+    fn push(&self, c: char, range: (u32, u32), pass: &mut Pass<impl FnMut(Token)>) {
         if c.is_whitespace() {
-            self.finish(word, emit);
+            self.finish(pass);
         } else if is_punctuation(c) {
-            self.finish(word, emit);
-            word.push(c, range);
-            self.finish(word, emit);
+            self.finish(pass);
+            pass.word.push(c, range);
+            self.finish(pass);
         } else {
-            word.push(c, range);
+            pass.word.push(c, range);
         }
     }
 
     /// WordPiece on the word gathered (greedy, longest first), then empties it.
-    fn finish(&self, word: &mut Word, emit: &mut impl FnMut(Token)) {
+    fn finish(&self, pass: &mut Pass<impl FnMut(Token)>) {
+        let Pass { word, emit, .. } = pass;
         if word.text.is_empty() {
             return;
         }
@@ -518,6 +504,13 @@ impl WordPiece {
         }
         word.clear();
     }
+}
+
+/// What tokenizing a text carries from character to character.
+struct Pass<F> {
+    word: Word,
+    nfd: Decomposing,
+    emit: F,
 }
 
 /// Decomposed characters waiting for the next one that starts a
