@@ -229,10 +229,10 @@ fn skill_uri(name: &str) -> String {
 /// metadata alone could come from any file's frontmatter).
 fn skill_name(doc: &DocumentRecord) -> Option<&str> {
     let is_skill_file = doc.path.rsplit('/').next() == Some(SKILL_FILE);
-    if !is_skill_file || doc.kind != "skill" || doc.metadata.get("ragbox.index").map(String::as_str) != Some("skill") {
+    if !is_skill_file || doc.kind != "skill" || doc.metadata.get("ragbox.index") != Some("skill") {
         return None;
     }
-    doc.metadata.get("name").map(String::as_str).filter(|n| !n.is_empty())
+    doc.metadata.get("name").filter(|n| !n.is_empty())
 }
 
 /// A media type from a path's extension; text for what the indexer takes.

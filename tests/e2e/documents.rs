@@ -241,7 +241,7 @@ async fn a_dropped_in_extractor_loads_under_the_tools_rules() {
     assert_eq!(errors(&report).len(), 1, "{report}");
     if !ragbox_tests::postgres_backend() {
         let scan = f.store().document("docs/scan.pdf").unwrap().unwrap();
-        let by = scan.metadata.get("ragbox.extractor").cloned().unwrap_or_default();
+        let by = scan.metadata.get("ragbox.extractor").unwrap_or_default();
         assert!(by.starts_with("pdfx@"), "{:?}", scan.metadata);
     }
     drop(client);

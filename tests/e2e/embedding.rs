@@ -138,7 +138,7 @@ async fn seed_000_scenarios_and_incremental_runs() {
         (doc.conversation_type.as_deref(), doc.date.as_deref(), doc.title.as_deref(), doc.kind.as_str()),
         (Some("learn"), Some("2025-11-05"), Some("Kubernetes"), "markdown")
     );
-    assert_eq!(doc.metadata.get("conversation").map(String::as_str), Some("007-kubernetes"));
+    assert_eq!(doc.metadata.get("conversation"), Some("007-kubernetes"));
     client.cancel().await.unwrap();
 }
 

@@ -35,7 +35,7 @@ pub fn document(d: &DocumentRecord) -> wit::Document {
         title: d.title.clone(),
         conversation_type: d.conversation_type.clone(),
         date: d.date.clone(),
-        metadata: d.metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        metadata: d.metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         embedded_at: d.embedded_at,
         model_id: d.model_id.clone(),
         chunks: d.chunks,

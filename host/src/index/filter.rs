@@ -32,7 +32,7 @@ impl Filter {
             let ext = doc.path.rsplit_once('.').map(|(_, e)| e).filter(|e| !e.contains('/')).unwrap_or("");
             self.extensions.iter().any(|want| want.trim_start_matches('.').eq_ignore_ascii_case(ext))
         };
-        let meta_ok = self.metadata.iter().all(|(k, v)| doc.metadata.get(k).is_some_and(|have| have == v));
+        let meta_ok = self.metadata.iter().all(|(k, v)| doc.metadata.get(k).is_some_and(|have| have == v.as_str()));
         type_ok && date_ok && path_ok && ext_ok && meta_ok
     }
 }
@@ -65,7 +65,7 @@ mod tests {
             path: path.into(),
             conversation_type: kind.map(Into::into),
             date: date.map(Into::into),
-            metadata: [("author".to_string(), "ana".to_string())].into(),
+            metadata: [("author", "ana")].into_iter().collect(),
             ..Default::default()
         }
     }

@@ -17,8 +17,10 @@
 //! so the derived indexes (vectors, fulltext) catch up by reading only what
 //! changed since the generation they reflect (see [`Store::delta`]).
 
+mod metadata;
 mod records;
 
+pub use metadata::Metadata;
 pub use records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
 
 pub use crate::datadir::STORE_FILE;

@@ -1,8 +1,8 @@
 //! What the store keeps per document and per chunk (JSON-encoded in redb, so a
 //! field added later reads old rows with its default).
 
+use super::Metadata;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// One indexed document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -28,7 +28,7 @@ pub struct DocumentRecord {
     pub date: Option<String>,
     /// Frontmatter and path metadata, flattened to strings.
     #[serde(default)]
-    pub metadata: BTreeMap<String, String>,
+    pub metadata: Metadata,
     /// When it was embedded, milliseconds since the Unix epoch.
     pub embedded_at: i64,
     /// The model that made its vectors.
