@@ -151,11 +151,6 @@ impl Embedder {
         self.model.is_mapped()
     }
 
-    /// Whether ragbox's own tokenizer reads the model's (BERT's WordPiece), not the `tokenizers` crate.
-    pub fn native_tokenizer(&self) -> bool {
-        self.tokenizer.is_native()
-    }
-
     /// Tokens the model has embedded since it loaded, special tokens included.
     pub fn tokens_embedded(&self) -> u64 {
         self.tokens.load(std::sync::atomic::Ordering::Relaxed)

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 /// A loaded tokenizer, without truncation or padding (the embedder cuts texts itself).
 pub(super) enum TextTokenizer {
     /// Read by ragbox's own code.
-    Native(WordPiece),
+    Native(Box<WordPiece>),
     /// Read by the `tokenizers` crate.
     Library(Box<tokenizers::Tokenizer>),
 }
@@ -18,7 +18,7 @@ impl TextTokenizer {
     /// Reads a `tokenizer.json`.
     pub(super) fn from_json(bytes: &[u8]) -> Result<Self, EmbedError> {
         if let Some(native) = WordPiece::from_json(bytes) {
-            return Ok(Self::Native(native));
+            return Ok(Self::Native(Box::new(native)));
         }
         let bad = |e: tokenizers::Error| EmbedError::BadFile { file: "tokenizer.json".into(), message: e.to_string() };
         let mut tokenizer = tokenizers::Tokenizer::from_bytes(bytes).map_err(bad)?;
@@ -27,11 +27,6 @@ impl TextTokenizer {
         tokenizer.with_truncation(None).map_err(bad)?;
         tokenizer.with_padding(None);
         Ok(Self::Library(Box::new(tokenizer)))
-    }
-
-    /// Whether ragbox's own code reads it.
-    pub(super) fn is_native(&self) -> bool {
-        matches!(self, Self::Native(_))
     }
 
     /// `text`'s ids, with the special ones around them when `specials`.

@@ -147,62 +147,46 @@ impl<'de> Deserialize<'de> for Vocab {
     }
 }
 
-/// Ids found by a word's bytes: a table of `entry + 1` (0 is empty), sized a
-/// power of two at most half full.
+/// Entries found by their word's bytes past a prefix of `skip` bytes (the
+/// entries only: the words stay in the vocabulary's string).
 struct Table {
-    slots: Vec<u32>,
+    entries: hashbrown::HashTable<u32>,
+    skip: usize,
 }
 
 impl Table {
-    /// A table of the entries `keep` accepts, each keyed by its word past `skip` bytes.
+    /// A table of the entries `keep` accepts.
     fn new(vocab: &Vocab, keep: impl Fn(&str) -> bool, skip: usize) -> Self {
-        let kept: Vec<u32> = (0..vocab.entries.len() as u32).filter(|&e| keep(vocab.word(e))).collect();
-        let mut slots = vec![0; (kept.len() * 2).next_power_of_two().max(16)];
-        let mask = slots.len() - 1;
-        // A word listed twice is found as its later entry, as the crate's map keeps it.
-        for &entry in &kept {
-            let key = &vocab.word(entry).as_bytes()[skip..];
-            let mut at = hash(key) & mask;
-            loop {
-                match slots[at] {
-                    0 => {
-                        slots[at] = entry + 1;
-                        break;
-                    }
-                    other if &vocab.word(other - 1).as_bytes()[skip..] == key => {
-                        slots[at] = entry + 1;
-                        break;
-                    }
-                    _ => at = (at + 1) & mask,
+        let key = |entry: u32| &vocab.word(entry).as_bytes()[skip..];
+        let mut entries = hashbrown::HashTable::new();
+        for entry in (0..vocab.entries.len() as u32).filter(|&e| keep(vocab.word(e))) {
+            // A word listed twice is found as its later entry, as the crate's map keeps it.
+            match entries.entry(hash(key(entry)), |&other| key(other) == key(entry), |&e| hash(key(e))) {
+                hashbrown::hash_table::Entry::Occupied(mut held) => *held.get_mut() = entry,
+                hashbrown::hash_table::Entry::Vacant(free) => {
+                    free.insert(entry);
                 }
             }
         }
-        Self { slots }
+        entries.shrink_to_fit(|&e| hash(key(e)));
+        Self { entries, skip }
     }
 
-    /// The id of the word `key` (after the `skip` bytes every word here starts with).
-    fn get(&self, vocab: &Vocab, key: &str, skip: usize) -> Option<u32> {
-        let mask = self.slots.len() - 1;
-        let mut at = hash(key.as_bytes()) & mask;
-        loop {
-            match self.slots[at] {
-                0 => return None,
-                slot if &vocab.word(slot - 1).as_bytes()[skip..] == key.as_bytes() => {
-                    return Some(vocab.entries[slot as usize - 1].2);
-                }
-                _ => at = (at + 1) & mask,
-            }
-        }
+    /// The id of the word `key` (without the prefix every word here has).
+    fn get(&self, vocab: &Vocab, key: &str) -> Option<u32> {
+        let found =
+            self.entries.find(hash(key.as_bytes()), |&e| &vocab.word(e).as_bytes()[self.skip..] == key.as_bytes());
+        found.map(|&e| vocab.entries[e as usize].2)
     }
 }
 
-/// FNV-1a: words are short, and the table only needs them spread.
-fn hash(bytes: &[u8]) -> usize {
+/// FNV-1a: words are short, and the tables only need them spread.
+fn hash(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
     }
-    (h ^ (h >> 32)) as usize
+    h ^ (h >> 32)
 }
 
 /// How text is normalized before it is cut into words (BertNormalizer's switches).
@@ -221,8 +205,6 @@ pub struct WordPiece {
     initial: Table,
     /// Words that continue one, keyed without the prefix.
     continuing: Table,
-    /// Bytes of the continuing prefix (`##`).
-    prefix: usize,
     unk: u32,
     max_word_chars: usize,
     normalize: Option<Normalize>,
@@ -299,13 +281,12 @@ impl WordPiece {
         let vocab = json.model.vocab;
         let prefix = json.model.continuing_subword_prefix.into_owned();
         let initial = Table::new(&vocab, |_| true, 0);
-        let unk = initial.get(&vocab, &json.model.unk_token, 0)?;
+        let unk = initial.get(&vocab, &json.model.unk_token)?;
         let continuing = Table::new(&vocab, |w| w.starts_with(&prefix), prefix.len());
         Some(Self {
             vocab,
             initial,
             continuing,
-            prefix: prefix.len(),
             unk,
             max_word_chars: json.model.max_input_chars_per_word,
             normalize,
@@ -477,9 +458,9 @@ impl WordPiece {
             let found = loop {
                 let piece = &word.text[start..end];
                 let id = if start == 0 {
-                    self.initial.get(&self.vocab, piece, 0)
+                    self.initial.get(&self.vocab, piece)
                 } else {
-                    self.continuing.get(&self.vocab, piece, self.prefix)
+                    self.continuing.get(&self.vocab, piece)
                 };
                 if id.is_some() {
                     break id;
