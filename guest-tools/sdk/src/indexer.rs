@@ -458,6 +458,11 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
                     report.stopped_early = true;
                     break;
                 }
+                // The host could not run the extractor: the file is not at fault, and is read next run.
+                Err(e) if e.code == ErrorCode::Internal => {
+                    report.errors.push((path, e.message));
+                    continue;
+                }
                 Err(e) => {
                     // Kept, without chunks, with why: the same bytes are not read again.
                     let nothing = Assembled { text: String::new(), parts: Vec::new() };

@@ -32,6 +32,15 @@ impl CompileCache {
         crate::platform::user_cache_dir("RAGBOX_COMPILE_CACHE", "components")
     }
 
+    /// Whether the cache holds the compiled component whose wasm has `sha256`.
+    pub fn holds(&self, sha256: &str) -> bool {
+        self.entry(sha256).is_some_and(|e| e.is_file())
+    }
+
+    fn entry(&self, sha256: &str) -> Option<PathBuf> {
+        self.dir.as_ref().map(|d| d.join(format!("{sha256}.cwasm")))
+    }
+
     /// Compiles `wasm` (whose sha256 is `sha256`), or loads it from the cache.
     pub fn load(
         &self,
@@ -40,7 +49,7 @@ impl CompileCache {
         sha256: &str,
         source_name: &str,
     ) -> Result<Component, RuntimeError> {
-        let entry = self.dir.as_ref().map(|d| d.join(format!("{sha256}.cwasm")));
+        let entry = self.entry(sha256);
         if let Some(entry) = entry.as_ref().filter(|e| e.exists()) {
             // SAFETY: the file was written by `store` below from a component this
             // engine compiled; wasmtime also checks its header against the engine.

@@ -89,15 +89,15 @@ impl Catalog {
     pub fn load(
         engine: &Engine,
         cache: &CompileCache,
-        builtins: &[(&str, &[u8])],
+        builtins: &[(&str, &'static [u8])],
         found: Vec<Found>,
         describe_limits: &Limits,
         admit: Admit,
         pinned: &dyn Fn(&str) -> bool,
     ) -> Self {
         let mut catalog = Self::default();
-        let add = |catalog: &mut Self, source: Source, origin: Origin, bytes: &[u8]| {
-            let tool = match load_component(engine, cache, source.clone(), bytes, describe_limits) {
+        let add = |catalog: &mut Self, source: Source, origin: Origin, loaded: Result<Loaded, String>| {
+            let tool = match loaded {
                 Ok(Loaded::Tool(tool)) => tool,
                 Ok(Loaded::Extractor(extractor)) => return catalog.add_extractor(extractor, origin, admit),
                 Err(reason) => return catalog.reject(source, reason),
@@ -110,8 +110,13 @@ impl Catalog {
                 Err(reason) => catalog.reject(source, reason),
             }
         };
-        for (name, bytes) in builtins {
-            add(&mut catalog, Source::BuiltIn((*name).to_string()), Origin::BuiltIn, bytes);
+        for &(name, bytes) in builtins {
+            let source = Source::BuiltIn(name.to_string());
+            let loaded = load_component(engine, cache, source.clone(), bytes, describe_limits).map(|mut loaded| {
+                link_on_demand(&mut loaded, engine, cache, &source, bytes);
+                loaded
+            });
+            add(&mut catalog, source, Origin::BuiltIn, loaded);
         }
         for Found { source, origin, bytes } in found {
             let bytes = match bytes {
@@ -128,7 +133,8 @@ impl Catalog {
                 catalog.reject(source, reason);
                 continue;
             }
-            add(&mut catalog, source, origin, &bytes);
+            let loaded = load_component(engine, cache, source.clone(), &bytes, describe_limits);
+            add(&mut catalog, source, origin, loaded);
         }
         catalog
     }
@@ -219,6 +225,33 @@ pub enum Loaded {
     Extractor(LoadedExtractor),
 }
 
+/// Lets go of a built-in's linked component until its first use, when the
+/// compile cache holds its code: made again from there in a few
+/// milliseconds, instead of held by every server whose agent never calls it.
+/// (A third-party component's bytes are not kept: it stays held.)
+fn link_on_demand(loaded: &mut Loaded, engine: &Engine, cache: &CompileCache, source: &Source, bytes: &'static [u8]) {
+    let sha256 = match loaded {
+        Loaded::Tool(tool) => tool.sha256.clone(),
+        Loaded::Extractor(extractor) => extractor.sha256.clone(),
+    };
+    if !cache.holds(&sha256) {
+        return;
+    }
+    let (engine, cache, name) = (engine.clone(), cache.clone(), source.to_string());
+    let component = move |engine: &Engine| cache.load(engine, bytes, &sha256, &name).map_err(|e| e.to_string());
+    match loaded {
+        Loaded::Tool(tool) => {
+            let name = source.to_string();
+            tool.link_on_demand(Arc::new(move || {
+                super::tool::link(&engine, &component(&engine)?, &name).map_err(|e| e.to_string())
+            }))
+        }
+        Loaded::Extractor(extractor) => {
+            extractor.link_on_demand(Arc::new(move || super::extract::link(&engine, &component(&engine)?)))
+        }
+    }
+}
+
 /// Compiles (or loads from the cache) one component and asks it what it is:
 /// a tool describes itself, an extractor names its formats.
 pub fn load_component(
@@ -295,4 +328,49 @@ pub fn read_component(path: &Path) -> Result<Vec<u8>, RuntimeError> {
         ))));
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::runtime::{CallEnv, ExtractFailure, Outcome};
+    use std::time::Duration;
+    use tokio_util::sync::CancellationToken;
+
+    fn builtins(cache: &CompileCache, engine: &Engine) -> Catalog {
+        let limits = Config::default().limits_for("(describe)", false);
+        Catalog::load(engine, cache, &crate::builtins::components(), Vec::new(), &limits, &|_, _, _| Ok(()), &|_| true)
+    }
+
+    #[test]
+    fn built_ins_are_let_go_after_start_and_linked_again_at_their_first_call() {
+        let engine = crate::runtime::new_engine().unwrap();
+        // The user's cache (warm once any ragbox has run): compiling them all here would take a minute.
+        let cache = CompileCache::new(&engine, CompileCache::default_dir());
+        let catalog = builtins(&cache, &engine);
+        assert!(
+            catalog.rejected().is_empty(),
+            "{:?}",
+            catalog.rejected().iter().map(|r| &r.reason).collect::<Vec<_>>()
+        );
+        assert!(catalog.tools().len() >= 10);
+        assert!(catalog.tools().iter().all(|t| !t.is_linked()), "every built-in tool let go after describe()");
+        let extractors = catalog.extractors();
+        assert!(!extractors.loaded().is_empty() && extractors.loaded().iter().all(|x| !x.is_linked()));
+
+        // A call links its tool (and only it): the call runs, here to the tool's own refusal.
+        let search = catalog.get("search").unwrap();
+        let limits = Config::default().limits_for("search", false);
+        let outcome =
+            search.call(r#"{"query":"pelican"}"#, CallEnv::refused("no workspace in this test".into()), &limits);
+        assert!(!matches!(outcome, Outcome::Failed(_)), "{outcome:?}");
+        assert!(search.is_linked());
+        assert_eq!(catalog.tools().iter().filter(|t| t.is_linked()).count(), 1);
+
+        // A file read links its extractor: garbage is the document's fault, not a failure to load.
+        let read = extractors.extract("x.pdf", b"not a pdf", Duration::from_secs(30), CancellationToken::new());
+        assert!(!matches!(read, Err(ExtractFailure::Unloadable { .. })), "{read:?}");
+        assert!(extractors.loaded().iter().any(|x| x.is_linked()));
+    }
 }

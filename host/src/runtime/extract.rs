@@ -6,6 +6,7 @@
 //! worst waste its own budget.
 
 use super::guard::{Guard, Interrupt};
+use super::linked::{Linked, Relink};
 use super::stderr::StderrCapture;
 use super::tool::Source;
 use crate::runtime::bindings::ragbox::tools::documents::{ExtractError, Extracted, Part};
@@ -99,10 +100,18 @@ pub enum ExtractFailure {
         /// The trap, and what the extractor said last.
         reason: String,
     },
+    /// The extractor, let go after start-up, could not be loaded again.
+    #[error("the {extractor} extractor could not be loaded: {reason}")]
+    Unloadable {
+        /// Which extractor.
+        extractor: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// The data of one extraction's store: WASI with nothing in reach.
-struct ExtractState {
+pub(super) struct ExtractState {
     wasi: WasiCtx,
     table: ResourceTable,
     guard: Guard,
@@ -126,7 +135,19 @@ pub struct LoadedExtractor {
     /// The extensions it reads, lowercase.
     formats: Vec<String>,
     engine: Engine,
-    pre: Arc<ExtractorPre<ExtractState>>,
+    pre: Arc<Linked<ExtractorPre<ExtractState>>>,
+}
+
+/// Links `component` to the extractor world (WASI only), once its WIT
+/// version is one this host serves.
+pub(super) fn link(engine: &Engine, component: &Component) -> Result<ExtractorPre<ExtractState>, String> {
+    super::tool::check_wit_version(engine, component)?;
+    let mut linker: Linker<ExtractState> = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| format!("{e:#}"))?;
+    linker
+        .instantiate_pre(component)
+        .and_then(ExtractorPre::new)
+        .map_err(|e| format!("it does not fit the ragbox extractor world: {e:#}"))
 }
 
 /// True when `component` is an extractor (exports `extract`) rather than a tool.
@@ -174,13 +195,7 @@ impl LoadedExtractor {
         source: Source,
         sha256: String,
     ) -> Result<Self, String> {
-        super::tool::check_wit_version(engine, component)?;
-        let mut linker: Linker<ExtractState> = Linker::new(engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| format!("{e:#}"))?;
-        let pre = linker
-            .instantiate_pre(component)
-            .and_then(ExtractorPre::new)
-            .map_err(|e| format!("it does not fit the ragbox extractor world: {e:#}"))?;
+        let pre = link(engine, component)?;
         let limits = ExtractLimits { timeout: Duration::from_secs(10), ..Default::default() };
         let mut store = new_store(engine, &limits, CancellationToken::new());
         let formats = pre
@@ -196,7 +211,19 @@ impl LoadedExtractor {
         {
             return Err(format!("formats() named {bad:?}: an extension is 1 to 16 letters or digits"));
         }
-        Ok(Self { name: Arc::from(name), source, sha256, formats, engine: engine.clone(), pre: Arc::new(pre) })
+        let pre = Arc::new(Linked::held(pre));
+        Ok(Self { name: Arc::from(name), source, sha256, formats, engine: engine.clone(), pre })
+    }
+
+    /// Lets go of the linked component until the next file it reads, which
+    /// `relink` makes it for (a built-in, from the compile cache).
+    pub(super) fn link_on_demand(&mut self, relink: Relink<ExtractorPre<ExtractState>>) {
+        self.pre = Arc::new(Linked::on_demand(relink));
+    }
+
+    /// Whether its linked component is held now (else its next file loads it).
+    pub fn is_linked(&self) -> bool {
+        self.pre.is_held()
     }
 
     /// Its name.
@@ -220,7 +247,9 @@ impl LoadedExtractor {
     ) -> Result<Extracted, ExtractFailure> {
         let started = Instant::now();
         let mut store = new_store(&self.engine, limits, cancel);
-        let result = self.pre.instantiate(&mut store).and_then(|x: Extractor| x.call_extract(&mut store, name, bytes));
+        let pre =
+            self.pre.get().map_err(|reason| ExtractFailure::Unloadable { extractor: self.name.to_string(), reason })?;
+        let result = pre.instantiate(&mut store).and_then(|x: Extractor| x.call_extract(&mut store, name, bytes));
         tracing::debug!(extractor = &*self.name, file = name, ms = started.elapsed().as_millis() as u64, "extracted");
         let guard = &store.data().guard;
         let format = extension(name).unwrap_or_default();

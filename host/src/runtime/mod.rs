@@ -9,6 +9,7 @@ mod extract;
 mod fs_guard;
 mod guard;
 mod history;
+mod linked;
 mod linker;
 mod runner;
 mod sandbox;

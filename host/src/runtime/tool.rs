@@ -3,6 +3,7 @@
 use super::bindings::ragbox::tools::types::{CallError, ToolInfo};
 use super::bindings::{Tool, ToolPre};
 use super::guard::Interrupt;
+use super::linked::{Linked, Relink};
 use super::sandbox::{CallEnv, HostState, new_store};
 use super::stages::Stage;
 use super::{RuntimeError, capabilities_linker};
@@ -52,7 +53,7 @@ pub struct LoadedTool {
     pub sha256: String,
     name: Arc<str>,
     engine: Engine,
-    pre: Arc<ToolPre<HostState>>,
+    pre: Arc<Linked<ToolPre<HostState>>>,
     /// A third-party tool's input schema, compiled: the host checks its
     /// arguments before it runs. Built-in tools check their own and answer in
     /// their seed's error shape.
@@ -221,6 +222,25 @@ pub(super) fn check_wit_version(engine: &Engine, component: &Component) -> Resul
     refused.map_or(Ok(()), Err)
 }
 
+/// Links `component` to the tool world's host interfaces, once its WIT
+/// version is one this host serves.
+pub(super) fn link(
+    engine: &Engine,
+    component: &Component,
+    source_name: &str,
+) -> Result<ToolPre<HostState>, RuntimeError> {
+    let link_error = |message: String| RuntimeError::Link { source_name: source_name.to_string(), message };
+    check_wit_version(engine, component).map_err(link_error)?;
+    let linker = capabilities_linker(engine).map_err(|e| link_error(format!("{e:#}")))?;
+    linker.instantiate_pre(component).and_then(ToolPre::new).map_err(|e| {
+        let imports = component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect::<Vec<_>>();
+        match network_import(&imports) {
+            Some(fix) => link_error(format!("{e:#}; {fix}")),
+            None => link_error(format!("{e:#}")),
+        }
+    })
+}
+
 impl LoadedTool {
     /// Links `component`, runs `describe()` in a sandbox and validates it.
     pub fn new(
@@ -231,19 +251,7 @@ impl LoadedTool {
         describe_limits: &Limits,
     ) -> Result<Self, RuntimeError> {
         let source_name = source.to_string();
-        check_wit_version(engine, component)
-            .map_err(|message| RuntimeError::Link { source_name: source_name.clone(), message })?;
-        let linker = capabilities_linker(engine)
-            .map_err(|e| RuntimeError::Link { source_name: source_name.clone(), message: format!("{e:#}") })?;
-        let pre = linker.instantiate_pre(component).and_then(ToolPre::new).map_err(|e| {
-            let imports =
-                component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect::<Vec<_>>();
-            let message = match network_import(&imports) {
-                Some(fix) => format!("{e:#}; {fix}"),
-                None => format!("{e:#}"),
-            };
-            RuntimeError::Link { source_name: source_name.clone(), message }
-        })?;
+        let pre = link(engine, component, &source_name)?;
         let describe_err = |message: String| RuntimeError::Describe { source_name: source_name.clone(), message };
         // describe() gets no workspace: it must not depend on files.
         let env = CallEnv::refused("describe() runs without a workspace".into());
@@ -263,9 +271,20 @@ impl LoadedTool {
             source,
             sha256,
             engine: engine.clone(),
-            pre: Arc::new(pre),
+            pre: Arc::new(Linked::held(pre)),
             input,
         })
+    }
+
+    /// Lets go of the linked component until the tool's next call, which
+    /// `relink` makes it for (a built-in, from the compile cache).
+    pub(super) fn link_on_demand(&mut self, relink: Relink<ToolPre<HostState>>) {
+        self.pre = Arc::new(Linked::on_demand(relink));
+    }
+
+    /// Whether its linked component is held now (else its next call loads it).
+    pub fn is_linked(&self) -> bool {
+        self.pre.is_held()
     }
 
     /// Checks `arguments` against the tool's own input schema (third-party
@@ -320,7 +339,11 @@ impl LoadedTool {
             Ok(store) => store,
             Err(reason) => return Outcome::Failed(Failure::Setup { tool, reason }),
         };
-        let result = self.pre.instantiate(&mut store).and_then(|t: Tool| {
+        let pre = match self.pre.get() {
+            Ok(pre) => pre,
+            Err(reason) => return Outcome::Failed(Failure::Setup { tool, reason }),
+        };
+        let result = pre.instantiate(&mut store).and_then(|t: Tool| {
             store.data_mut().stages.add(Stage::Instantiate, started);
             t.call_call(&mut store, arguments)
         });
