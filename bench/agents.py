@@ -147,6 +147,8 @@ def main():
     scifact = scifact_workspace()
     real_one = run("one server, SciFact", [scifact])
     real_five = run("five servers, SciFact", [scifact] * 5)
+    status = subprocess.run([RAGBOX, "status", "--json", "--workspace", scifact], check=True, capture_output=True)
+    scifact_chunks = json.loads(status.stdout)["total_chunks"]
     single = one[0]["pss"]
     lines = [
         "# Five agents' servers on one machine\n",
@@ -154,7 +156,7 @@ def main():
         f"bench/.venv/bin/python bench/agents.py` (in `make bench`), {(time.perf_counter() - started) / 60:.1f} min",
         f"- machine: {machine()}; CPU flags: {cpu_flags()}",
         "- workspaces: SciFact abstracts, 200 a workspace (different ones), each indexed once before; and all "
-        "5,183 abstracts (13,471 chunks) in one, whose rows compare with one server on it; "
+        f"5,183 abstracts ({scifact_chunks:,} chunks) in one, whose rows compare with one server on it; "
         "every server is `ragbox serve` over raw stdio JSON-RPC, started after the one before it answered",
         "- memory: PSS (a page shared by n processes counts 1/n to each) and private anonymous memory, from "
         f"/proc/PID/smaps_rollup once every server answered its searches and sat idle {IDLE_S:.0f} s; the model's packed weights are one "
