@@ -346,8 +346,9 @@ mod tests {
     #[test]
     fn built_ins_are_let_go_after_start_and_linked_again_at_their_first_call() {
         let engine = crate::runtime::new_engine().unwrap();
-        // The user's cache (warm once any ragbox has run): compiling them all here would take a minute.
-        let cache = CompileCache::new(&engine, CompileCache::default_dir());
+        // The test suites' cache (warm once they ran): compiling them all here would take a minute.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-compile-cache");
+        let cache = CompileCache::new(&engine, Some(dir));
         let catalog = builtins(&cache, &engine);
         assert!(
             catalog.rejected().is_empty(),
