@@ -220,6 +220,8 @@ fuzz:
 
 lint:
 	cargo fmt --all --check
+	# One build of the dependency tree for make build, the tests and the wheel (CI's time).
+	python3 scripts/check_features.py
 	cd guest-tools && cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cd guest-tools && cargo clippy --all-targets -- -D warnings
