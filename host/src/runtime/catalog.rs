@@ -237,17 +237,17 @@ fn link_on_demand(loaded: &mut Loaded, engine: &Engine, cache: &CompileCache, so
     if !cache.holds(&sha256) {
         return;
     }
-    let (engine, cache, name) = (engine.clone(), cache.clone(), source.to_string());
-    let component = move |engine: &Engine| cache.load(engine, bytes, &sha256, &name).map_err(|e| e.to_string());
+    let component = {
+        let (engine, cache, name) = (engine.clone(), cache.clone(), source.to_string());
+        move || cache.load(&engine, bytes, &sha256, &name).map_err(|e| e.to_string())
+    };
+    let (engine, name) = (engine.clone(), source.to_string());
     match loaded {
-        Loaded::Tool(tool) => {
-            let name = source.to_string();
-            tool.link_on_demand(Arc::new(move || {
-                super::tool::link(&engine, &component(&engine)?, &name).map_err(|e| e.to_string())
-            }))
-        }
+        Loaded::Tool(tool) => tool.link_on_demand(Arc::new(move || {
+            super::tool::link(&engine, &component()?, &name).map_err(|e| e.to_string())
+        })),
         Loaded::Extractor(extractor) => {
-            extractor.link_on_demand(Arc::new(move || super::extract::link(&engine, &component(&engine)?)))
+            extractor.link_on_demand(Arc::new(move || super::extract::link(&engine, &component()?)))
         }
     }
 }

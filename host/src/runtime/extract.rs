@@ -246,9 +246,9 @@ impl LoadedExtractor {
         cancel: CancellationToken,
     ) -> Result<Extracted, ExtractFailure> {
         let started = Instant::now();
-        let mut store = new_store(&self.engine, limits, cancel);
         let pre =
             self.pre.get().map_err(|reason| ExtractFailure::Unloadable { extractor: self.name.to_string(), reason })?;
+        let mut store = new_store(&self.engine, limits, cancel);
         let result = pre.instantiate(&mut store).and_then(|x: Extractor| x.call_extract(&mut store, name, bytes));
         tracing::debug!(extractor = &*self.name, file = name, ms = started.elapsed().as_millis() as u64, "extracted");
         let guard = &store.data().guard;

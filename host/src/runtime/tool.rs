@@ -335,12 +335,13 @@ impl LoadedTool {
         let tool = self.name.to_string();
         let started = std::time::Instant::now();
         let opens = crate::store::opens();
-        let mut store = match new_store(&self.engine, self.name.clone(), env, limits) {
-            Ok(store) => store,
-            Err(reason) => return Outcome::Failed(Failure::Setup { tool, reason }),
-        };
+        // A built-in let go since start-up is linked again here (its first call).
         let pre = match self.pre.get() {
             Ok(pre) => pre,
+            Err(reason) => return Outcome::Failed(Failure::Setup { tool, reason }),
+        };
+        let mut store = match new_store(&self.engine, self.name.clone(), env, limits) {
+            Ok(store) => store,
             Err(reason) => return Outcome::Failed(Failure::Setup { tool, reason }),
         };
         let result = pre.instantiate(&mut store).and_then(|t: Tool| {
