@@ -36,6 +36,11 @@ fn main() {
     {
         cmd.env_remove(var);
     }
+    // So are its profile overrides (`CARGO_PROFILE_RELEASE_STRIP=false` would
+    // embed unstripped guests, 33 MB more); guest-tools/Cargo.toml sets theirs.
+    for (var, _) in env::vars_os().filter(|(var, _)| var.to_string_lossy().starts_with("CARGO_PROFILE_")) {
+        cmd.env_remove(var);
+    }
     let status = cmd.status().expect("failed to run cargo for guest-tools");
     if !status.success() {
         panic!(
