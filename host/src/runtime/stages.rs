@@ -84,7 +84,8 @@ impl Stages {
         self.total.saturating_sub(self.spent.iter().map(|(d, _)| *d).sum())
     }
 
-    /// One line: `embed 12.31 s (81 calls), …, guest 3.20 s, total 16.02 s`.
+    /// One line: `embed 12.310 s (81 calls), …, guest 3.200 s, total 16.020 s`;
+    /// a search's stages in milliseconds (`vector search 0.41 ms (1 calls)`).
     pub fn summary(&self) -> String {
         let mut parts: Vec<String> = STAGES
             .iter()
@@ -98,12 +99,12 @@ impl Stages {
                     let rate = self.tokens_embedded as f64 / spent.as_secs_f64().max(1e-9);
                     about.push(format!("{rate:.0} tokens/s"));
                 }
-                format!("{name} {:.3} s ({})", spent.as_secs_f64(), about.join(", "))
+                format!("{name} {} ({})", shown(spent), about.join(", "))
             })
             .collect();
-        parts.push(format!("guest {:.3} s", self.guest().as_secs_f64()));
+        parts.push(format!("guest {}", shown(self.guest())));
         parts.push(format!("{} capability calls, {} store opens", self.host_calls(), self.store_opens));
-        parts.push(format!("total {:.3} s", self.total.as_secs_f64()));
+        parts.push(format!("total {}", shown(self.total)));
         parts.join(", ")
     }
 
@@ -123,6 +124,16 @@ impl Stages {
     }
 }
 
+/// A stage's time as read: seconds from one second up, else milliseconds
+/// (a search's stages take a few each, which `0.003 s` hides).
+fn shown(spent: Duration) -> String {
+    if spent >= Duration::from_secs(1) {
+        format!("{:.3} s", spent.as_secs_f64())
+    } else {
+        format!("{:.2} ms", spent.as_secs_f64() * 1e3)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,7 +147,9 @@ mod tests {
         let (embed, calls) = s.get(Stage::Embed);
         assert!(embed >= Duration::from_millis(30) && calls == 1);
         assert_eq!(s.guest(), Duration::from_millis(100) - embed);
-        assert!(s.summary().starts_with("embed 0.0"), "{}", s.summary());
+        assert!(s.summary().starts_with("embed ") && s.summary().contains(" ms (1 calls)"), "{}", s.summary());
+        assert!(s.summary().ends_with("total 100.00 ms"), "{}", s.summary());
+        assert_eq!(shown(Duration::from_millis(16_020)), "16.020 s");
         assert_eq!(s.to_json()["embed"]["calls"], 1);
     }
 }
