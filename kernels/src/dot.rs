@@ -5,7 +5,9 @@
 //! and inside an `avx2,fma` function. Integer sums vectorise freely; the f32
 //! sum keeps eight independent lanes (two accumulators each, to hide the
 //! adds' latency) and uses `mul_add` only where FMA is there to make it one
-//! instruction.
+//! instruction. Where an AVX-512 path runs on a CPU with VNNI, the int8 dot
+//! products use `vpdpbusd` ([`vnni`]): a third of the instructions of the
+//! widened multiply-adds the compiler makes of the plain body.
 
 use super::Isa;
 
@@ -75,6 +77,11 @@ pub fn dot_f32(isa: Isa, a: &[f32], b: &[f32]) -> f32 {
 /// `a · b` of two int8 vectors, exactly, over the shorter length.
 pub fn dot_i8(isa: Isa, a: &[i8], b: &[i8]) -> i32 {
     #[cfg(target_arch = "x86_64")]
+    if vnni::usable(isa) {
+        // SAFETY: `usable` saw AVX-512 F, BW and VNNI on this CPU.
+        return unsafe { vnni::dot(a, b) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if isa.has_avx2() {
         #[target_feature(enable = "avx2,fma")]
         fn avx2(a: &[i8], b: &[i8]) -> i32 {
@@ -91,6 +98,14 @@ pub fn dot_i8(isa: Isa, a: &[i8], b: &[i8]) -> i32 {
 /// values: the exact scan's inner loop, dispatched once per block.
 pub fn dot_i8_rows(isa: Isa, query: &[i8], rows: &[i8], out: &mut [i32]) {
     #[cfg(target_arch = "x86_64")]
+    if vnni::usable(isa) && !query.is_empty() {
+        for (row, o) in rows.chunks_exact(query.len()).zip(out.iter_mut()) {
+            // SAFETY: as above.
+            *o = unsafe { vnni::dot(query, row) };
+        }
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
     if isa.has_avx2() {
         #[target_feature(enable = "avx2,fma")]
         fn avx2(query: &[i8], rows: &[i8], out: &mut [i32]) {
@@ -101,6 +116,48 @@ pub fn dot_i8_rows(isa: Isa, query: &[i8], rows: &[i8], out: &mut [i32]) {
     }
     let _ = isa;
     dot_i8_rows_body(query, rows, out)
+}
+
+/// int8 dot products on AVX-512 VNNI. `vpdpbusd` multiplies unsigned by
+/// signed bytes, so `a` is shifted into 0..=255 (its sign bit flipped: `a + 128`)
+/// and `128 · Σb`, summed by the same instruction against ones, is taken off.
+/// Every sum is exact: 65,536 products of at most 255 · 128 fit an i32.
+#[cfg(target_arch = "x86_64")]
+mod vnni {
+    use super::Isa;
+    use std::arch::x86_64::*;
+
+    /// Whether `isa` may use AVX-512 and this CPU has VNNI.
+    #[inline]
+    pub(super) fn usable(isa: Isa) -> bool {
+        isa.has_avx512() && std::is_x86_feature_detected!("avx512vnni")
+    }
+
+    /// `a · b` over the shorter length.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) fn dot(a: &[i8], b: &[i8]) -> i32 {
+        let n = a.len().min(b.len());
+        let flip = _mm512_set1_epi8(i8::MIN);
+        let ones = _mm512_set1_epi8(1);
+        let (mut products, mut sums) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        let mut at = 0;
+        while at < n {
+            let left = n - at;
+            // The last block loads only what is left; masked-off bytes read as 0.
+            let mask: __mmask64 = if left >= 64 { u64::MAX } else { (1u64 << left) - 1 };
+            // SAFETY: the mask keeps both loads within `at..n` of slices at least `n` long.
+            let (x, y) = unsafe {
+                (
+                    _mm512_maskz_loadu_epi8(mask, a.as_ptr().add(at).cast()),
+                    _mm512_maskz_loadu_epi8(mask, b.as_ptr().add(at).cast()),
+                )
+            };
+            products = _mm512_dpbusd_epi32(products, _mm512_xor_si512(x, flip), y);
+            sums = _mm512_dpbusd_epi32(sums, ones, y);
+            at += 64;
+        }
+        _mm512_reduce_add_epi32(_mm512_sub_epi32(products, _mm512_slli_epi32::<7>(sums)))
+    }
 }
 
 #[cfg(test)]
@@ -135,6 +192,23 @@ mod tests {
         let a = vec![-128i8; 4096];
         for isa in Isa::available() {
             assert_eq!(dot_i8(isa, &a, &a), 4096 * 128 * 128);
+        }
+    }
+
+    #[test]
+    fn long_rows_of_every_length_match_a_plain_sum() {
+        for d in [63, 64, 65, 128, 384, 1000] {
+            let q: Vec<i8> = uniform(d, 7, 1.0).iter().map(|x| (x * 127.0) as i8).collect();
+            let mut rows: Vec<i8> = uniform(d * 5, 8, 1.0).iter().map(|x| (x * 128.0) as i8).collect();
+            rows[..d].fill(i8::MIN);
+            rows[d..2 * d].fill(i8::MAX);
+            let want: Vec<i32> =
+                rows.chunks(d).map(|r| q.iter().zip(r).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum()).collect();
+            for isa in Isa::available() {
+                let mut out = vec![0i32; 5];
+                dot_i8_rows(isa, &q, &rows, &mut out);
+                assert_eq!(out, want, "{isa:?} d={d}");
+            }
         }
     }
 
