@@ -49,8 +49,11 @@ pub const GRAPH: GraphParams = GraphParams { ef_construction: 100, ef_search: 10
 /// A segment is rewritten once this fraction of its chunks is dead.
 const DEAD_FRACTION: f64 = 0.3;
 
-/// Exact-scan work is shared out over threads in blocks of this many chunks.
+/// Exact-scan work is shared out over threads in blocks of at most this many chunks,
 const SCAN_BLOCK: usize = 32_768;
+/// and at least this many, or one block a thread when that is more: SciFact's
+/// 10,644 chunks in one block took 0.69 ms of a hybrid search's 5.5.
+const MIN_SCAN_BLOCK: usize = 2_048;
 
 /// The fresh buffer's changes are saved at most this often (the first at
 /// once): a manifest holds every document, and a watched folder changes often.
@@ -776,9 +779,10 @@ fn push_blocks<'a, W>(
     codes: &'a Codes,
     make: impl Fn(&'a [(u32, u32)], &'a Codes, std::ops::Range<usize>) -> W,
 ) {
+    let block = chunks.len().div_ceil(rayon::current_num_threads().max(1)).clamp(MIN_SCAN_BLOCK, SCAN_BLOCK);
     let mut start = 0;
     while start < chunks.len() {
-        let end = (start + SCAN_BLOCK).min(chunks.len());
+        let end = (start + block).min(chunks.len());
         work.push(make(chunks, codes, start..end));
         start = end;
     }
