@@ -112,6 +112,7 @@ fn a_packed_model_file_is_written_once_mapped_after_and_repacked_when_damaged() 
         for round in ["first", "second"] {
             let mapped = Embedder::load_cached(&dir, isa, Some(cache.path())).expect("load with a cache");
             assert!(mapped.shares_weights(), "{}: {round} load reads the mapped file", isa.name());
+            assert!(mapped.shares_tokenizer(), "{}: {round} load reads the tokenizer's words there too", isa.name());
             assert!(file.is_file());
             assert_eq!(mapped.embed(&texts, EmbedKind::Passage).unwrap(), want, "{}: {round} load", isa.name());
         }
@@ -129,6 +130,26 @@ fn a_packed_model_file_is_written_once_mapped_after_and_repacked_when_damaged() 
         }
     }
     assert!(!stale.exists(), "another format's file is removed");
+    // Another tokenizer.json beside the same weights (here the same JSON with a
+    // line more) has the file packed again, with that tokenizer's words.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.path.join("config.json"), other.path().join("config.json")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(dir.path.join("model.safetensors"), other.path().join("model.safetensors")).unwrap();
+    #[cfg(not(unix))]
+    std::fs::copy(dir.path.join("model.safetensors"), other.path().join("model.safetensors")).unwrap();
+    let mut json = std::fs::read(dir.path.join("tokenizer.json")).unwrap();
+    json.push(b'\n');
+    std::fs::write(other.path().join("tokenizer.json"), json).unwrap();
+    let isa = Isa::detect();
+    let file = ragbox::embed::packed_file_for(cache.path(), &dir.id, isa);
+    let before = std::fs::read(&file).unwrap();
+    let want = Embedder::load_cached(&dir, isa, None).unwrap().embed(&texts, EmbedKind::Passage).unwrap();
+    let retokenized = ModelDir { path: other.path().to_path_buf(), ..model_dir() };
+    let again = Embedder::load_cached(&retokenized, isa, Some(cache.path())).expect("repacks");
+    assert!(again.shares_weights() && again.shares_tokenizer());
+    assert_eq!(again.embed(&texts, EmbedKind::Passage).unwrap(), want);
+    assert_ne!(std::fs::read(&file).unwrap(), before, "packed again for the other tokenizer.json");
     // A cache that cannot be written leaves the weights in the process's memory.
     let blocked = cache.path().join("a-file");
     std::fs::write(&blocked, b"").unwrap();

@@ -119,9 +119,9 @@ impl Embedder {
     /// or in this process's memory only when `None`.
     pub fn load_cached(dir: &ModelDir, isa: Isa, cache: Option<&std::path::Path>) -> Result<Self, EmbedError> {
         let config: BertConfig = read_json(&dir.path.join("config.json"))?;
-        let tokenizer_file = dir.path.join("tokenizer.json");
-        let tokenizer = TextTokenizer::from_json(&read_capped(&tokenizer_file, MAX_TOKENIZER_BYTES)?)?;
-        let model = packed::load(cache, &dir.id, &dir.path.join("model.safetensors"), &config, isa)?;
+        let tokenizer_json = read_capped(&dir.path.join("tokenizer.json"), MAX_TOKENIZER_BYTES)?;
+        let weights = dir.path.join("model.safetensors");
+        let (model, tokenizer) = packed::load(cache, &dir.id, &weights, &config, isa, &tokenizer_json)?;
         let max_tokens = dir.max_tokens.min(model.max_positions());
         let specials = specials(&tokenizer)?;
         if specials.0 + specials.1 >= max_tokens {
@@ -149,6 +149,11 @@ impl Embedder {
     /// Whether the weights are read from a mapping other processes share (see [`Self::load_cached`]).
     pub fn shares_weights(&self) -> bool {
         self.model.is_mapped()
+    }
+
+    /// Whether the tokenizer's words are read from that mapping too (a BERT WordPiece tokenizer).
+    pub fn shares_tokenizer(&self) -> bool {
+        self.tokenizer.native().is_some_and(|w| w.is_mapped())
     }
 
     /// Tokens the model has embedded since it loaded, special tokens included.

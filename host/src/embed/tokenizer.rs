@@ -29,6 +29,14 @@ impl TextTokenizer {
         Ok(Self::Library(Box::new(tokenizer)))
     }
 
+    /// The tokenizer when ragbox reads it itself.
+    pub(super) fn native(&self) -> Option<&WordPiece> {
+        match self {
+            Self::Native(w) => Some(w),
+            Self::Library(_) => None,
+        }
+    }
+
     /// `text`'s ids, with the special ones around them when `specials`.
     pub(super) fn ids(&self, text: &str, specials: bool) -> Result<Vec<u32>, EmbedError> {
         match self {

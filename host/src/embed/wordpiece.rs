@@ -5,11 +5,14 @@
 //!
 //! Why not the crate: it keeps a vocabulary of 30,522 words as two hash maps
 //! of owned strings, 4.8 MB that every server process holds privately (a
-//! fifth of an idle server's private memory). Here the words are one string
-//! and two tables of ids, under 1 MB; and a text is tokenized in one pass
-//! over its characters, without the crate's per-stage copies.
+//! fifth of an idle server's private memory). Here the words and their two
+//! lookup tables are five flat arrays ([`Words`], 0.8 MB), which the packed
+//! model file holds too (`packed.rs`): every process maps one copy, and one
+//! that finds it there parses no JSON. A text is tokenized in one pass over
+//! its characters, without the crate's per-stage copies.
 
-use serde::Deserialize;
+use ragbox_kernels::buf::Buf;
+use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use unicode_categories::UnicodeCategories;
 
@@ -104,19 +107,14 @@ struct Model<'a> {
     vocab: Vocab,
 }
 
-/// The vocabulary: every word in one string, found by open addressing.
+/// The vocabulary as the JSON lists it: every word in one string.
 struct Vocab {
     /// All words, one after another.
     text: String,
-    /// Each entry of the JSON map in its order: a byte range of `text` and its id.
-    entries: Vec<(u32, u32, u32)>,
-}
-
-impl Vocab {
-    fn word(&self, entry: u32) -> &str {
-        let (start, end, _) = self.entries[entry as usize];
-        &self.text[start as usize..end as usize]
-    }
+    /// Where each word starts in `text`, and where the last one ends.
+    starts: Vec<u32>,
+    /// Each word's id.
+    ids: Vec<u32>,
 }
 
 impl<'de> Deserialize<'de> for Vocab {
@@ -131,15 +129,12 @@ impl<'de> Deserialize<'de> for Vocab {
 
             // Read straight into one string: no map of owned words, even for a moment.
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Vocab, A::Error> {
-                let mut vocab = Vocab { text: String::new(), entries: Vec::new() };
+                let mut vocab = Vocab { text: String::new(), starts: vec![0], ids: Vec::new() };
                 while let Some((word, id)) = map.next_entry::<Cow<'de, str>, u32>()? {
-                    let start = u32::try_from(vocab.text.len()).map_err(serde::de::Error::custom)?;
                     vocab.text.push_str(&word);
-                    let end = u32::try_from(vocab.text.len()).map_err(serde::de::Error::custom)?;
-                    vocab.entries.push((start, end, id));
+                    vocab.starts.push(u32::try_from(vocab.text.len()).map_err(serde::de::Error::custom)?);
+                    vocab.ids.push(id);
                 }
-                vocab.text.shrink_to_fit();
-                vocab.entries.shrink_to_fit();
                 Ok(vocab)
             }
         }
@@ -147,36 +142,132 @@ impl<'de> Deserialize<'de> for Vocab {
     }
 }
 
-/// Entries found by their word's bytes past a prefix of `skip` bytes (the
-/// entries only: the words stay in the vocabulary's string).
-struct Table {
-    entries: hashbrown::HashTable<u32>,
-    skip: usize,
+/// A slot no word holds.
+const EMPTY: u32 = u32::MAX;
+
+/// The vocabulary and its two lookup tables as flat arrays, owned or mapped
+/// from the packed model file. Nothing in them is trusted: a lookup reads
+/// every index through `get`, so arrays that disagree find nothing, never panic.
+pub(super) struct Words {
+    /// Every word's bytes, one after another, four to a value.
+    text: Buf<u32>,
+    /// Where word `i` starts in `text`'s bytes; it ends where word `i + 1` starts.
+    starts: Buf<u32>,
+    /// Word `i`'s id.
+    ids: Buf<u32>,
+    /// Open-addressed slots, a power of two of them: a word's index, or [`EMPTY`].
+    initial: Buf<u32>,
+    /// The same for the words that continue one, keyed without the prefix.
+    continuing: Buf<u32>,
 }
 
-impl Table {
-    /// A table of the entries `keep` accepts.
-    fn new(vocab: &Vocab, keep: impl Fn(&str) -> bool, skip: usize) -> Self {
-        let key = |entry: u32| &vocab.word(entry).as_bytes()[skip..];
-        let mut entries = hashbrown::HashTable::new();
-        for entry in (0..vocab.entries.len() as u32).filter(|&e| keep(vocab.word(e))) {
-            // A word listed twice is found as its later entry, as the crate's map keeps it.
-            match entries.entry(hash(key(entry)), |&other| key(other) == key(entry), |&e| hash(key(e))) {
-                hashbrown::hash_table::Entry::Occupied(mut held) => *held.get_mut() = entry,
-                hashbrown::hash_table::Entry::Vacant(free) => {
-                    free.insert(entry);
-                }
-            }
+/// The arrays' names in the packed model file.
+const ARRAYS: [&str; 5] = ["vocab.text", "vocab.starts", "vocab.ids", "vocab.initial", "vocab.continuing"];
+
+impl Words {
+    /// The arrays for `vocab`, words continuing one being those that start with `prefix`.
+    fn new(vocab: Vocab, prefix: &str) -> Self {
+        let mut text = vec![0u32; vocab.text.len().div_ceil(4)];
+        for (value, bytes) in text.iter_mut().zip(vocab.text.as_bytes().chunks(4)) {
+            let mut word = [0u8; 4];
+            word[..bytes.len()].copy_from_slice(bytes);
+            // In memory order, so that `as_bytes` gives the text back on any machine.
+            *value = u32::from_ne_bytes(word);
         }
-        entries.shrink_to_fit(|&e| hash(key(e)));
-        Self { entries, skip }
+        let mut words = Self { text: text.into(), starts: vocab.starts.into(), ids: vocab.ids.into(), ..Self::empty() };
+        let all = 0..words.ids.len() as u32;
+        words.initial = words.table(all.clone().collect(), 0).into();
+        let continuing = all.filter(|&e| words.word(e).is_some_and(|w| w.starts_with(prefix.as_bytes()))).collect();
+        words.continuing = words.table(continuing, prefix.len()).into();
+        words
     }
 
-    /// The id of the word `key` (without the prefix every word here has).
-    fn get(&self, vocab: &Vocab, key: &str) -> Option<u32> {
-        let found =
-            self.entries.find(hash(key.as_bytes()), |&e| &vocab.word(e).as_bytes()[self.skip..] == key.as_bytes());
-        found.map(|&e| vocab.entries[e as usize].2)
+    fn empty() -> Self {
+        Self {
+            text: Buf::default(),
+            starts: Buf::default(),
+            ids: Buf::default(),
+            initial: Buf::default(),
+            continuing: Buf::default(),
+        }
+    }
+
+    /// Slots for `entries`, each found by its word past `skip` bytes; a word
+    /// listed twice is found as its later entry, as the crate's map keeps it.
+    fn table(&self, entries: Vec<u32>, skip: usize) -> Vec<u32> {
+        let mut slots = vec![EMPTY; (entries.len() * 2).next_power_of_two().max(16)];
+        let mask = slots.len() - 1;
+        let key = |e: u32| self.word(e).and_then(|w| w.get(skip..)).unwrap_or_default();
+        for entry in entries {
+            let mut at = hash(key(entry)) as usize & mask;
+            while slots[at] != EMPTY && key(slots[at]) != key(entry) {
+                at = (at + 1) & mask;
+            }
+            slots[at] = entry;
+        }
+        slots
+    }
+
+    /// Word `entry`'s bytes.
+    fn word(&self, entry: u32) -> Option<&[u8]> {
+        let entry = entry as usize;
+        let (start, end) = (*self.starts.get(entry)?, *self.starts.get(entry + 1)?);
+        self.text.as_bytes().get(start as usize..end as usize)
+    }
+
+    /// The id of the word `key` in `slots`, its words keyed past `skip` bytes.
+    fn find(&self, slots: &[u32], skip: usize, key: &str) -> Option<u32> {
+        let mask = slots.len().checked_sub(1)?;
+        let mut at = hash(key.as_bytes()) as usize & mask;
+        // Every slot at most once: a table with no empty slot ends too.
+        for _ in 0..slots.len() {
+            let entry = *slots.get(at)?;
+            if entry == EMPTY {
+                return None;
+            }
+            if self.word(entry).and_then(|w| w.get(skip..)) == Some(key.as_bytes()) {
+                return self.ids.get(entry as usize).copied();
+            }
+            at = (at + 1) & mask;
+        }
+        None
+    }
+
+    /// The arrays by name, to be packed.
+    pub(super) fn arrays(&self) -> [(&'static str, &Buf<u32>); 5] {
+        let [text, starts, ids, initial, continuing] = ARRAYS;
+        [
+            (text, &self.text),
+            (starts, &self.starts),
+            (ids, &self.ids),
+            (initial, &self.initial),
+            (continuing, &self.continuing),
+        ]
+    }
+
+    /// The arrays `get` gives by name, checked to be of the shape [`Self::new`] makes.
+    pub(super) fn from_arrays(get: impl Fn(&str) -> Option<Buf<u32>>) -> Result<Self, String> {
+        let take = |name: &str| get(name).ok_or_else(|| format!("no {name}"));
+        let words = Self {
+            text: take(ARRAYS[0])?,
+            starts: take(ARRAYS[1])?,
+            ids: take(ARRAYS[2])?,
+            initial: take(ARRAYS[3])?,
+            continuing: take(ARRAYS[4])?,
+        };
+        let n = words.ids.len();
+        if words.starts.len() != n + 1
+            || words.starts.windows(2).any(|w| w[0] > w[1])
+            || words.starts.last().is_some_and(|&end| end as usize > words.text.as_bytes().len())
+        {
+            return Err("the vocabulary's word bounds do not fit its text".into());
+        }
+        for slots in [&words.initial, &words.continuing] {
+            if !slots.len().is_power_of_two() || slots.iter().any(|&e| e != EMPTY && e as usize >= n) {
+                return Err("a vocabulary table is malformed".into());
+            }
+        }
+        Ok(words)
     }
 }
 
@@ -190,7 +281,7 @@ fn hash(bytes: &[u8]) -> u64 {
 }
 
 /// How text is normalized before it is cut into words (BertNormalizer's switches).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Serialize, Deserialize, PartialEq, Debug)]
 struct Normalize {
     clean_text: bool,
     chinese: bool,
@@ -200,13 +291,18 @@ struct Normalize {
 
 /// A BERT WordPiece tokenizer.
 pub struct WordPiece {
-    vocab: Vocab,
-    /// Words that may start a word.
-    initial: Table,
-    /// Words that continue one, keyed without the prefix.
-    continuing: Table,
+    words: Words,
+    settings: Settings,
+}
+
+/// Everything of a WordPiece tokenizer but its words: a few values, kept as
+/// JSON in the packed model file's header beside the words' arrays.
+#[derive(Serialize, Deserialize, PartialEq, Debug, Clone)]
+pub(super) struct Settings {
     unk: u32,
     max_word_chars: usize,
+    /// The bytes every continuing word starts with (`##`), left out of its key.
+    prefix_len: usize,
     normalize: Option<Normalize>,
     /// Added tokens matched in the raw text, longest first.
     added: Vec<(String, u32)>,
@@ -278,38 +374,43 @@ impl WordPiece {
                 sides
             }
         };
-        let vocab = json.model.vocab;
-        let prefix = json.model.continuing_subword_prefix.into_owned();
-        let initial = Table::new(&vocab, |_| true, 0);
-        let unk = initial.get(&vocab, &json.model.unk_token)?;
-        let continuing = Table::new(&vocab, |w| w.starts_with(&prefix), prefix.len());
-        Some(Self {
-            vocab,
-            initial,
-            continuing,
-            unk,
-            max_word_chars: json.model.max_input_chars_per_word,
-            normalize,
-            added,
-            before,
-            after,
-        })
+        let prefix = json.model.continuing_subword_prefix;
+        let words = Words::new(json.model.vocab, &prefix);
+        let unk = words.find(&words.initial, 0, &json.model.unk_token)?;
+        let max_word_chars = json.model.max_input_chars_per_word;
+        let prefix_len = prefix.len();
+        Some(Self { words, settings: Settings { unk, max_word_chars, prefix_len, normalize, added, before, after } })
+    }
+
+    /// The tokenizer of these parts, as [`Self::parts`] gave them.
+    pub(super) fn from_parts(words: Words, settings: Settings) -> Self {
+        Self { words, settings }
+    }
+
+    /// Its words' arrays and its other settings, to be packed.
+    pub(super) fn parts(&self) -> (&Words, &Settings) {
+        (&self.words, &self.settings)
+    }
+
+    /// Whether its words are read from a mapping other processes share.
+    pub(super) fn is_mapped(&self) -> bool {
+        self.words.text.is_mapped()
     }
 
     /// The ids put before and after a text's own when asked for.
     pub fn specials(&self) -> (usize, usize) {
-        (self.before.len(), self.after.len())
+        (self.settings.before.len(), self.settings.after.len())
     }
 
     /// `text`'s ids, with the special ones around them when `specials`.
     pub fn ids(&self, text: &str, specials: bool) -> Vec<u32> {
         let mut ids = Vec::with_capacity(text.len() / 4 + 2);
         if specials {
-            ids.extend(&self.before);
+            ids.extend(&self.settings.before);
         }
         self.tokens(text, |t| ids.push(t.id));
         if specials {
-            ids.extend(&self.after);
+            ids.extend(&self.settings.after);
         }
         ids
     }
@@ -319,11 +420,11 @@ impl WordPiece {
         let mut pass = Pass { word: Word::default(), nfd: Decomposing::default(), emit };
         // Where each added token is next found at or after `from` (the text's end: nowhere).
         let mut next: Vec<usize> =
-            self.added.iter().map(|(content, _)| text.find(content.as_str()).unwrap_or(text.len())).collect();
+            self.settings.added.iter().map(|(content, _)| text.find(content.as_str()).unwrap_or(text.len())).collect();
         let mut from = 0;
         loop {
             let mut best: Option<(usize, usize)> = None;
-            for (i, (content, _)) in self.added.iter().enumerate() {
+            for (i, (content, _)) in self.settings.added.iter().enumerate() {
                 if next[i] < from {
                     next[i] = text[from..].find(content.as_str()).map_or(text.len(), |at| at + from);
                 }
@@ -335,7 +436,7 @@ impl WordPiece {
             let until = best.map_or(text.len(), |(at, _)| at);
             self.segment(&text[from..until], from as u32, &mut pass);
             let Some((at, i)) = best else { break };
-            let (content, id) = &self.added[i];
+            let (content, id) = &self.settings.added[i];
             (pass.emit)(Token { id: *id, start: at as u32, end: (at + content.len()) as u32 });
             from = at + content.len();
         }
@@ -347,12 +448,12 @@ impl WordPiece {
         pass.nfd = Decomposing::default();
         for (at, c) in text.char_indices() {
             let range = (base + at as u32, base + (at + c.len_utf8()) as u32);
-            match self.normalize {
+            match self.settings.normalize {
                 None => self.push(c, range, pass),
                 Some(n) => self.normalized(c, range, n, pass),
             }
         }
-        if let Some(n) = self.normalize {
+        if let Some(n) = self.settings.normalize {
             self.flush(n, pass);
         }
         self.finish(pass);
@@ -445,8 +546,8 @@ impl WordPiece {
         if word.text.is_empty() {
             return;
         }
-        let whole = Token { id: self.unk, start: word.origin[0].0, end: word.origin[word.origin.len() - 1].1 };
-        if word.origin.len() > self.max_word_chars {
+        let whole = Token { id: self.settings.unk, start: word.origin[0].0, end: word.origin[word.origin.len() - 1].1 };
+        if word.origin.len() > self.settings.max_word_chars {
             emit(whole);
             word.clear();
             return;
@@ -458,9 +559,9 @@ impl WordPiece {
             let found = loop {
                 let piece = &word.text[start..end];
                 let id = if start == 0 {
-                    self.initial.get(&self.vocab, piece)
+                    self.words.find(&self.words.initial, 0, piece)
                 } else {
-                    self.continuing.get(&self.vocab, piece)
+                    self.words.find(&self.words.continuing, self.settings.prefix_len, piece)
                 };
                 if id.is_some() {
                     break id;
@@ -558,4 +659,74 @@ fn is_chinese(c: char) -> bool {
     matches!(c as u32,
         0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x2A700..=0x2B73F | 0x2B740..=0x2B81F
         | 0x2B920..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tokenizer.json of BERT's shape with a few words, one of them listed twice.
+    const JSON: &str = r###"{
+        "added_tokens": [{"id": 0, "content": "[UNK]"}],
+        "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                       "strip_accents": null, "lowercase": true},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": null,
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100,
+                  "vocab": {"[UNK]": 0, "play": 1, "##ing": 2, "##ed": 3, "the": 4, "play": 5}}
+    }"###;
+    const TEXT: &str = "The PLAYING played, [UNK] zebra";
+
+    fn copied(words: &Words) -> impl Fn(&str) -> Option<Buf<u32>> + '_ {
+        |name| words.arrays().iter().find(|(n, _)| *n == name).map(|(_, b)| Buf::from(b.to_vec()))
+    }
+
+    #[test]
+    fn words_read_back_from_their_arrays_tokenize_the_same() {
+        let tokenizer = WordPiece::from_json(JSON.as_bytes()).unwrap();
+        // The later "play" wins, as in the crate; "zebra" is unknown, the added token found as written.
+        assert_eq!(tokenizer.ids(TEXT, false), [4, 5, 2, 5, 3, 0, 0, 0]);
+        let (words, settings) = tokenizer.parts();
+        let again = WordPiece::from_parts(Words::from_arrays(copied(words)).unwrap(), settings.clone());
+        assert_eq!(again.ids(TEXT, true), tokenizer.ids(TEXT, true));
+        let json = serde_json::to_string(settings).unwrap();
+        assert_eq!(&serde_json::from_str::<Settings>(&json).unwrap(), settings);
+    }
+
+    #[test]
+    fn arrays_that_disagree_are_refused_and_any_accepted_ones_never_panic() {
+        let tokenizer = WordPiece::from_json(JSON.as_bytes()).unwrap();
+        let (words, settings) = tokenizer.parts();
+        type Damage = fn(&mut Vec<u32>);
+        let refused: [(&str, Damage); 5] = [
+            ("vocab.initial", |v| v.truncate(v.len() - 1)),
+            ("vocab.continuing", |v| v[3] = 6),
+            ("vocab.starts", |v| v.swap(1, 2)),
+            ("vocab.starts", |v| *v.last_mut().unwrap() = 1000),
+            ("vocab.ids", |v| v.truncate(2)),
+        ];
+        for (damaged, damage) in refused {
+            let get = |name: &str| {
+                let mut v = copied(words)(name)?.to_vec();
+                if name == damaged {
+                    damage(&mut v);
+                }
+                Some(Buf::from(v))
+            };
+            assert!(Words::from_arrays(get).is_err(), "{damaged}");
+        }
+        // Tables full of one word, text bytes that are no words: accepted, and nothing found wrongly.
+        let get = |name: &str| {
+            let mut v = copied(words)(name)?.to_vec();
+            match name {
+                "vocab.initial" | "vocab.continuing" => v.fill(1),
+                "vocab.text" => v.fill(u32::MAX),
+                _ => {}
+            }
+            Some(Buf::from(v))
+        };
+        let odd = WordPiece::from_parts(Words::from_arrays(get).unwrap(), settings.clone());
+        assert_eq!(odd.ids("the playing", false), [0, 0]);
+    }
 }
