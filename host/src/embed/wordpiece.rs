@@ -146,8 +146,11 @@ impl<'de> Deserialize<'de> for Vocab {
 const EMPTY: u32 = u32::MAX;
 
 /// The vocabulary and its two lookup tables as flat arrays, owned or mapped
-/// from the packed model file. Nothing in them is trusted: a lookup reads
-/// every index through `get`, so arrays that disagree find nothing, never panic.
+/// from the packed model file. The tables are open addressing written out
+/// here, not a map type's, because their slots must lie in that file. Nothing
+/// in the arrays is trusted: a lookup reads every index through `get`, so
+/// arrays that disagree find nothing, never panic.
+#[derive(Default)]
 pub(super) struct Words {
     /// Every word's bytes, one after another, four to a value.
     text: Buf<u32>,
@@ -174,22 +177,13 @@ impl Words {
             // In memory order, so that `as_bytes` gives the text back on any machine.
             *value = u32::from_ne_bytes(word);
         }
-        let mut words = Self { text: text.into(), starts: vocab.starts.into(), ids: vocab.ids.into(), ..Self::empty() };
+        let mut words =
+            Self { text: text.into(), starts: vocab.starts.into(), ids: vocab.ids.into(), ..Self::default() };
         let all = 0..words.ids.len() as u32;
         words.initial = words.table(all.clone().collect(), 0).into();
         let continuing = all.filter(|&e| words.word(e).is_some_and(|w| w.starts_with(prefix.as_bytes()))).collect();
         words.continuing = words.table(continuing, prefix.len()).into();
         words
-    }
-
-    fn empty() -> Self {
-        Self {
-            text: Buf::default(),
-            starts: Buf::default(),
-            ids: Buf::default(),
-            initial: Buf::default(),
-            continuing: Buf::default(),
-        }
     }
 
     /// Slots for `entries`, each found by its word past `skip` bytes; a word
