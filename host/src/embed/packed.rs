@@ -281,7 +281,7 @@ fn open(
     let tokenizer = match header.tokenizer {
         Some(settings) => {
             let words = Words::from_arrays(|name| table.get(name, "u32")).map_err(invalid)?;
-            Some(WordPiece::from_parts(words, settings))
+            Some(WordPiece::from_parts(words, settings).map_err(invalid)?)
         }
         None => None,
     };

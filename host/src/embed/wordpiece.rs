@@ -376,9 +376,13 @@ impl WordPiece {
         Some(Self { words, settings: Settings { unk, max_word_chars, prefix_len, normalize, added, before, after } })
     }
 
-    /// The tokenizer of these parts, as [`Self::parts`] gave them.
-    pub(super) fn from_parts(words: Words, settings: Settings) -> Self {
-        Self { words, settings }
+    /// The tokenizer of these parts, as [`Self::parts`] gave them; an empty
+    /// added token (which [`Self::from_json`] refuses) would match everywhere.
+    pub(super) fn from_parts(words: Words, settings: Settings) -> Result<Self, String> {
+        if settings.added.iter().any(|(content, _)| content.is_empty()) {
+            return Err("an added token is empty".into());
+        }
+        Ok(Self { words, settings })
     }
 
     /// Its words' arrays and its other settings, to be packed.
@@ -682,7 +686,7 @@ mod tests {
         // The later "play" wins, as in the crate; "zebra" is unknown, the added token found as written.
         assert_eq!(tokenizer.ids(TEXT, false), [4, 5, 2, 5, 3, 0, 0, 0]);
         let (words, settings) = tokenizer.parts();
-        let again = WordPiece::from_parts(Words::from_arrays(copied(words)).unwrap(), settings.clone());
+        let again = WordPiece::from_parts(Words::from_arrays(copied(words)).unwrap(), settings.clone()).unwrap();
         assert_eq!(again.ids(TEXT, true), tokenizer.ids(TEXT, true));
         let json = serde_json::to_string(settings).unwrap();
         assert_eq!(&serde_json::from_str::<Settings>(&json).unwrap(), settings);
@@ -720,7 +724,10 @@ mod tests {
             }
             Some(Buf::from(v))
         };
-        let odd = WordPiece::from_parts(Words::from_arrays(get).unwrap(), settings.clone());
+        let odd = WordPiece::from_parts(Words::from_arrays(get).unwrap(), settings.clone()).unwrap();
         assert_eq!(odd.ids("the playing", false), [0, 0]);
+        let mut empty_added = settings.clone();
+        empty_added.added.push((String::new(), 9));
+        assert!(WordPiece::from_parts(Words::from_arrays(copied(words)).unwrap(), empty_added).is_err());
     }
 }
