@@ -1,6 +1,7 @@
 //! Builds the `guest-tools` workspace for wasm32-wasip2 and embeds every tool
 //! component in the `ragbox` binary, so the binary is one self-contained file.
 
+use sha2::{Digest as _, Sha256};
 use std::env;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -55,13 +56,23 @@ fn main() {
         ("BUILTIN_TOOLS", "Tool components built from `guest-tools/`", false),
         ("BUILTIN_EXTRACTORS", "Extractor components (`extract-*`) built from `guest-tools/`", true),
     ] {
-        writeln!(generated, "/// {doc}: (crate name, component bytes).").expect("write to String");
-        writeln!(generated, "pub const {konst}: &[(&str, &[u8])] = &[").expect("write to String");
+        writeln!(generated, "/// {doc}.").expect("write to String");
+        writeln!(generated, "pub const {konst}: &[Builtin] = &[").expect("write to String");
         for (name, _) in tools.iter().filter(|(name, _)| name.starts_with("extract-") == extractors) {
             let wasm = target_dir.join("wasm32-wasip2/release").join(format!("{}.wasm", name.replace('-', "_")));
-            assert!(wasm.exists(), "expected {} after building guest-tools", wasm.display());
-            writeln!(generated, "    ({name:?}, include_bytes!({:?})),", wasm.display().to_string())
-                .expect("write to String");
+            let bytes = std::fs::read(&wasm)
+                .unwrap_or_else(|e| panic!("expected {} after building guest-tools: {e}", wasm.display()));
+            // Hashed here, not at every start: 13 MB of components took ~10 ms of each.
+            // The compile cache finds compiled code by this digest, so it must be of
+            // the bytes embedded: whatever rewrites the file runs this script again.
+            println!("cargo:rerun-if-changed={}", wasm.display());
+            let sha256: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+            let path = wasm.display().to_string();
+            writeln!(
+                generated,
+                "    Builtin {{ name: {name:?}, bytes: include_bytes!({path:?}), sha256: {sha256:?} }},"
+            )
+            .expect("write to String");
         }
         generated.push_str("];\n");
     }

@@ -30,10 +30,21 @@ pub mod workspace;
 
 /// Tool and extractor components built from `guest-tools/` and embedded at build time.
 pub mod builtins {
+    /// One component built into the binary.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Builtin {
+        /// Its crate's name in `guest-tools/`.
+        pub name: &'static str,
+        /// The component.
+        pub bytes: &'static [u8],
+        /// The sha256 of `bytes`, hex, computed when they were embedded.
+        pub sha256: &'static str,
+    }
+
     include!(concat!(env!("OUT_DIR"), "/builtin_tools.rs"));
 
     /// Every built-in component: the tools, then the extractors.
-    pub fn components() -> Vec<(&'static str, &'static [u8])> {
+    pub fn components() -> Vec<Builtin> {
         BUILTIN_TOOLS.iter().chain(BUILTIN_EXTRACTORS).copied().collect()
     }
 }

@@ -226,7 +226,7 @@ pub fn trust(file: &Path) -> anyhow::Result<()> {
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let engine = new_engine()?;
     let cache = CompileCache::new(&engine, CompileCache::default_dir());
-    let loaded = load_component(&engine, &cache, Source::File(file.to_path_buf()), &bytes, &describe_limits())
+    let loaded = load_component(&engine, &cache, Source::File(file.to_path_buf()), &bytes, &sha256, &describe_limits())
         .map_err(anyhow::Error::msg)?;
     let shipped = Catalog::load(
         &engine,

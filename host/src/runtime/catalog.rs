@@ -89,7 +89,7 @@ impl Catalog {
     pub fn load(
         engine: &Engine,
         cache: &CompileCache,
-        builtins: &[(&str, &'static [u8])],
+        builtins: &[crate::builtins::Builtin],
         found: Vec<Found>,
         describe_limits: &Limits,
         admit: Admit,
@@ -110,12 +110,14 @@ impl Catalog {
                 Err(reason) => catalog.reject(source, reason),
             }
         };
-        for &(name, bytes) in builtins {
-            let source = Source::BuiltIn(name.to_string());
-            let loaded = load_component(engine, cache, source.clone(), bytes, describe_limits).map(|mut loaded| {
-                link_on_demand(&mut loaded, engine, cache, &source, bytes);
-                loaded
-            });
+        for builtin in builtins {
+            let (bytes, sha256) = (builtin.bytes, builtin.sha256);
+            let source = Source::BuiltIn(builtin.name.to_string());
+            let loaded =
+                load_component(engine, cache, source.clone(), bytes, sha256, describe_limits).map(|mut loaded| {
+                    link_on_demand(&mut loaded, engine, cache, &source, bytes);
+                    loaded
+                });
             add(&mut catalog, source, Origin::BuiltIn, loaded);
         }
         for Found { source, origin, bytes } in found {
@@ -133,7 +135,7 @@ impl Catalog {
                 catalog.reject(source, reason);
                 continue;
             }
-            let loaded = load_component(engine, cache, source.clone(), &bytes, describe_limits);
+            let loaded = load_component(engine, cache, source.clone(), &bytes, &sha256, describe_limits);
             add(&mut catalog, source, origin, loaded);
         }
         catalog
@@ -252,16 +254,18 @@ fn link_on_demand(loaded: &mut Loaded, engine: &Engine, cache: &CompileCache, so
     }
 }
 
-/// Compiles (or loads from the cache) one component and asks it what it is:
-/// a tool describes itself, an extractor names its formats.
+/// Compiles (or loads from the cache) one component, `sha256` the hex digest
+/// of its `bytes`, and asks it what it is: a tool describes itself, an
+/// extractor names its formats.
 pub fn load_component(
     engine: &Engine,
     cache: &CompileCache,
     source: Source,
     bytes: &[u8],
+    sha256: &str,
     limits: &Limits,
 ) -> Result<Loaded, String> {
-    let sha256 = hex::encode(Sha256::digest(bytes));
+    let sha256 = sha256.to_string();
     let component = cache.load(engine, bytes, &sha256, &source.to_string()).map_err(|e| e.to_string())?;
     if is_extractor(engine, &component) {
         let name = source.stem();
@@ -280,7 +284,8 @@ pub fn load_one(
     bytes: &[u8],
     limits: &Limits,
 ) -> Result<LoadedTool, String> {
-    match load_component(engine, cache, source.clone(), bytes, limits)? {
+    let sha256 = hex::encode(Sha256::digest(bytes));
+    match load_component(engine, cache, source.clone(), bytes, &sha256, limits)? {
         Loaded::Tool(tool) => Ok(tool),
         Loaded::Extractor(_) => Err(format!("{source} is an extractor component, not a tool")),
     }
@@ -341,6 +346,15 @@ mod tests {
     fn builtins(cache: &CompileCache, engine: &Engine) -> Catalog {
         let limits = Config::default().limits_for("(describe)", false);
         Catalog::load(engine, cache, &crate::builtins::components(), Vec::new(), &limits, &|_, _, _| Ok(()), &|_| true)
+    }
+
+    #[test]
+    fn the_built_ins_sha256_computed_at_build_time_is_their_bytes_digest() {
+        let builtins = crate::builtins::components();
+        assert!(builtins.len() >= 14);
+        for builtin in builtins {
+            assert_eq!(builtin.sha256, hex::encode(Sha256::digest(builtin.bytes)), "{}", builtin.name);
+        }
     }
 
     #[test]
