@@ -66,7 +66,7 @@ fn main() {
             // The compile cache finds compiled code by this digest, so it must be of
             // the bytes embedded: whatever rewrites the file runs this script again.
             println!("cargo:rerun-if-changed={}", wasm.display());
-            let sha256: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+            let sha256 = hex::encode(Sha256::digest(&bytes));
             let path = wasm.display().to_string();
             writeln!(
                 generated,

@@ -88,7 +88,7 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
     let compile_ms = started.elapsed().as_secs_f64() * 1e3;
     let setup = open(workspace)?.setup();
     let started = Instant::now();
-    let tool = describe(&engine, &cache, file, &bytes)
+    let tool = describe(&engine, &cache, file, &bytes, &sha256)
         .map_err(|e| anyhow::anyhow!("{e}\n(imports: {})", imports.join(", ")))?;
     let start_ms = started.elapsed().as_secs_f64() * 1e3;
     let info = &tool.info;
@@ -216,8 +216,14 @@ pub fn describe_limits() -> Limits {
 }
 
 /// Loads `file` far enough to ask its tool name (`describe()`, in a sandbox).
-fn describe(engine: &wasmtime::Engine, cache: &CompileCache, file: &Path, bytes: &[u8]) -> Result<LoadedTool, String> {
-    load_one(engine, cache, Source::File(file.to_path_buf()), bytes, &describe_limits())
+fn describe(
+    engine: &wasmtime::Engine,
+    cache: &CompileCache,
+    file: &Path,
+    bytes: &[u8],
+    sha256: &str,
+) -> Result<LoadedTool, String> {
+    load_one(engine, cache, Source::File(file.to_path_buf()), bytes, sha256, &describe_limits())
 }
 
 /// Records `file`'s sha256 under its tool name in the user's config.

@@ -276,16 +276,17 @@ pub fn load_component(
     LoadedTool::new(engine, &component, source, sha256, limits).map(Loaded::Tool).map_err(|e| e.to_string())
 }
 
-/// Compiles (or loads from the cache) one tool component and asks it to describe itself.
+/// Compiles (or loads from the cache) one tool component, `sha256` the hex
+/// digest of its `bytes`, and asks it to describe itself.
 pub fn load_one(
     engine: &Engine,
     cache: &CompileCache,
     source: Source,
     bytes: &[u8],
+    sha256: &str,
     limits: &Limits,
 ) -> Result<LoadedTool, String> {
-    let sha256 = hex::encode(Sha256::digest(bytes));
-    match load_component(engine, cache, source.clone(), bytes, &sha256, limits)? {
+    match load_component(engine, cache, source.clone(), bytes, sha256, limits)? {
         Loaded::Tool(tool) => Ok(tool),
         Loaded::Extractor(_) => Err(format!("{source} is an extractor component, not a tool")),
     }
