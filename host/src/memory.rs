@@ -34,6 +34,19 @@ impl Idle {
         self.busy.fetch_add(1, Ordering::SeqCst);
         Busy(self.clone())
     }
+
+    /// Returns once nothing has run for `quiet`: for work that can wait, so
+    /// that it never takes a core from the warm-up or a call.
+    pub async fn quiet(&self, quiet: Duration) {
+        loop {
+            let ended = self.ended.load(Ordering::SeqCst);
+            let idle = self.busy.load(Ordering::SeqCst) == 0;
+            tokio::time::sleep(quiet).await;
+            if idle && self.busy.load(Ordering::SeqCst) == 0 && self.ended.load(Ordering::SeqCst) == ended {
+                return;
+            }
+        }
+    }
 }
 
 impl Drop for Busy {
@@ -73,4 +86,32 @@ pub fn release_all() {
     });
     // SAFETY: as above.
     unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[tokio::test]
+    async fn quiet_waits_for_work_in_flight_and_a_pause_after_it() {
+        let idle = Arc::new(Idle::default());
+        let quiet = Duration::from_millis(50);
+        // Nothing runs: one pause.
+        let started = Instant::now();
+        idle.quiet(quiet).await;
+        assert!(started.elapsed() >= quiet);
+
+        // Work in flight for 300 ms, then ending: quiet returns only a pause after it ends.
+        let busy = idle.busy();
+        let ends = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            drop(busy);
+            Instant::now()
+        });
+        idle.quiet(quiet).await;
+        let returned = Instant::now();
+        let ended = ends.await.expect("the task ran");
+        assert!(returned >= ended + quiet, "returned {:?} after the work ended", returned - ended);
+    }
 }

@@ -198,6 +198,11 @@ impl RagboxServer {
         })
     }
 
+    /// Returns once the server has run nothing (warm-up, calls) for `quiet`.
+    pub(crate) async fn quiet(&self, quiet: Duration) {
+        self.inner.idle.quiet(quiet).await
+    }
+
     /// Runs the tool `name` on a blocking thread: a client's call or the
     /// server's own (the file watcher).
     pub(crate) async fn call(
