@@ -117,6 +117,36 @@ fn a_warmed_server_holds_one_copy_of_each_record() {
 }
 
 #[test]
+fn a_warmed_server_takes_the_saved_vector_index_records_and_then_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
+    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key());
+    writer.put(document(&writer, "notes/a.md", "plan", &["Budget review moved to Friday."])).unwrap();
+    writer.put(document(&writer, "notes/c.md", "plan", &["The budget spreadsheet is archived."])).unwrap();
+    writer.save_vectors().unwrap();
+    // Changed after the vector index was saved: only the store knows.
+    writer.put(document(&writer, "notes/b.md", "plan", &["A budget for the offsite dinner."])).unwrap();
+    assert!(writer.remove("notes/c.md").unwrap());
+
+    let server = Corpus::new(dir.path().to_path_buf(), embedder).with_key(test_key());
+    server.warm().unwrap();
+    let mut by_words: Vec<_> =
+        server.search_fulltext("budget", 5, &Filter::default()).unwrap().into_iter().map(|h| h.hit.document).collect();
+    by_words.sort_by(|a, b| a.path.cmp(&b.path));
+    let paths: Vec<&str> = by_words.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(paths, ["notes/a.md", "notes/b.md"], "the removed one gone, the added one found");
+    let by_meaning = server.search_vectors(&query(&server, "budget"), 5, &Filter::default()).unwrap();
+    assert_eq!(by_meaning.len(), 2);
+    for hit in &by_meaning {
+        let same = by_words.iter().find(|d| d.path == hit.hit.document.path).expect("both sides hold it");
+        assert!(Arc::ptr_eq(same, &hit.hit.document), "one copy of {}", same.path);
+    }
+    // And later changes still reach the keyword side.
+    server.put(document(&server, "notes/d.md", "plan", &["Budget approved."])).unwrap();
+    assert_eq!(server.search_fulltext("approved", 5, &Filter::default()).unwrap().len(), 1);
+}
+
+#[test]
 fn a_following_process_indexes_its_writes_for_keywords_on_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));

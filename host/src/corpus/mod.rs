@@ -331,10 +331,13 @@ impl Corpus {
             index.apply(store.vector_delta(index.generation())?);
         }
         if opened {
-            // The keyword side (warmed first) read the same records: keep one copy
-            // (4 MB of a server's memory on 5,000 abstracts). Only this order
-            // of the two locks is ever taken.
-            if let Some((_, keyword)) = lock(&self.keyword).as_ref() {
+            // One copy of each record for both sides (4 MB of a server's memory on
+            // 5,000 abstracts): the keyword side takes this index's, or this index
+            // takes those the keyword side read first. Only this order of the two
+            // locks is ever taken.
+            if let Some((_, keyword)) = lock(&self.keyword).as_mut()
+                && !keyword.seed(index.generation(), index.records())
+            {
                 index.share_records(|path| keyword.record(path));
             }
         }
@@ -502,10 +505,13 @@ impl Corpus {
             return Ok(());
         }
         self.embedder.get()?;
-        drop(self.current_keyword()?);
         if self.shared.is_none() {
+            // The keyword side opened without its records, so that the vector
+            // index, loaded next, hands it the ones it decoded.
+            drop(self.open_keyword()?);
             drop(self.current_vectors()?);
         }
+        drop(self.current_keyword()?);
         Ok(())
     }
 

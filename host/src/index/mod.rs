@@ -532,6 +532,11 @@ impl VectorIndex {
         self.worker.submit(Job::Save(Box::new(saving)));
     }
 
+    /// The record of every document it holds, at [`Self::generation`].
+    pub fn records(&self) -> impl Iterator<Item = &Arc<DocumentRecord>> {
+        self.documents.iter().flatten()
+    }
+
     /// Takes `lookup`'s record for every document it holds the same record
     /// of, so that two indexes of one workspace keep one copy of each.
     pub fn share_records(&mut self, lookup: impl Fn(&str) -> Option<Arc<DocumentRecord>>) {
