@@ -22,7 +22,7 @@ use keyword::Keyword;
 use records::Records;
 
 use crate::datadir::{DATA_DIR, DataDir, DataDirError, KEYWORD_DIR, SHARED_DIR};
-use crate::embed::EmbedError;
+use crate::embed::{EmbedError, EmbedKind};
 use crate::fulltext::FulltextError;
 use crate::index::{DocumentHit, Filter, FullVectors, Hit, IndexState, Tuning, VectorIndex};
 use crate::postgres::Collection;
@@ -512,6 +512,14 @@ impl Corpus {
             drop(self.current_vectors()?);
         }
         drop(self.current_keyword()?);
+        if self.shared.is_none() {
+            // One search's work, so that the first real one finds the weights, the
+            // codes and the store's pages mapped and the encoder's buffers made.
+            let query = self.embedder.get()?.embed(&["warm-up".to_string()], EmbedKind::Query)?;
+            if let Some(query) = query.first() {
+                drop(self.search_vectors(query, 1, &Filter::default())?);
+            }
+        }
         Ok(())
     }
 
