@@ -131,10 +131,11 @@ pub(super) fn load(
     }
 }
 
-/// What names a `tokenizer.json` in the header: the first 16 hex digits of its sha256.
+/// What names a `tokenizer.json` in the header: the layout its arrays are
+/// in, and the first 16 hex digits of its sha256.
 fn source_of(tokenizer_json: &[u8]) -> String {
     use sha2::Digest as _;
-    hex::encode(&sha2::Sha256::digest(tokenizer_json)[..8])
+    format!("w{}-{}", super::wordpiece::LAYOUT, hex::encode(&sha2::Sha256::digest(tokenizer_json)[..8]))
 }
 
 /// Writes `bert`'s arrays, and `tokenizer`'s when it is read natively, to

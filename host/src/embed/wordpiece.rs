@@ -145,6 +145,11 @@ impl<'de> Deserialize<'de> for Vocab {
 /// A slot no word holds.
 const EMPTY: u32 = u32::MAX;
 
+/// The layout of [`Words`]' arrays and [`Settings`]: raised whenever [`hash`],
+/// the tables or what [`WordPiece::from_json`] derives change, so that packed
+/// files written by an older ragbox are packed again instead of misread.
+pub(super) const LAYOUT: u32 = 1;
+
 /// The vocabulary and its two lookup tables as flat arrays, owned or mapped
 /// from the packed model file. The tables are open addressing written out
 /// here, not a map type's, because their slots must lie in that file. Nothing
@@ -678,6 +683,27 @@ mod tests {
 
     fn copied(words: &Words) -> impl Fn(&str) -> Option<Buf<u32>> + '_ {
         |name| words.arrays().iter().find(|(n, _)| *n == name).map(|(_, b)| Buf::from(b.to_vec()))
+    }
+
+    #[test]
+    fn the_packed_layout_is_pinned() {
+        // Packed files written by an older ragbox are read as they are while
+        // `LAYOUT` stays: a change to the hash, the tables or the settings
+        // fails here, and must raise `LAYOUT` with these values.
+        let tokenizer = WordPiece::from_json(JSON.as_bytes()).unwrap();
+        let (words, settings) = tokenizer.parts();
+        assert_eq!(LAYOUT, 1);
+        assert_eq!(
+            [hash(b""), hash(b"play"), hash(b"##ing")],
+            [14695981038468906945u64, 11954900924519669870, 13248799140708017482]
+        );
+        const E: u32 = EMPTY;
+        assert_eq!(words.initial.to_vec(), [E, E, E, E, E, 4, E, E, 0, E, 2, E, E, E, 5, 3]);
+        assert_eq!(words.continuing.to_vec(), [E, E, 2, E, E, E, E, E, E, E, E, 3, E, E, E, E]);
+        assert_eq!(
+            serde_json::to_string(settings).unwrap(),
+            r#"{"unk":0,"max_word_chars":100,"prefix_len":2,"normalize":{"clean_text":true,"chinese":true,"strip_accents":true,"lowercase":true},"added":[["[UNK]",0]],"before":[],"after":[]}"#
+        );
     }
 
     #[test]
