@@ -59,7 +59,8 @@ pub(super) fn scan(
 ) -> Vec<Candidate> {
     let mut scores = Vec::new();
     codes.scores(query, range.clone(), &mut scores);
-    let mut best: Vec<Candidate> = Vec::with_capacity(depth * 2);
+    // A block holds at most its range's chunks (2,048 or more; `depth` may be 12,500).
+    let mut best: Vec<Candidate> = Vec::with_capacity((depth * 2).min(range.len()));
     let mut floor = f32::NEG_INFINITY;
     for (&(doc, ordinal), &score) in chunks[range].iter().zip(&scores) {
         if score < floor || !allowed.get(doc as usize).copied().unwrap_or(false) {
