@@ -269,7 +269,9 @@ fn open(
         )));
     }
     if header.tokenizer_source != source {
-        return Err(invalid("it was packed with another tokenizer.json".into()));
+        return Err(invalid(
+            "it was packed from another tokenizer.json, or by a ragbox that lays tokenizers out otherwise".into(),
+        ));
     }
     let data = data_start(json_len);
     let entries = header
