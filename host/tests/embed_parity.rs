@@ -96,6 +96,49 @@ fn a_stop_request_ends_embedding_between_batches() {
 }
 
 #[test]
+fn token_ids_past_the_weights_vocabulary_are_never_packed() {
+    let texts: Vec<String> = ["ids in range", "and the same vectors"].map(String::from).to_vec();
+    let cache = tempfile::tempdir().unwrap();
+    let dir = model_dir();
+    let isa = Isa::detect();
+    let want = Embedder::load_cached(&dir, isa, None).unwrap().embed(&texts, EmbedKind::Passage).unwrap();
+    let file = ragbox::embed::packed_file_for(cache.path(), &dir.id, isa);
+    assert!(Embedder::load_cached(&dir, isa, Some(cache.path())).unwrap().shares_tokenizer());
+
+    // A packed file whose word ids were damaged into ids past the weights' table is packed again.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let json_len = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[12..12 + json_len]).unwrap();
+    let ids = header["arrays"].as_array().unwrap().iter().find(|a| a["name"] == "vocab.ids").unwrap();
+    let at = (12 + json_len).next_multiple_of(4096) + ids["offset"].as_u64().unwrap() as usize;
+    bytes[at..at + 4].copy_from_slice(&4_000_000u32.to_le_bytes());
+    std::fs::write(&file, &bytes).unwrap();
+    let again = Embedder::load_cached(&dir, isa, Some(cache.path())).expect("repacks");
+    assert!(again.shares_weights() && again.shares_tokenizer());
+    assert_ne!(std::fs::read(&file).unwrap(), bytes, "packed again");
+    assert_eq!(again.embed(&texts, EmbedKind::Passage).unwrap(), want);
+
+    // A tokenizer.json that itself names such an id is read from the JSON each time, and the file
+    // holding the weights is not rewritten at every start.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.path.join("config.json"), other.path().join("config.json")).unwrap();
+    std::fs::copy(dir.path.join("model.safetensors"), other.path().join("model.safetensors")).unwrap();
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path.join("tokenizer.json")).unwrap()).unwrap();
+    json["model"]["vocab"]["zzqqxxjj"] = 4_000_000.into();
+    std::fs::write(other.path().join("tokenizer.json"), serde_json::to_vec(&json).unwrap()).unwrap();
+    let odd = ModelDir { path: other.path().to_path_buf(), ..model_dir() };
+    let first = Embedder::load_cached(&odd, isa, Some(cache.path())).unwrap();
+    assert!(first.shares_weights() && !first.shares_tokenizer());
+    assert_eq!(first.embed(&texts, EmbedKind::Passage).unwrap(), want);
+    let packed = std::fs::read(&file).unwrap();
+    let second = Embedder::load_cached(&odd, isa, Some(cache.path())).unwrap();
+    assert!(second.shares_weights() && !second.shares_tokenizer());
+    assert_eq!(std::fs::read(&file).unwrap(), packed, "not packed again");
+    assert!(second.embed(&["zzqqxxjj".to_string()], EmbedKind::Passage).is_err(), "the id is refused when met");
+}
+
+#[test]
 fn a_packed_model_file_is_written_once_mapped_after_and_repacked_when_damaged() {
     let texts: Vec<String> = ["a packed model", "the same vectors from a mapped file", ""].map(String::from).to_vec();
     let cache = tempfile::tempdir().unwrap();

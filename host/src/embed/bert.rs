@@ -210,6 +210,11 @@ impl Weights<'_> {
 }
 
 impl Bert {
+    /// How many token ids its embedding table has.
+    pub(super) fn vocab(&self) -> usize {
+        self.vocab
+    }
+
     /// Loads and packs the weights in `path` (safetensors) for `config`, to run on `isa`.
     pub fn load(path: &Path, config: &BertConfig, isa: Isa) -> Result<Self, EmbedError> {
         let bad_config = |message: String| EmbedError::BadFile { file: "config.json".into(), message };

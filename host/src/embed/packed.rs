@@ -116,7 +116,10 @@ pub(super) fn load(
         Err(e) => tracing::warn!("packed model {} is unusable ({e}); packing it again", file.display()),
     }
     let (bert, tokenizer) = own()?;
-    let written = write(&file, id, isa, &bert, &source, tokenizer.native());
+    // A tokenizer.json naming ids past the weights' table stays out of the file (its
+    // embeds say what is wrong), so that a file holding such ids is damaged and repacked.
+    let words = tokenizer.native().filter(|w| w.ids_below(bert.vocab()));
+    let written = write(&file, id, isa, &bert, &source, words);
     match written.and_then(|()| open(&file, id, config, isa, &source)) {
         // The owned arrays are dropped: the mapping is what this process (and the next) reads.
         Ok((mapped, Some(words))) => Ok((mapped, TextTokenizer::Native(Box::new(words)))),
@@ -284,7 +287,11 @@ fn open(
     let tokenizer = match header.tokenizer {
         Some(settings) => {
             let words = Words::from_arrays(|name| table.get(name, "u32")).map_err(invalid)?;
-            Some(WordPiece::from_parts(words, settings).map_err(invalid)?)
+            let tokenizer = WordPiece::from_parts(words, settings).map_err(invalid)?;
+            if !tokenizer.ids_below(bert.vocab()) {
+                return Err(invalid("its tokenizer names ids past the weights' vocabulary".into()));
+            }
+            Some(tokenizer)
         }
         None => None,
     };

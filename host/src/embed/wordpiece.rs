@@ -390,6 +390,18 @@ impl WordPiece {
         Ok(Self { words, settings })
     }
 
+    /// Whether every id it can give is below `vocab` (the weights' table).
+    pub(super) fn ids_below(&self, vocab: usize) -> bool {
+        let s = &self.settings;
+        let added = s.added.iter().map(|(_, id)| id);
+        std::iter::once(&s.unk)
+            .chain(added)
+            .chain(&s.before)
+            .chain(&s.after)
+            .chain(self.words.ids.iter())
+            .all(|&id| (id as usize) < vocab)
+    }
+
     /// Its words' arrays and its other settings, to be packed.
     pub(super) fn parts(&self) -> (&Words, &Settings) {
         (&self.words, &self.settings)
@@ -714,6 +726,7 @@ mod tests {
         let (words, settings) = tokenizer.parts();
         let again = WordPiece::from_parts(Words::from_arrays(copied(words)).unwrap(), settings.clone()).unwrap();
         assert_eq!(again.ids(TEXT, true), tokenizer.ids(TEXT, true));
+        assert!(tokenizer.ids_below(6) && !tokenizer.ids_below(5), "ids 0-5");
         let json = serde_json::to_string(settings).unwrap();
         assert_eq!(&serde_json::from_str::<Settings>(&json).unwrap(), settings);
     }
