@@ -504,7 +504,7 @@ impl Corpus {
         if self.stats()?.documents == 0 {
             return Ok(());
         }
-        self.embedder.get()?;
+        let embedder = self.embedder.get()?;
         if self.shared.is_none() {
             // The keyword side opened without its records, so that the vector
             // index, loaded next, hands it the ones it decoded.
@@ -515,7 +515,7 @@ impl Corpus {
         if self.shared.is_none() {
             // One search's work, so that the first real one finds the weights, the
             // codes and the store's pages mapped and the encoder's buffers made.
-            let query = self.embedder.get()?.embed(&["warm-up".to_string()], EmbedKind::Query)?;
+            let query = embedder.embed(&["warm-up".to_string()], EmbedKind::Query)?;
             if let Some(query) = query.first() {
                 drop(self.search_vectors(query, 1, &Filter::default())?);
             }
