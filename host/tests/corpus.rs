@@ -147,6 +147,28 @@ fn a_warmed_server_takes_the_saved_vector_index_records_and_then_what_changed() 
 }
 
 #[test]
+fn a_warmed_server_finds_documents_stored_for_keywords_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
+    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key());
+    // As the indexer's first pass stores many new files: chunks, none with a vector yet.
+    let docs: Vec<NewDocument> = (0..3)
+        .map(|i| NewDocument {
+            record: DocumentRecord { path: format!("notes/{i}.md"), kind: "markdown".into(), ..Default::default() },
+            dimension: 0,
+            chunks: vec![NewChunk {
+                record: ChunkRecord { text: format!("Note {i}: the heron survey."), start: 0, end: 0 },
+                vector: Vec::new(),
+            }],
+        })
+        .collect();
+    writer.put_many(docs).unwrap();
+    let server = Corpus::new(dir.path().to_path_buf(), embedder).with_key(test_key());
+    server.warm().unwrap();
+    assert_eq!(server.search_fulltext("heron", 5, &Filter::default()).unwrap().len(), 3);
+}
+
+#[test]
 fn a_following_process_indexes_its_writes_for_keywords_on_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
