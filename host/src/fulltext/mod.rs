@@ -124,8 +124,10 @@ impl Fulltext {
     /// Opens (creating if needed) the index in `dir`.
     pub fn open(dir: &Path) -> Result<Self, FulltextError> {
         Ok(Self {
-            documents: Part::open(&dir.join("documents"))?,
-            chunks: Part::open(&dir.join("chunks"))?,
+            // Phrases are matched on whole documents; a chunk is only scored by
+            // its words' frequencies, so its grain keeps no positions.
+            documents: Part::open(&dir.join("documents"), IndexRecordOption::WithFreqsAndPositions)?,
+            chunks: Part::open(&dir.join("chunks"), IndexRecordOption::WithFreqs)?,
             wait: Duration::from_secs(30),
         })
     }
@@ -301,15 +303,13 @@ fn brief(e: &dyn std::fmt::Display) -> String {
 }
 
 impl Part {
-    fn open(dir: &Path) -> Result<Self, FulltextError> {
+    /// Opens the grain in `dir`, its words indexed with `record`.
+    fn open(dir: &Path, record: IndexRecordOption) -> Result<Self, FulltextError> {
         let fail = |e: &dyn std::fmt::Display| FulltextError::Index { path: dir.to_path_buf(), message: brief(e) };
         std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
         let mut schema = Schema::builder();
-        let analyzed = TextOptions::default().set_indexing_options(
-            TextFieldIndexing::default()
-                .set_tokenizer(analyzer::NAME)
-                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-        );
+        let analyzed = TextOptions::default()
+            .set_indexing_options(TextFieldIndexing::default().set_tokenizer(analyzer::NAME).set_index_option(record));
         let fields = Fields {
             // Read back from columns (fast fields), not stored documents: a
             // stored-document fetch decompresses a block per hit.
@@ -629,6 +629,29 @@ mod tests {
         fulltext.apply(&change).unwrap();
         assert_eq!(fulltext.generation().unwrap(), 8);
         assert_eq!(paths(&fulltext.search("alpha beta", 5, None).unwrap()), ["b.md#0"]);
+    }
+
+    #[test]
+    fn a_grain_of_an_older_format_is_rebuilt_from_the_store() {
+        // Chunks were once indexed with positions: such a grain is started over,
+        // and the index then asks for everything again (generation 0).
+        let (dir, fulltext) = index(vec![document("a.md", None, &["alpha one", "beta two"])]);
+        drop(fulltext);
+        let chunks = dir.path().join("chunks");
+        std::fs::remove_dir_all(&chunks).unwrap();
+        let older = Part::open(&chunks, IndexRecordOption::WithFreqsAndPositions).unwrap();
+        let writer = older.writer(Duration::from_secs(1)).unwrap();
+        let (doc, records) = document("a.md", None, &["alpha one", "beta two"]);
+        older.add_chunks(&writer, &doc.path, &records).unwrap();
+        older.commit(writer, 7).unwrap();
+        drop(older);
+        let fulltext = Fulltext::open(dir.path()).unwrap();
+        assert_eq!(fulltext.generation().unwrap(), 0);
+        let delta = Delta { generation: 9, full: true, documents: vec![(doc, records)], removed: Vec::new() };
+        fulltext.apply(&delta).unwrap();
+        assert_eq!(fulltext.generation().unwrap(), 9);
+        assert_eq!(paths(&fulltext.search("beta", 5, None).unwrap()), ["a.md#1"]);
+        assert_eq!(paths(&fulltext.search("\"alpha one\"", 5, None).unwrap()), ["a.md#0"]);
     }
 
     #[test]
