@@ -264,7 +264,7 @@ def write(binary, tree, files, size, probes, found, first_keyword, first_semanti
     lines = [
         "# Searchable in seconds: `serve --watch` on a large tree it has never seen",
         "",
-        f"- command: `RAGBOX_BIN={binary} bench/.venv/bin/python bench/first_answer.py`",
+        f"- command: `RAGBOX_BIN={binary} bench/.venv/bin/python {' '.join(['bench/first_answer.py', *sys.argv[1:]])}`",
         f"- machine: {machine()}; CPU flags: {cpu_flags()}",
         f"- tree: {tree} (linked into a fresh folder): {files:,} files, {size / 2**20:,.0f} MiB",
         f"- probes: {len(probes) - 1} random `.rs` files and the last one in walk order, each searched by the longest "
