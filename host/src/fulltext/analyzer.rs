@@ -67,9 +67,6 @@ impl<T: Tokenizer> Tokenizer for KeptStemmer<T> {
     type TokenStream<'a> = KeptStemStream<'a, T::TokenStream<'a>>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
-        if self.stems.len() >= KEPT_STEMS {
-            self.stems.clear();
-        }
         KeptStemStream {
             tail: self.inner.token_stream(text),
             stems: &mut self.stems,
@@ -96,6 +93,10 @@ impl<T: TokenStream> TokenStream for KeptStemStream<'_, T> {
                 token.text.push_str(stem);
             }
             None => {
+                // Checked per word: one generated file can hold any number of them.
+                if self.stems.len() >= KEPT_STEMS {
+                    self.stems.clear();
+                }
                 let stem: Box<str> = self.stemmer.stem(&token.text).into();
                 let word = std::mem::replace(&mut token.text, stem.to_string());
                 self.stems.insert(word.into_boxed_str(), stem);
@@ -270,7 +271,9 @@ mod tests {
             .collect();
         let mut compared = 0;
         for round in 0..3 {
-            for text in words.chunks(4_000 + round * 1_000) {
+            // Texts of fewer words than are kept, and (the last round) one text of them all.
+            let size = [4_000, 5_000, words.len()][round];
+            for text in words.chunks(size) {
                 let text = format!("{} Running RUNS the {}", text.join(" "), text[..10].join("  "));
                 let expected = all(&mut tantivys, &text);
                 assert_eq!(all(&mut kept, &text), expected);
@@ -278,6 +281,19 @@ mod tests {
             }
         }
         assert!(compared > 3 * words.len());
+    }
+
+    #[test]
+    fn kept_stems_stay_bounded_within_one_text() {
+        let mut stemmer = KeptStems.transform(SimpleTokenizer::default());
+        let text: String = (0..KEPT_STEMS + 100).map(|n| format!("w{n}x ")).collect();
+        let mut words = 0;
+        let mut stream = stemmer.token_stream(&text);
+        while stream.advance() {
+            words += 1;
+        }
+        assert_eq!(words, KEPT_STEMS + 100);
+        assert!(stemmer.stems.len() <= KEPT_STEMS, "{} stems kept", stemmer.stems.len());
     }
 
     #[test]
