@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, StopWordFilter, TextAnalyzer, Token, TokenFilter,
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, Token, TokenFilter,
     TokenStream, Tokenizer,
 };
 
@@ -18,22 +18,29 @@ pub const NAME: &str = "en_words_v2";
 pub fn analyzer() -> TextAnalyzer {
     english(
         TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(40)).filter(CamelCaseSplit),
+        KeptStems,
     )
 }
 
 /// For queries: the same without the camelCase split. A query's `FoxP3`
 /// then looks for the whole word (which `FOXP3` indexed as too), not for
 /// its parts at one position, which only the same casing would hold;
-/// "user name" still finds `getUserName` by the parts indexed.
+/// "user name" still finds `getUserName` by the parts indexed. Each query
+/// is read by a fresh copy, so keeping stems would only allocate: the same
+/// stemmer runs without [`KeptStems`].
 pub fn query_analyzer() -> TextAnalyzer {
-    english(TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(40)))
+    english(
+        TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(40)),
+        Stemmer::new(Language::English),
+    )
 }
 
-fn english<T: Tokenizer>(builder: tantivy::tokenizer::TextAnalyzerBuilder<T>) -> TextAnalyzer {
+/// Lowercased, English stop words dropped, then stemmed by `stem`.
+fn english<T: Tokenizer, S: TokenFilter>(builder: tantivy::tokenizer::TextAnalyzerBuilder<T>, stem: S) -> TextAnalyzer {
     let builder = builder.filter(LowerCaser);
     match StopWordFilter::new(Language::English) {
-        Some(stop) => builder.filter(stop).filter(KeptStems).build(),
-        None => builder.filter(KeptStems).build(),
+        Some(stop) => builder.filter(stop).filter(stem).build(),
+        None => builder.filter(stem).build(),
     }
 }
 
@@ -248,7 +255,7 @@ mod tests {
     #[test]
     fn kept_stems_are_tantivys_stems_and_stay_so_once_dropped() {
         let plain = || TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser);
-        let mut tantivys = plain().filter(tantivy::tokenizer::Stemmer::new(Language::English)).build();
+        let mut tantivys = plain().filter(Stemmer::new(Language::English)).build();
         let mut kept = plain().filter(KeptStems).build();
         let all = |analyzer: &mut TextAnalyzer, text: &str| {
             let mut stream = analyzer.token_stream(text);
