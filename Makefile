@@ -12,7 +12,7 @@ RAGBOX := target/debug/ragbox
 QUERY ?= jwt
 
 .PHONY: setup setup-run build model release install dist run test test-rust test-guests test-python test-dist \
-	cross test-windows bench bench-quick bench-venvs fuzz lint fmt clean
+	cross ci-trim test-windows bench bench-quick bench-venvs fuzz lint fmt clean
 
 CONFORMANCE := tests/conformance/node_modules/.stamp
 # Real and hostile documents for the extractor tests, and the venv of their writers.
@@ -129,7 +129,15 @@ dist: .setup-stamp $(BUILD_VENV)/.stamp
 run: setup-run build model
 	$(PYTHON) scripts/demo.py $(RAGBOX) examples/workspace "$(QUERY)"
 
-test: setup build model test-rust test-guests test-python test-dist cross test-windows
+test: setup build model test-rust test-guests test-python test-dist $(if $(filter true,$(CI)),ci-trim) cross test-windows
+
+# CI only: a one-shot run frees what the finished suites built before the
+# cross-builds add theirs (a CI run's disk filled up in the Windows build).
+# What the cross-builds reuse stays: the wasm guests in target/guest-tools.
+ci-trim:
+	@df -h . | sed -n 2p | awk '{print "disk free before trimming: " $$4}'
+	rm -rf target/debug target/wheels-test target/test-compile-cache target/test-packed-models \
+		guest-tools/target target/guest-tools-tests
 
 test-rust:
 	@df -h . | sed -n 2p | awk '{print "disk free before the Rust tests: " $$4}'
