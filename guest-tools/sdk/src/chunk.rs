@@ -89,26 +89,73 @@ const ESTIMATED_PIECE_BYTES: usize = 5;
 /// until the model's own replace them (on code and Markdown of the cargo
 /// registry it counts 95–100 % of all-MiniLM-L6-v2's tokens).
 pub fn estimated_token_starts(text: &str) -> Vec<u32> {
+    let bytes = text.as_bytes();
     let mut starts = Vec::with_capacity(text.len() / 4);
     // Where the current word's current piece started, while in a word.
     let mut piece: Option<usize> = None;
-    for (at, c) in text.char_indices() {
-        if c.is_whitespace() {
-            piece = None;
-        } else if c.is_alphanumeric() && !is_cjk(c) {
-            match piece {
+    let mut at = 0;
+    while at < bytes.len() {
+        // ASCII, most of what is indexed, is classified without decoding a char.
+        let (class, width) = match bytes[at] {
+            b if b.is_ascii() => (ASCII_CLASSES[usize::from(b)], 1),
+            _ => text[at..].chars().next().map_or((Class::Mark, 1), |c| (Class::of(c), c.len_utf8())),
+        };
+        match class {
+            Class::Space => piece = None,
+            Class::Word => match piece {
                 Some(from) if at - from < ESTIMATED_PIECE_BYTES => {}
                 _ => {
                     starts.push(at as u32);
                     piece = Some(at);
                 }
+            },
+            Class::Mark => {
+                starts.push(at as u32);
+                piece = None;
             }
-        } else {
-            starts.push(at as u32);
-            piece = None;
         }
+        at += width;
     }
     starts
+}
+
+/// The class of each ASCII character ([`Class::of`]), looked up.
+const ASCII_CLASSES: [Class; 128] = {
+    let mut classes = [Class::Mark; 128];
+    let mut b = 0u8;
+    while b < 128 {
+        classes[b as usize] = match b {
+            b' ' | b'\t'..=b'\r' => Class::Space,
+            _ if b.is_ascii_alphanumeric() => Class::Word,
+            _ => Class::Mark,
+        };
+        b += 1;
+    }
+    classes
+};
+
+/// How the token estimate reads a character.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Whitespace: ends a word.
+    Space,
+    /// A letter or digit (not CJK): words are cut into pieces.
+    Word,
+    /// Punctuation, symbols and CJK: a token each.
+    Mark,
+}
+
+impl Class {
+    #[inline]
+    fn of(c: char) -> Class {
+        if c.is_whitespace() {
+            Class::Space
+        } else if c.is_alphanumeric() && !is_cjk(c) {
+            Class::Word
+        } else {
+            Class::Mark
+        }
+    }
 }
 
 /// CJK ideographs, kana and hangul: BERT's tokenizer makes each a token.
@@ -254,6 +301,13 @@ mod tests {
             starts.iter().zip(starts.iter().skip(1).chain([&text.len()])).map(|(&a, &b)| text[a..b].trim()).collect();
         assert_eq!(pieces, ["Hi", ",", "getEl", "ement", "ById", "日", "本", "!"]);
         assert!(estimated_token_starts(" \n\t").is_empty());
+    }
+
+    #[test]
+    fn ascii_is_classed_as_its_chars_are() {
+        for b in 0u8..128 {
+            assert_eq!(ASCII_CLASSES[usize::from(b)], Class::of(char::from(b)), "byte {b}");
+        }
     }
 
     use super::*;
