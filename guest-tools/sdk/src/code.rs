@@ -143,6 +143,19 @@ struct Line {
 /// Splits `text` into lines and follows brackets, strings and comments across them.
 fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
     let bytes = text.as_bytes();
+    // The bytes that can change the state in code; every other byte is skipped
+    // without a look (the scanner reads whole trees of code before they are searchable).
+    let mut special = [false; 256];
+    for b in [b'"', b'\'', b'{', b'(', b'[', b'}', b')', b']'] {
+        special[usize::from(b)] = true;
+    }
+    special[usize::from(b'/')] = syntax.block_comments;
+    special[usize::from(b'`')] = syntax.backticks;
+    for comment in syntax.line_comments {
+        if let Some(&first) = comment.as_bytes().first() {
+            special[usize::from(first)] = true;
+        }
+    }
     let mut lines = Vec::new();
     let (mut depth, mut state) = (0i32, State::Code);
     let mut start = 0;
@@ -155,33 +168,44 @@ fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
         let (line_depth, line_state) = (depth, state);
         let mut i = 0;
         while i < line.len() {
-            let rest = &line[i..];
+            // Each arm moves `i` to the next byte that matters in its state, or ends the line.
             match state {
                 State::BlockComment => {
-                    if rest.starts_with(b"*/") {
+                    let Some(at) = find_byte(line, i, |b| b == b'*') else { break };
+                    if line[at..].starts_with(b"*/") {
                         state = State::Code;
-                        i += 1;
+                        i = at + 2;
+                    } else {
+                        i = at + 1;
                     }
                 }
                 State::Str(q) => {
-                    if rest[0] == b'\\' {
-                        i += 1;
-                    } else if rest[0] == q {
+                    let Some(at) = find_byte(line, i, |b| b == b'\\' || b == q) else { break };
+                    if line[at] == b'\\' {
+                        i = at + 2;
+                    } else {
                         state = State::Code;
+                        i = at + 1;
                     }
                 }
                 State::Triple(q) => {
-                    if rest[0] == b'\\' {
-                        i += 1;
-                    } else if rest.starts_with(&[q, q, q]) {
+                    let Some(at) = find_byte(line, i, |b| b == b'\\' || b == q) else { break };
+                    if line[at] == b'\\' {
+                        i = at + 2;
+                    } else if line[at..].starts_with(&[q, q, q]) {
                         state = State::Code;
-                        i += 2;
+                        i = at + 3;
+                    } else {
+                        i = at + 1;
                     }
                 }
                 State::Code => {
+                    let Some(at) = find_byte(line, i, |b| special[usize::from(b)]) else { break };
+                    let rest = &line[at..];
                     if syntax.line_comments.iter().any(|c| rest.starts_with(c.as_bytes())) {
                         break;
                     }
+                    i = at + 1;
                     match rest[0] {
                         b'/' if syntax.block_comments && rest.starts_with(b"/*") => {
                             state = State::BlockComment;
@@ -204,7 +228,6 @@ fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
                     }
                 }
             }
-            i += 1;
         }
         // Single-line strings end with their line, so one unbalanced quote cannot swallow the file.
         if let State::Str(q) = state
@@ -217,6 +240,11 @@ fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
         start = end;
     }
     lines
+}
+
+/// The first byte of `line` from `from` on that is `wanted`.
+fn find_byte(line: &[u8], from: usize, wanted: impl Fn(u8) -> bool) -> Option<usize> {
+    line.get(from..)?.iter().position(|&b| wanted(b)).map(|p| from + p)
 }
 
 /// Bytes after the opening `'` to skip for a character literal (`'x'`,
@@ -509,67 +537,221 @@ fn members(text: &str, lines: &[Line], item: Item, syntax: Syntax) -> Option<(us
 /// `sizes.target` tokens, and windows only what exceeds [`MAX_UNIT_BYTES`].
 /// `token_starts` are the byte offsets where the text's tokens start.
 pub fn chunks(path: &str, text: &str, token_starts: &[u32], sizes: Sizes) -> Vec<CodeChunk> {
-    let syntax = syntax_for(path);
-    let lines = scan(text, syntax);
-    if lines.is_empty() {
-        return Vec::new();
-    }
-    let tokens = |s: Span| {
-        let index = |at: usize| token_starts.partition_point(|&t| (t as usize) < at);
-        index(s.end) - index(s.start)
-    };
-    let limits = Limits { tokens: &tokens, sizes, syntax };
-    let mut units = Vec::new();
-    split(text, &lines, (0, 0, lines.len() - 1), (0, 0), "", &limits, 0, &mut units);
-
-    let mut out: Vec<CodeChunk> = Vec::new();
-    let mut open: Option<(CodeChunk, bool)> = None;
-    for unit in units {
-        if unit.oversized {
-            out.extend(open.take().map(|(c, _)| c));
-            let piece = &text[unit.span.start..unit.span.end];
-            let local: Vec<u32> = token_starts
-                .iter()
-                .filter(|&&t| (t as usize) >= unit.span.start && (t as usize) < unit.span.end)
-                .map(|&t| t - unit.span.start as u32)
-                .collect();
-            out.extend(chunk(piece, &local, sizes).into_iter().map(|s| CodeChunk {
-                span: Span { start: unit.span.start + s.start, end: unit.span.start + s.end },
-                context: unit.context.clone(),
-            }));
-            continue;
-        }
-        open = match open {
-            Some((mut o, glued))
-                if o.context == unit.context
-                    && (glued || tokens(Span { start: o.span.start, end: unit.span.end }) <= sizes.target) =>
-            {
-                o.span.end = unit.span.end;
-                Some((o, unit.glue))
-            }
-            prev => {
-                out.extend(prev.map(|(c, _)| c));
-                Some((CodeChunk { span: unit.span, context: unit.context }, unit.glue))
-            }
-        };
-    }
-    out.extend(open.map(|(c, _)| c));
-    out
+    Code::scan(path, text).chunks(token_starts, sizes)
 }
 
 /// The symbols a file defines at its top level, in order (`fn chunk`, `class Foo`).
 pub fn top_level_symbols(path: &str, text: &str) -> Vec<String> {
-    let syntax = syntax_for(path);
-    let lines = scan(text, syntax);
-    items(text, &lines, 0, lines.len(), 0, 0, syntax)
-        .into_iter()
-        .filter_map(|item| symbol(&text[lines[item.start_line].start..lines[item.start_line].end]))
-        .collect()
+    Code::scan(path, text).top_level_symbols()
+}
+
+/// A code file scanned once: its chunks and its symbols read the same lines.
+pub struct Code<'a> {
+    text: &'a str,
+    syntax: Syntax,
+    lines: Vec<Line>,
+}
+
+impl<'a> Code<'a> {
+    /// Scans `text` by the rules of `path`'s language.
+    pub fn scan(path: &str, text: &'a str) -> Self {
+        let syntax = syntax_for(path);
+        Code { text, syntax, lines: scan(text, syntax) }
+    }
+
+    /// The file cut into whole units (see [`chunks`]).
+    pub fn chunks(&self, token_starts: &[u32], sizes: Sizes) -> Vec<CodeChunk> {
+        let Code { text, syntax, ref lines } = *self;
+        if lines.is_empty() {
+            return Vec::new();
+        }
+        // Token starts are in order: the tokens of a span are found by bisection.
+        let index = |at: usize| token_starts.partition_point(|&t| (t as usize) < at);
+        let tokens = |s: Span| index(s.end) - index(s.start);
+        let limits = Limits { tokens: &tokens, sizes, syntax };
+        let mut units = Vec::new();
+        split(text, lines, (0, 0, lines.len() - 1), (0, 0), "", &limits, 0, &mut units);
+
+        let mut out: Vec<CodeChunk> = Vec::new();
+        let mut open: Option<(CodeChunk, bool)> = None;
+        for unit in units {
+            if unit.oversized {
+                out.extend(open.take().map(|(c, _)| c));
+                let piece = &text[unit.span.start..unit.span.end];
+                let local: Vec<u32> = token_starts[index(unit.span.start)..index(unit.span.end)]
+                    .iter()
+                    .map(|&t| t - unit.span.start as u32)
+                    .collect();
+                out.extend(chunk(piece, &local, sizes).into_iter().map(|s| CodeChunk {
+                    span: Span { start: unit.span.start + s.start, end: unit.span.start + s.end },
+                    context: unit.context.clone(),
+                }));
+                continue;
+            }
+            open = match open {
+                Some((mut o, glued))
+                    if o.context == unit.context
+                        && (glued || tokens(Span { start: o.span.start, end: unit.span.end }) <= sizes.target) =>
+                {
+                    o.span.end = unit.span.end;
+                    Some((o, unit.glue))
+                }
+                prev => {
+                    out.extend(prev.map(|(c, _)| c));
+                    Some((CodeChunk { span: unit.span, context: unit.context }, unit.glue))
+                }
+            };
+        }
+        out.extend(open.map(|(c, _)| c));
+        out
+    }
+
+    /// The symbols the file defines at its top level, in order.
+    pub fn top_level_symbols(&self) -> Vec<String> {
+        let Code { text, syntax, ref lines } = *self;
+        items(text, lines, 0, lines.len(), 0, 0, syntax)
+            .into_iter()
+            .filter_map(|item| symbol(&text[lines[item.start_line].start..lines[item.start_line].end]))
+            .collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scanner as it was before it skipped to the bytes that matter: one
+    /// step per byte. [`scan`] must read every file the same way.
+    fn byte_by_byte(text: &str, syntax: Syntax) -> Vec<Line> {
+        let bytes = text.as_bytes();
+        let mut lines = Vec::new();
+        let (mut depth, mut state) = (0i32, State::Code);
+        let mut start = 0;
+        while start < bytes.len() {
+            let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i + 1);
+            let line = &bytes[start..end];
+            let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
+            // Unicode whitespace too (a lone vertical tab or U+2028 is a blank line), as `role` trims it.
+            let blank = text[start..end].trim().is_empty();
+            let (line_depth, line_state) = (depth, state);
+            let mut i = 0;
+            while i < line.len() {
+                let rest = &line[i..];
+                match state {
+                    State::BlockComment => {
+                        if rest.starts_with(b"*/") {
+                            state = State::Code;
+                            i += 1;
+                        }
+                    }
+                    State::Str(q) => {
+                        if rest[0] == b'\\' {
+                            i += 1;
+                        } else if rest[0] == q {
+                            state = State::Code;
+                        }
+                    }
+                    State::Triple(q) => {
+                        if rest[0] == b'\\' {
+                            i += 1;
+                        } else if rest.starts_with(&[q, q, q]) {
+                            state = State::Code;
+                            i += 2;
+                        }
+                    }
+                    State::Code => {
+                        if syntax.line_comments.iter().any(|c| rest.starts_with(c.as_bytes())) {
+                            break;
+                        }
+                        match rest[0] {
+                            b'/' if syntax.block_comments && rest.starts_with(b"/*") => {
+                                state = State::BlockComment;
+                                i += 1;
+                            }
+                            q @ (b'"' | b'\'') if syntax.triple_quotes && rest.starts_with(&[q, q, q]) => {
+                                state = State::Triple(q);
+                                i += 2;
+                            }
+                            b'"' => state = State::Str(b'"'),
+                            b'`' if syntax.backticks => state = State::Str(b'`'),
+                            b'\'' => match syntax.single_quote {
+                                Quote::String => state = State::Str(b'\''),
+                                Quote::Char => i += char_literal_len(rest),
+                            },
+                            b'{' | b'(' | b'[' => depth += 1,
+                            // Clamped: a stray closer must not push the rest of the file out of reach.
+                            b'}' | b')' | b']' => depth = (depth - 1).max(0),
+                            _ => {}
+                        }
+                    }
+                }
+                i += 1;
+            }
+            // Single-line strings end with their line, so one unbalanced quote cannot swallow the file.
+            if let State::Str(q) = state
+                && (q == b'\'' || !syntax.multiline_strings)
+                && q != b'`'
+            {
+                state = State::Code;
+            }
+            lines.push(Line { start, end, depth: line_depth, state: line_state, indent, blank });
+            start = end;
+        }
+        lines
+    }
+    #[test]
+    fn the_scanner_skips_to_what_matters_and_reads_as_byte_by_byte() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let tricky = [
+            "'",
+            "\"",
+            "'\\",
+            "\"\\",
+            "/*",
+            "*/",
+            "'''",
+            "\"\"\"ab\"\"",
+            "`x\\`",
+            "--x",
+            "#!",
+            "a'b'c",
+            "'\\u{1F600}' x",
+            "\"é\\\né\"",
+            "/* a\n b */ { ( [ ] ) }",
+            "} } } { ",
+            "x = '''\n'''\n\"\"\"\n",
+            "\u{2028}\n\x0b\n",
+            "'é' 'ab",
+        ];
+        let mut texts: Vec<String> = tricky.iter().map(|s| s.to_string()).collect();
+        for dir in
+            ["guest-tools/sdk/src", "host/src/fulltext", "host/src/runtime", "bench", "scripts", "tests/conformance"]
+        {
+            for entry in std::fs::read_dir(root.join(dir)).expect("a source folder of the repository") {
+                let path = entry.expect("a readable entry").path();
+                if path.is_file()
+                    && let Ok(text) = std::fs::read_to_string(&path)
+                {
+                    texts.push(text);
+                }
+            }
+        }
+        assert!(texts.len() > 40, "the repository's sources were read");
+        let names =
+            ["a.rs", "a.go", "a.js", "a.php", "a.css", "a.py", "a.rb", "a.jl", "a.sh", "a.lua", "a.sql", "a.hs", "a.c"];
+        let key = |l: &Line| (l.start, l.end, l.depth, l.state, l.indent, l.blank);
+        for text in &texts {
+            for name in names {
+                let syntax = syntax_for(name);
+                let (fast, slow) = (scan(text, syntax), byte_by_byte(text, syntax));
+                assert_eq!(
+                    fast.iter().map(key).collect::<Vec<_>>(),
+                    slow.iter().map(key).collect::<Vec<_>>(),
+                    "{name}: {text:.80}"
+                );
+            }
+        }
+    }
 
     /// Token starts at every word, as a stand-in for the model's tokenizer.
     fn words(text: &str) -> Vec<u32> {

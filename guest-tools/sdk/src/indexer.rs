@@ -518,6 +518,8 @@ fn token_starts(text: &str, tokens: Tokens) -> Result<Vec<u32>, String> {
 /// whole (embedded by its intent), code into whole units, the rest into
 /// blocks of at most `sizes.target` tokens. Fills in the kind, title and
 /// metadata this learns. An error is the file's (not a skill, too long to tokenize).
+/// Cut by [`Tokens::Estimated`], code and prose chunks come with nothing to
+/// embed: they are stored for keyword search only.
 fn cut(
     path: &str,
     text: &str,
@@ -553,7 +555,10 @@ fn cut(
             end: (base + s.end) as u64,
         })
         .collect();
-    let embed = chunks.iter().map(|c| c.text.clone()).collect();
+    let embed = match tokens {
+        Tokens::Model => chunks.iter().map(|c| c.text.clone()).collect(),
+        Tokens::Estimated => Vec::new(),
+    };
     Ok((chunks, embed))
 }
 
@@ -646,7 +651,8 @@ fn code_chunks(
     tokens: Tokens,
 ) -> Result<(Vec<Chunk>, Vec<String>), String> {
     let offsets = token_starts(text, tokens)?;
-    let symbols = code::top_level_symbols(path, text);
+    let code = code::Code::scan(path, text);
+    let symbols = code.top_level_symbols();
     if !symbols.is_empty() {
         let mut listed = symbols.iter().take(LISTED_SYMBOLS).cloned().collect::<Vec<_>>().join(", ");
         if symbols.len() > LISTED_SYMBOLS {
@@ -655,11 +661,16 @@ fn code_chunks(
         prepared.metadata.push(("symbols".into(), listed));
     }
     prepared.metadata.push((code::MARKER.0.into(), code::MARKER.1.into()));
-    let pieces = code::chunks(path, text, &offsets, sizes);
+    let pieces = code.chunks(&offsets, sizes);
     let mut chunks = Vec::with_capacity(pieces.len());
     let mut embed = Vec::with_capacity(pieces.len());
     for (i, piece) in pieces.into_iter().enumerate() {
         let body = &text[piece.span.start..piece.span.end];
+        chunks.push(Chunk { text: body.to_string(), start: piece.span.start as u64, end: piece.span.end as u64 });
+        if tokens == Tokens::Estimated {
+            // Stored for keyword search only: nothing is embedded from these chunks.
+            continue;
+        }
         let header = match (i, piece.context.is_empty()) {
             (0, _) if !symbols.is_empty() => {
                 format!(
@@ -671,7 +682,6 @@ fn code_chunks(
             _ => path.to_string(),
         };
         embed.push(format!("{header}\n{body}"));
-        chunks.push(Chunk { text: body.to_string(), start: piece.span.start as u64, end: piece.span.end as u64 });
     }
     Ok((chunks, embed))
 }
