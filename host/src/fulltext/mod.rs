@@ -5,6 +5,11 @@
 //! them. Scoring chunks alone (as before) cut SciFact's abstracts in two and
 //! left nDCG@10 0.03 below BM25 over whole abstracts.
 //!
+//! Chunks have no index of their own: each document records where its
+//! chunks end among its word positions, and a chunk's words are read from the
+//! ranked documents' positions at search time. A second index of every chunk
+//! had been a third of the CPU of indexing a large tree for keywords.
+//!
 //! Derived from the store and rebuildable: each commit records the store
 //! generation it reflects, and [`Fulltext::generation`] tells what to apply.
 //! tantivy allows one writer per index across processes, so a busy writer
@@ -19,10 +24,11 @@ use std::time::{Duration, Instant};
 use tantivy::collector::TopDocs;
 use tantivy::columnar::StrColumn;
 use tantivy::directory::error::LockError;
+use tantivy::fieldnorm::FieldNormReader;
 use tantivy::postings::Postings;
 use tantivy::query::Bm25Weight;
 use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermSetQuery};
-use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions};
+use tantivy::schema::{FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::TokenizerManager;
 use tantivy::{DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, Term, doc};
 
@@ -86,17 +92,18 @@ const CHUNK_WEIGHT: f32 = 0.3;
 /// Documents ranked for a search, at least (more when more hits are asked).
 const MIN_DOCUMENTS: usize = 50;
 
-/// The fields of both grains' records.
+/// The fields of a document's record.
 #[derive(Clone, Copy)]
 struct Fields {
     path: Field,
-    ordinal: Field,
     text: Field,
     title: Field,
     name: Field,
+    /// Where each chunk's words end, counted in the text's word positions (see [`document_text`]).
+    chunk_ends: Field,
 }
 
-/// One tantivy index: the documents' (one record each, ordinal 0) or the chunks'.
+/// The tantivy index of the documents, one record each.
 struct Part {
     dir: PathBuf,
     index: Index,
@@ -113,51 +120,72 @@ struct Found {
     score: f32,
 }
 
-/// The keyword index in one folder: `documents/` and `chunks/`.
+/// A ranked document while its chunks are scored.
+struct Ranked<'a> {
+    doc: DocId,
+    path: &'a str,
+    /// Where each chunk's words end among the document's positions.
+    ends: Vec<u32>,
+    /// Each chunk's BM25 so far.
+    scores: Vec<f32>,
+}
+
+impl Ranked<'_> {
+    /// Adds one word's BM25 to the chunks that hold it at `positions` (in order).
+    fn add(&mut self, weight: &Bm25Weight, positions: &[u32]) {
+        let mut rest = positions;
+        while let Some(&first) = rest.first() {
+            let chunk = self.ends.partition_point(|&end| end <= first);
+            let Some(&end) = self.ends.get(chunk) else { break };
+            let in_chunk = rest.partition_point(|&p| p < end);
+            let start = chunk.checked_sub(1).map_or(0, |before| self.ends[before]);
+            let norm = FieldNormReader::fieldnorm_to_id(end - start);
+            self.scores[chunk] += weight.score(norm, in_chunk as u32);
+            rest = &rest[in_chunk..];
+        }
+    }
+}
+
+/// The keyword index in one folder (`documents/`).
 pub struct Fulltext {
     documents: Part,
-    chunks: Part,
     wait: Duration,
 }
 
 impl Fulltext {
     /// Opens (creating if needed) the index in `dir`.
     pub fn open(dir: &Path) -> Result<Self, FulltextError> {
-        Ok(Self {
-            // Phrases are matched on whole documents; a chunk is only scored by
-            // its words' frequencies, so its grain keeps no positions.
-            documents: Part::open(&dir.join("documents"), IndexRecordOption::WithFreqsAndPositions)?,
-            chunks: Part::open(&dir.join("chunks"), IndexRecordOption::WithFreqs)?,
-            wait: Duration::from_secs(30),
-        })
+        // Chunks were once indexed apart, in `chunks/`: derived data nothing reads now.
+        let older = dir.join("chunks");
+        if std::fs::symlink_metadata(&older).is_ok_and(|m| m.is_dir()) {
+            if let Err(e) = std::fs::remove_dir_all(&older) {
+                tracing::warn!("could not remove the older keyword index {}: {e}", older.display());
+            }
+        }
+        Ok(Self { documents: Part::open(&dir.join("documents"))?, wait: Duration::from_secs(30) })
     }
 
-    /// The store generation both grains reflect (0 for a new index).
+    /// The store generation the index reflects (0 for a new index).
     pub fn generation(&self) -> Result<u64, FulltextError> {
-        Ok(self.documents.generation()?.min(self.chunks.generation()?))
+        self.documents.generation()
     }
 
     /// Applies what changed in the store (from
-    /// [`crate::store::Store::text_delta`] at [`Self::generation`]), one commit
-    /// per grain. Re-applying a delta is harmless: each changed path is
-    /// replaced whole, so a crash between the two commits heals on the next.
+    /// [`crate::store::Store::text_delta`] at [`Self::generation`]) in one
+    /// commit. Re-applying a delta is harmless: each changed path is replaced whole.
     pub fn apply(&self, delta: &TextDelta) -> Result<(), FulltextError> {
-        let documents = self.documents.writer(self.wait)?;
-        let chunks = self.chunks.writer(self.wait)?;
-        for (part, writer) in [(&self.documents, &documents), (&self.chunks, &chunks)] {
-            if delta.full {
-                writer.delete_all_documents().map_err(|e| part.err(e))?;
-            }
-            for path in delta.removed.iter().chain(delta.documents.iter().map(|(doc, _)| &doc.path)) {
-                writer.delete_term(Term::from_field_text(part.fields.path, path));
-            }
+        let part = &self.documents;
+        let writer = part.writer(self.wait)?;
+        if delta.full {
+            writer.delete_all_documents().map_err(|e| part.err(e))?;
+        }
+        for path in delta.removed.iter().chain(delta.documents.iter().map(|(doc, _)| &doc.path)) {
+            writer.delete_term(Term::from_field_text(part.fields.path, path));
         }
         for (doc, records) in &delta.documents {
-            self.documents.add_document(&documents, doc, records)?;
-            self.chunks.add_chunks(&chunks, &doc.path, records)?;
+            part.add_document(&writer, doc, records)?;
         }
-        self.documents.commit(documents, delta.generation)?;
-        self.chunks.commit(chunks, delta.generation)?;
+        part.commit(writer, delta.generation)?;
         self.refresh()
     }
 
@@ -165,10 +193,7 @@ impl Fulltext {
     /// another). Searches do not reload on their own: the corpus calls this
     /// when the store's generation says the index moved.
     pub fn refresh(&self) -> Result<(), FulltextError> {
-        for part in [&self.documents, &self.chunks] {
-            part.reader.reload().map_err(|e| part.err(e))?;
-        }
-        Ok(())
+        self.documents.reader.reload().map_err(|e| self.documents.err(e))
     }
 
     /// The `k` best chunks for `query`; with `allowed`, only chunks of those
@@ -193,7 +218,7 @@ impl Fulltext {
             return Ok(Vec::new());
         }
         let ranked: BTreeSet<&str> = documents.iter().map(|(path, _)| path.as_str()).collect();
-        let chunks = self.chunks.score_chunks(query, &ranked)?;
+        let chunks = self.documents.score_chunks(query, &ranked)?;
         Ok(combine(documents, chunks, k))
     }
 }
@@ -227,21 +252,48 @@ fn combine(documents: Vec<(String, f32)>, chunks: Vec<Found>, k: usize) -> Vec<F
 /// order, each overlap with the one before taken once (the chunker overlaps
 /// neighbours; counting those words twice would skew term frequencies). An
 /// overlap is cut only where the texts agree with their byte ranges: a tool
-/// that stores chunks otherwise loses no words.
-fn document_text(chunks: &[ChunkRecord]) -> String {
+/// that stores chunks otherwise loses no words. With the text, where each
+/// chunk's words end in it, counted as the index's positions count them
+/// ([`word_count`]): a chunk's words are those after the one before it ends
+/// (an overlap counts for the earlier chunk).
+fn document_text(chunks: &[ChunkRecord]) -> (String, Vec<u32>) {
     let mut text = String::new();
+    let mut ends = Vec::with_capacity(chunks.len());
+    let mut words = 0u32;
     let mut previous: Option<&ChunkRecord> = None;
     for chunk in chunks {
         let overlap = previous.map_or(0, |p| p.end.saturating_sub(chunk.start)) as usize;
         let repeated = |p: &ChunkRecord| chunk.text.get(..overlap).is_some_and(|head| p.text.ends_with(head));
-        match chunk.text.get(overlap..) {
-            Some(rest) if overlap > 0 && previous.is_some_and(repeated) => text.push_str(rest),
-            _ => text.push_str(&chunk.text),
-        }
+        let part = match chunk.text.get(overlap..) {
+            Some(rest) if overlap > 0 && previous.is_some_and(repeated) => rest,
+            _ => &chunk.text,
+        };
+        text.push_str(part);
+        // A line break between parts: no word runs from one chunk into the next.
         text.push('\n');
+        words = words.saturating_add(word_count(part));
+        ends.push(words);
         previous = Some(chunk);
     }
-    text
+    (text, ends)
+}
+
+/// The words of `text` as the analyzer's tokenizer ([`SimpleTokenizer`],
+/// each run of letters and digits) numbers them: its filters drop or split
+/// words but keep their positions, so this is the positions `text` takes up.
+///
+/// [`SimpleTokenizer`]: tantivy::tokenizer::SimpleTokenizer
+fn word_count(text: &str) -> u32 {
+    let mut words = 0u32;
+    let mut in_word = false;
+    for c in text.chars() {
+        let letter = if c.is_ascii() { c.is_ascii_alphanumeric() } else { c.is_alphanumeric() };
+        if letter && !in_word {
+            words = words.saturating_add(1);
+        }
+        in_word = letter;
+    }
+    words
 }
 
 /// The query as BM25 baselines read it: words, with double-quoted phrases
@@ -303,21 +355,25 @@ fn brief(e: &dyn std::fmt::Display) -> String {
 }
 
 impl Part {
-    /// Opens the grain in `dir`, its words indexed with `record`.
-    fn open(dir: &Path, record: IndexRecordOption) -> Result<Self, FulltextError> {
+    /// Opens the index in `dir`.
+    fn open(dir: &Path) -> Result<Self, FulltextError> {
         let fail = |e: &dyn std::fmt::Display| FulltextError::Index { path: dir.to_path_buf(), message: brief(e) };
         std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
         let mut schema = Schema::builder();
-        let analyzed = TextOptions::default()
-            .set_indexing_options(TextFieldIndexing::default().set_tokenizer(analyzer::NAME).set_index_option(record));
+        let analyzed = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default().set_tokenizer(analyzer::NAME).set_index_option(
+                // Positions match phrases and tell which chunk holds each word.
+                IndexRecordOption::WithFreqsAndPositions,
+            ),
+        );
         let fields = Fields {
             // Read back from columns (fast fields), not stored documents: a
             // stored-document fetch decompresses a block per hit.
             path: schema.add_text_field("path", STRING | FAST),
-            ordinal: schema.add_u64_field("ordinal", INDEXED | FAST),
             text: schema.add_text_field("text", analyzed.clone()),
             title: schema.add_text_field("title", analyzed.clone()),
             name: schema.add_text_field("name", analyzed),
+            chunk_ends: schema.add_u64_field("chunk_ends", FAST),
         };
         let schema = schema.build();
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| fail(&e))?;
@@ -353,30 +409,25 @@ impl Part {
         chunks: &[ChunkRecord],
     ) -> Result<(), FulltextError> {
         let f = self.fields;
-        let record = doc!(
+        let (text, ends) = document_text(chunks);
+        let mut record = doc!(
             f.path => doc.path.as_str(),
-            f.ordinal => 0u64,
-            f.text => document_text(chunks),
+            f.text => text,
             f.title => doc.title.as_deref().unwrap_or_default(),
             f.name => path_words(&doc.path),
         );
+        for end in ends {
+            record.add_u64(f.chunk_ends, u64::from(end));
+        }
         writer.add_document(record).map(drop).map_err(|e| self.err(e))
     }
 
-    fn add_chunks(&self, writer: &IndexWriter, path: &str, chunks: &[ChunkRecord]) -> Result<(), FulltextError> {
-        let f = self.fields;
-        for (ordinal, chunk) in chunks.iter().enumerate() {
-            let record = doc!(f.path => path, f.ordinal => ordinal as u64, f.text => chunk.text.as_str());
-            writer.add_document(record).map_err(|e| self.err(e))?;
-        }
-        Ok(())
-    }
-
-    /// Every chunk of `paths` that holds a word of `query`, with its BM25 for
-    /// those words (the chunks' own statistics; phrases read as words). Only
-    /// those chunks' postings are read, so the cost follows the ranked
-    /// documents, not the corpus: a tantivy query limited to the paths scored
-    /// every chunk holding a query word (2.6 ms at 13,000 chunks).
+    /// Every chunk of `paths`' documents that holds a word of `query`, with its
+    /// BM25 for those words (phrases read as words). A chunk's words are its
+    /// span of its document's positions, so only the ranked documents'
+    /// postings are read: the cost follows them, not the corpus. The words'
+    /// rarity is the documents' (chunks have no index to count them in), a
+    /// chunk's length is weighed against the ranked documents' chunks.
     fn score_chunks(&self, query: &str, paths: &BTreeSet<&str>) -> Result<Vec<Found>, FulltextError> {
         let searcher = self.reader.searcher();
         let text = self.fields.text;
@@ -389,16 +440,12 @@ impl Part {
                 terms.push(term);
             }
         }
-        let weights: Vec<Bm25Weight> = terms
-            .iter()
-            .map(|t| Bm25Weight::for_terms(&searcher, std::slice::from_ref(t)))
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.err(e))?;
-        let mut found = Vec::new();
+        // The ranked documents by segment, in doc-id order (postings are read forwards).
+        let mut ranked: Vec<Vec<Ranked>> = Vec::new();
         for segment in searcher.segment_readers() {
-            // The chunks of the paths, in doc-id order (postings are read forwards).
             let by_path = segment.inverted_index(self.fields.path).map_err(|e| self.err(e))?;
-            let mut docs: Vec<(DocId, &str)> = Vec::new();
+            let ends = segment.fast_fields().u64("chunk_ends").map_err(|e| self.err(e))?;
+            let mut docs: Vec<Ranked> = Vec::new();
             for &path in paths {
                 let term = Term::from_field_text(self.fields.path, path);
                 let Some(mut postings) =
@@ -407,41 +454,61 @@ impl Part {
                     continue;
                 };
                 while postings.doc() != TERMINATED {
-                    if !segment.is_deleted(postings.doc()) {
-                        docs.push((postings.doc(), path));
+                    let doc = postings.doc();
+                    if !segment.is_deleted(doc) {
+                        let ends: Vec<u32> = ends.values_for_doc(doc).map(|e| e as u32).collect();
+                        docs.push(Ranked { doc, path, scores: vec![0.0; ends.len()], ends });
                     }
                     postings.advance();
                 }
             }
+            docs.sort_unstable_by_key(|r| r.doc);
+            ranked.push(docs);
+        }
+        let (spanned, chunks) = ranked.iter().flatten().fold((0u64, 0u64), |(w, c), r| {
+            (w + u64::from(r.ends.last().copied().unwrap_or(0)), c + r.ends.len() as u64)
+        });
+        if chunks == 0 {
+            return Ok(Vec::new());
+        }
+        let average = spanned as f32 / chunks as f32;
+        let total = searcher.num_docs();
+        let weights: Vec<Bm25Weight> = terms
+            .iter()
+            .map(|t| Ok(Bm25Weight::for_one_term_without_explain(searcher.doc_freq(t)?, total, average)))
+            .collect::<Result<_, tantivy::TantivyError>>()
+            .map_err(|e| self.err(e))?;
+        let mut positions: Vec<u32> = Vec::new();
+        for (segment, docs) in searcher.segment_readers().iter().zip(&mut ranked) {
             if docs.is_empty() {
                 continue;
             }
-            docs.sort_unstable();
-            let mut scores = vec![0.0f32; docs.len()];
             let words = segment.inverted_index(text).map_err(|e| self.err(e))?;
-            let norms = segment.get_fieldnorms_reader(text).map_err(|e| self.err(e))?;
             for (term, weight) in terms.iter().zip(&weights) {
                 let Some(mut postings) =
-                    words.read_postings(term, IndexRecordOption::WithFreqs).map_err(|e| self.err(e))?
+                    words.read_postings(term, IndexRecordOption::WithFreqsAndPositions).map_err(|e| self.err(e))?
                 else {
                     continue;
                 };
-                for (&(doc, _), score) in docs.iter().zip(scores.iter_mut()) {
+                for ranked in docs.iter_mut() {
                     // Postings only move forwards: past `doc` already means it lacks the word.
-                    let at = if postings.doc() < doc { postings.seek(doc) } else { postings.doc() };
+                    let at = if postings.doc() < ranked.doc { postings.seek(ranked.doc) } else { postings.doc() };
                     if at == TERMINATED {
                         break;
                     }
-                    if at == doc {
-                        *score += weight.score(norms.fieldnorm_id(doc), postings.term_freq());
+                    if at == ranked.doc {
+                        positions.clear();
+                        postings.positions(&mut positions);
+                        ranked.add(weight, &positions);
                     }
                 }
             }
-            let ordinals = segment.fast_fields().u64("ordinal").map_err(|e| self.err(e))?;
-            for ((doc, path), score) in docs.into_iter().zip(scores) {
+        }
+        let mut found = Vec::new();
+        for ranked in ranked.into_iter().flatten() {
+            for (ordinal, score) in ranked.scores.into_iter().enumerate() {
                 if score > 0.0 {
-                    let ordinal = ordinals.first(doc).unwrap_or(0) as u32;
-                    found.push(Found { path: path.to_string(), ordinal, score });
+                    found.push(Found { path: ranked.path.to_string(), ordinal: ordinal as u32, score });
                 }
             }
         }
@@ -620,10 +687,8 @@ mod tests {
         for file in left.iter().filter(|f| f.file_name().is_some_and(|n| n != "meta.json")) {
             std::fs::copy(copy.path().join(file), dir.path().join(file)).unwrap();
         }
-        for part in ["documents", "chunks"] {
-            let managed = format!("{part}/.managed.json");
-            std::fs::copy(copy.path().join(&managed), dir.path().join(&managed)).unwrap();
-        }
+        let managed = "documents/.managed.json";
+        std::fs::copy(copy.path().join(managed), dir.path().join(managed)).unwrap();
         let fulltext = Fulltext::open(dir.path()).unwrap();
         assert_eq!(fulltext.generation().unwrap(), 7, "the change must not be committed here");
         fulltext.apply(&change).unwrap();
@@ -632,21 +697,23 @@ mod tests {
     }
 
     #[test]
-    fn a_grain_of_an_older_format_is_rebuilt_from_the_store() {
-        // Chunks were once indexed with positions: such a grain is started over,
-        // and the index then asks for everything again (generation 0).
-        let (dir, fulltext) = index(vec![document("a.md", None, &["alpha one", "beta two"])]);
-        drop(fulltext);
-        let chunks = dir.path().join("chunks");
-        std::fs::remove_dir_all(&chunks).unwrap();
-        let older = Part::open(&chunks, IndexRecordOption::WithFreqsAndPositions).unwrap();
-        let writer = older.writer(Duration::from_secs(1)).unwrap();
-        let (doc, records) = document("a.md", None, &["alpha one", "beta two"]);
-        older.add_chunks(&writer, &doc.path, &records).unwrap();
-        older.commit(writer, 7).unwrap();
-        drop(older);
+    fn an_index_of_the_older_two_grain_format_is_rebuilt_from_the_store() {
+        // Chunks were once a second index (`chunks/`), and documents had no chunk ends:
+        // such an index is started over, the index then asks for everything again
+        // (generation 0), and the chunks' folder is gone.
+        let dir = tempfile::tempdir().unwrap();
+        for grain in ["documents", "chunks"] {
+            let mut schema = Schema::builder();
+            schema.add_text_field("path", STRING | FAST);
+            schema.add_u64_field("ordinal", tantivy::schema::INDEXED | FAST);
+            schema.add_text_field("text", tantivy::schema::TEXT);
+            std::fs::create_dir_all(dir.path().join(grain)).unwrap();
+            Index::create_in_dir(dir.path().join(grain), schema.build()).unwrap();
+        }
         let fulltext = Fulltext::open(dir.path()).unwrap();
+        assert!(!dir.path().join("chunks").exists());
         assert_eq!(fulltext.generation().unwrap(), 0);
+        let (doc, records) = document("a.md", None, &["alpha one", "beta two"]);
         let delta = Delta { generation: 9, full: true, documents: vec![(doc, records)], removed: Vec::new() };
         fulltext.apply(&delta).unwrap();
         assert_eq!(fulltext.generation().unwrap(), 9);
@@ -655,16 +722,51 @@ mod tests {
     }
 
     #[test]
+    fn each_chunk_is_found_by_its_own_words_whatever_the_words_before() {
+        // The chunk ends count words as the analyzer numbers them: punctuation,
+        // stop words, camelCase, long and non-Latin words must not shift them.
+        let long = "x".repeat(60);
+        let fillers = [
+            "the of and",
+            "getUserName() -> HTTPServer",
+            "snake_case::path/to.rs",
+            "日本語 テキスト café naïve",
+            &long,
+            "a-b-c 1.2.3 --flag {{x}}",
+            "",
+            "\u{2028}\t\u{a0}",
+            "IL-6 0-dimensional",
+            "'quoted' \"twice\"",
+        ];
+        let numbers = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"];
+        let texts: Vec<String> = fillers.iter().zip(numbers).map(|(f, n)| format!("{f} marker{n} {f}")).collect();
+        let chunks: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (_dir, fulltext) = index(vec![document("a.md", None, &chunks)]);
+        for (i, number) in numbers.iter().enumerate() {
+            let hits = fulltext.search(&format!("marker{number}"), 5, None).unwrap();
+            assert_eq!(paths(&hits), [format!("a.md#{i}")], "marker{number}");
+        }
+        // Overlapping chunks: the overlap's words count for the earlier chunk.
+        let overlapping = vec![(
+            DocumentRecord { path: "b.md".into(), ..Default::default() },
+            vec![chunk("red green blue", 0), chunk("blue yellow", 10)],
+        )];
+        let (_dir, fulltext) = index(overlapping);
+        assert_eq!(paths(&fulltext.search("blue", 5, None).unwrap()), ["b.md#0"]);
+        assert_eq!(paths(&fulltext.search("yellow", 5, None).unwrap()), ["b.md#1"]);
+    }
+
+    #[test]
     fn overlapping_chunks_make_one_document_text() {
         // "quick brown fox" then a chunk starting again at "brown".
         let chunks = [chunk("the quick brown", 0), chunk("brown fox jumps", 10)];
-        assert_eq!(document_text(&chunks), "the quick brown\n fox jumps\n");
+        assert_eq!(document_text(&chunks), ("the quick brown\n fox jumps\n".to_string(), vec![3, 5]));
         // Chunk texts that are not the ranges they claim are taken whole.
         let odd = [chunk("héllo", 0), ChunkRecord { text: "é".into(), start: 2, end: 9 }];
-        assert_eq!(document_text(&odd), "héllo\né\n");
+        assert_eq!(document_text(&odd), ("héllo\né\n".to_string(), vec![1, 2]));
         let all_at_zero = [chunk("Buy milk.", 0), chunk("Connecting fails.", 0)];
-        assert_eq!(document_text(&all_at_zero), "Buy milk.\nConnecting fails.\n");
-        assert_eq!(document_text(&[]), "");
+        assert_eq!(document_text(&all_at_zero), ("Buy milk.\nConnecting fails.\n".to_string(), vec![2, 4]));
+        assert_eq!(document_text(&[]), (String::new(), Vec::new()));
     }
 
     #[test]
