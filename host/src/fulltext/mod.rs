@@ -157,10 +157,10 @@ impl Fulltext {
     pub fn open(dir: &Path) -> Result<Self, FulltextError> {
         // Chunks were once indexed apart, in `chunks/`: derived data nothing reads now.
         let older = dir.join("chunks");
-        if std::fs::symlink_metadata(&older).is_ok_and(|m| m.is_dir()) {
-            if let Err(e) = std::fs::remove_dir_all(&older) {
-                tracing::warn!("could not remove the older keyword index {}: {e}", older.display());
-            }
+        if std::fs::symlink_metadata(&older).is_ok_and(|m| m.is_dir())
+            && let Err(e) = std::fs::remove_dir_all(&older)
+        {
+            tracing::warn!("could not remove the older keyword index {}: {e}", older.display());
         }
         Ok(Self { documents: Part::open(&dir.join("documents"))?, wait: Duration::from_secs(30) })
     }
