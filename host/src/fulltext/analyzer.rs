@@ -35,6 +35,24 @@ pub fn query_analyzer() -> TextAnalyzer {
     )
 }
 
+/// The word positions the analyzers give `text`: one per word of their
+/// tokenizer ([`SimpleTokenizer`]: each run of letters and digits). Their
+/// filters drop words or split them but keep positions (camelCase parts take
+/// their word's), so a word's position is the count of words before it.
+pub fn positions(text: &str) -> u32 {
+    let mut words = 0u32;
+    let mut in_word = false;
+    for c in text.chars() {
+        // What `SimpleTokenizer` asks of each char, ASCII answered without Unicode's tables.
+        let letter = if c.is_ascii() { c.is_ascii_alphanumeric() } else { c.is_alphanumeric() };
+        if letter && !in_word {
+            words = words.saturating_add(1);
+        }
+        in_word = letter;
+    }
+    words
+}
+
 /// Lowercased, English stop words dropped, then stemmed by `stem`.
 fn english<T: Tokenizer, S: TokenFilter>(builder: tantivy::tokenizer::TextAnalyzerBuilder<T>, stem: S) -> TextAnalyzer {
     let builder = builder.filter(LowerCaser);
@@ -301,6 +319,48 @@ mod tests {
         }
         assert_eq!(words, KEPT_STEMS + 100);
         assert!(stemmer.stems.len() <= KEPT_STEMS, "{} stems kept", stemmer.stems.len());
+    }
+
+    #[test]
+    fn positions_are_those_the_analyzer_numbers() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut texts: Vec<String> = [
+            "",
+            " ",
+            "getUserName() -> HTTPServer",
+            "the of and a",
+            "日本語 テキスト café naïve",
+            "IL-6 0-dimensional",
+            "snake_case::path/to.rs",
+            "\u{2028}\t\u{a0}x",
+            "x²³ ½ Ⅻ ٣",
+            &"y".repeat(60),
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        for entry in std::fs::read_dir(root.join("fulltext")).unwrap().chain(std::fs::read_dir(&root).unwrap()) {
+            let path = entry.unwrap().path();
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                texts.push(text);
+            }
+        }
+        let mut words = TextAnalyzer::from(SimpleTokenizer::default());
+        let mut analyzer = analyzer();
+        for text in &texts {
+            let mut stream = words.token_stream(text);
+            let mut count = 0;
+            while stream.advance() {
+                count += 1;
+            }
+            let counted = positions(text);
+            assert_eq!(counted, count, "{text:.80}");
+            // Every position the analyzer gives lies inside them (filters drop words, not positions).
+            let mut stream = analyzer.token_stream(text);
+            while stream.advance() {
+                assert!((stream.token().position as u32) < counted, "{text:.80}");
+            }
+        }
     }
 
     #[test]

@@ -254,7 +254,7 @@ fn combine(documents: Vec<(String, f32)>, chunks: Vec<Found>, k: usize) -> Vec<F
 /// overlap is cut only where the texts agree with their byte ranges: a tool
 /// that stores chunks otherwise loses no words. With the text, where each
 /// chunk's words end in it, counted as the index's positions count them
-/// ([`word_count`]): a chunk's words are those after the one before it ends
+/// ([`analyzer::positions`]): a chunk's words are those after the one before it ends
 /// (an overlap counts for the earlier chunk).
 fn document_text(chunks: &[ChunkRecord]) -> (String, Vec<u32>) {
     let mut text = String::new();
@@ -271,29 +271,11 @@ fn document_text(chunks: &[ChunkRecord]) -> (String, Vec<u32>) {
         text.push_str(part);
         // A line break between parts: no word runs from one chunk into the next.
         text.push('\n');
-        words = words.saturating_add(word_count(part));
+        words = words.saturating_add(analyzer::positions(part));
         ends.push(words);
         previous = Some(chunk);
     }
     (text, ends)
-}
-
-/// The words of `text` as the analyzer's tokenizer ([`SimpleTokenizer`],
-/// each run of letters and digits) numbers them: its filters drop or split
-/// words but keep their positions, so this is the positions `text` takes up.
-///
-/// [`SimpleTokenizer`]: tantivy::tokenizer::SimpleTokenizer
-fn word_count(text: &str) -> u32 {
-    let mut words = 0u32;
-    let mut in_word = false;
-    for c in text.chars() {
-        let letter = if c.is_ascii() { c.is_ascii_alphanumeric() } else { c.is_alphanumeric() };
-        if letter && !in_word {
-            words = words.saturating_add(1);
-        }
-        in_word = letter;
-    }
-    words
 }
 
 /// The query as BM25 baselines read it: words, with double-quoted phrases
