@@ -26,7 +26,7 @@ use tantivy::columnar::StrColumn;
 use tantivy::directory::error::LockError;
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::postings::Postings;
-use tantivy::query::Bm25Weight;
+use tantivy::query::{Bm25StatisticsProvider, Bm25Weight};
 use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermSetQuery};
 use tantivy::schema::{FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::TokenizerManager;
@@ -454,7 +454,10 @@ impl Part {
             return Ok(Vec::new());
         }
         let average = spanned as f32 / chunks as f32;
-        let total = searcher.num_docs();
+        // Counted as tantivy counts for its own BM25: replaced documents stay in
+        // both counts until their segment is merged (live ones only would let a
+        // word's document count pass the total, which tantivy refuses).
+        let total = Bm25StatisticsProvider::total_num_docs(&searcher).map_err(|e| self.err(e))?;
         let weights: Vec<Bm25Weight> = terms
             .iter()
             .map(|t| Ok(Bm25Weight::for_one_term_without_explain(searcher.doc_freq(t)?, total, average)))
@@ -676,6 +679,22 @@ mod tests {
         fulltext.apply(&change).unwrap();
         assert_eq!(fulltext.generation().unwrap(), 8);
         assert_eq!(paths(&fulltext.search("alpha beta", 5, None).unwrap()), ["b.md#0"]);
+    }
+
+    #[test]
+    fn chunks_are_scored_while_replaced_documents_wait_for_a_merge() {
+        // Replaced documents stay, deleted, in a segment that still holds a live one
+        // until a merge: the word's document count (10) then passes the live
+        // documents (6). (A segment left with none alive is dropped at once.)
+        let names = ["a", "b", "c", "d", "e"].map(|n| format!("{n}.md"));
+        let mut first: Vec<_> = names.iter().map(|n| document(n, None, &["alpha one"])).collect();
+        first.push(document("z.md", None, &["beta two"]));
+        let (_dir, fulltext) = index(first);
+        let again = names.iter().map(|n| document(n, None, &["alpha one", "alpha again"])).collect();
+        fulltext.apply(&Delta { generation: 8, full: false, documents: again, removed: Vec::new() }).unwrap();
+        let hits = fulltext.search("alpha", 20, None).unwrap();
+        assert_eq!(hits.len(), 10, "{hits:?}");
+        assert!(hits.iter().all(|h| h.score.is_finite() && h.score > 0.0), "{hits:?}");
     }
 
     #[test]
