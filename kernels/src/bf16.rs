@@ -97,8 +97,8 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
     let m = c.len().div_ceil(ldc);
     let pairs = b.k.div_ceil(2);
     assert!(m == 0 || a.len() >= (m - 1) * lda + b.k, "A too short for {m} rows of {}", b.k);
-    let mut taken = super::scratch::U32.take(m * pairs + amx::LINE_SLACK);
-    let a16 = amx::on_cache_line(&mut taken, m * pairs);
+    // On a cache line (as every scratch buffer): a tile's rows straddle none.
+    let mut a16 = super::scratch::U32.take(m * pairs);
     // Rounding A is one pass over it, against k·n multiply-adds per row.
     const ROWS: usize = 64;
     a16.par_chunks_mut(ROWS * pairs).enumerate().for_each(|(t, out)| {
