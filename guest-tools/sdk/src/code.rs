@@ -142,7 +142,6 @@ struct Line {
 
 /// Splits `text` into lines and follows brackets, strings and comments across them.
 fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
-    let bytes = text.as_bytes();
     // The bytes that can change the state in code; every other byte is skipped
     // without a look (the scanner reads whole trees of code before they are searchable).
     let mut special = [false; 256];
@@ -156,24 +155,15 @@ fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
             special[usize::from(first)] = true;
         }
     }
-    let mut lines = Vec::new();
-    let (mut depth, mut state) = (0i32, State::Code);
-    let mut start = 0;
-    while start < bytes.len() {
-        let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i + 1);
-        let line = &bytes[start..end];
-        let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
-        // Unicode whitespace too (a lone vertical tab or U+2028 is a blank line), as `role` trims it.
-        let blank = text[start..end].trim().is_empty();
-        let (line_depth, line_state) = (depth, state);
+    scan_lines(text, syntax, |line, state, depth| {
         let mut i = 0;
         while i < line.len() {
             // Each arm moves `i` to the next byte that matters in its state, or ends the line.
-            match state {
+            match *state {
                 State::BlockComment => {
                     let Some(at) = find_byte(line, i, |b| b == b'*') else { break };
                     if line[at..].starts_with(b"*/") {
-                        state = State::Code;
+                        *state = State::Code;
                         i = at + 2;
                     } else {
                         i = at + 1;
@@ -184,7 +174,7 @@ fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
                     if line[at] == b'\\' {
                         i = at + 2;
                     } else {
-                        state = State::Code;
+                        *state = State::Code;
                         i = at + 1;
                     }
                 }
@@ -193,7 +183,7 @@ fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
                     if line[at] == b'\\' {
                         i = at + 2;
                     } else if line[at..].starts_with(&[q, q, q]) {
-                        state = State::Code;
+                        *state = State::Code;
                         i = at + 3;
                     } else {
                         i = at + 1;
@@ -201,34 +191,29 @@ fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
                 }
                 State::Code => {
                     let Some(at) = find_byte(line, i, |b| special[usize::from(b)]) else { break };
-                    let rest = &line[at..];
-                    if syntax.line_comments.iter().any(|c| rest.starts_with(c.as_bytes())) {
-                        break;
-                    }
-                    i = at + 1;
-                    match rest[0] {
-                        b'/' if syntax.block_comments && rest.starts_with(b"/*") => {
-                            state = State::BlockComment;
-                            i += 1;
-                        }
-                        q @ (b'"' | b'\'') if syntax.triple_quotes && rest.starts_with(&[q, q, q]) => {
-                            state = State::Triple(q);
-                            i += 2;
-                        }
-                        b'"' => state = State::Str(b'"'),
-                        b'`' if syntax.backticks => state = State::Str(b'`'),
-                        b'\'' => match syntax.single_quote {
-                            Quote::String => state = State::Str(b'\''),
-                            Quote::Char => i += char_literal_len(rest),
-                        },
-                        b'{' | b'(' | b'[' => depth += 1,
-                        // Clamped: a stray closer must not push the rest of the file out of reach.
-                        b'}' | b')' | b']' => depth = (depth - 1).max(0),
-                        _ => {}
-                    }
+                    let Some(taken) = step_in_code(&line[at..], syntax, state, depth) else { break };
+                    i = at + taken;
                 }
             }
         }
+    })
+}
+
+/// Splits `text` into lines; `read` follows each line from the state and
+/// bracket depth the line before left.
+fn scan_lines(text: &str, syntax: Syntax, mut read: impl FnMut(&[u8], &mut State, &mut i32)) -> Vec<Line> {
+    let bytes = text.as_bytes();
+    let mut lines = Vec::new();
+    let (mut depth, mut state) = (0i32, State::Code);
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i + 1);
+        let line = &bytes[start..end];
+        let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
+        // Unicode whitespace too (a lone vertical tab or U+2028 is a blank line), as `role` trims it.
+        let blank = text[start..end].trim().is_empty();
+        let (line_depth, line_state) = (depth, state);
+        read(line, &mut state, &mut depth);
         // Single-line strings end with their line, so one unbalanced quote cannot swallow the file.
         if let State::Str(q) = state
             && (q == b'\'' || !syntax.multiline_strings)
@@ -240,6 +225,37 @@ fn scan(text: &str, syntax: Syntax) -> Vec<Line> {
         start = end;
     }
     lines
+}
+
+/// One step through code at `rest`'s first byte: the bytes it takes (a
+/// comment's or string's opening, a character literal), or `None` where a
+/// line comment starts, which ends the line.
+fn step_in_code(rest: &[u8], syntax: Syntax, state: &mut State, depth: &mut i32) -> Option<usize> {
+    if syntax.line_comments.iter().any(|c| rest.starts_with(c.as_bytes())) {
+        return None;
+    }
+    let mut taken = 1;
+    match rest[0] {
+        b'/' if syntax.block_comments && rest.starts_with(b"/*") => {
+            *state = State::BlockComment;
+            taken = 2;
+        }
+        q @ (b'"' | b'\'') if syntax.triple_quotes && rest.starts_with(&[q, q, q]) => {
+            *state = State::Triple(q);
+            taken = 3;
+        }
+        b'"' => *state = State::Str(b'"'),
+        b'`' if syntax.backticks => *state = State::Str(b'`'),
+        b'\'' => match syntax.single_quote {
+            Quote::String => *state = State::Str(b'\''),
+            Quote::Char => taken += char_literal_len(rest),
+        },
+        b'{' | b'(' | b'[' => *depth += 1,
+        // Clamped: a stray closer must not push the rest of the file out of reach.
+        b'}' | b')' | b']' => *depth = (*depth - 1).max(0),
+        _ => {}
+    }
+    Some(taken)
 }
 
 /// The first byte of `line` from `from` on that is `wanted`.
@@ -621,26 +637,17 @@ mod tests {
     use super::*;
 
     /// The scanner as it was before it skipped to the bytes that matter: one
-    /// step per byte. [`scan`] must read every file the same way.
+    /// step per byte (same lines, same steps through code). [`scan`] must read
+    /// every file the same way.
     fn byte_by_byte(text: &str, syntax: Syntax) -> Vec<Line> {
-        let bytes = text.as_bytes();
-        let mut lines = Vec::new();
-        let (mut depth, mut state) = (0i32, State::Code);
-        let mut start = 0;
-        while start < bytes.len() {
-            let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i + 1);
-            let line = &bytes[start..end];
-            let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
-            // Unicode whitespace too (a lone vertical tab or U+2028 is a blank line), as `role` trims it.
-            let blank = text[start..end].trim().is_empty();
-            let (line_depth, line_state) = (depth, state);
+        scan_lines(text, syntax, |line, state, depth| {
             let mut i = 0;
             while i < line.len() {
                 let rest = &line[i..];
-                match state {
+                match *state {
                     State::BlockComment => {
                         if rest.starts_with(b"*/") {
-                            state = State::Code;
+                            *state = State::Code;
                             i += 1;
                         }
                     }
@@ -648,57 +655,27 @@ mod tests {
                         if rest[0] == b'\\' {
                             i += 1;
                         } else if rest[0] == q {
-                            state = State::Code;
+                            *state = State::Code;
                         }
                     }
                     State::Triple(q) => {
                         if rest[0] == b'\\' {
                             i += 1;
                         } else if rest.starts_with(&[q, q, q]) {
-                            state = State::Code;
+                            *state = State::Code;
                             i += 2;
                         }
                     }
                     State::Code => {
-                        if syntax.line_comments.iter().any(|c| rest.starts_with(c.as_bytes())) {
-                            break;
-                        }
-                        match rest[0] {
-                            b'/' if syntax.block_comments && rest.starts_with(b"/*") => {
-                                state = State::BlockComment;
-                                i += 1;
-                            }
-                            q @ (b'"' | b'\'') if syntax.triple_quotes && rest.starts_with(&[q, q, q]) => {
-                                state = State::Triple(q);
-                                i += 2;
-                            }
-                            b'"' => state = State::Str(b'"'),
-                            b'`' if syntax.backticks => state = State::Str(b'`'),
-                            b'\'' => match syntax.single_quote {
-                                Quote::String => state = State::Str(b'\''),
-                                Quote::Char => i += char_literal_len(rest),
-                            },
-                            b'{' | b'(' | b'[' => depth += 1,
-                            // Clamped: a stray closer must not push the rest of the file out of reach.
-                            b'}' | b')' | b']' => depth = (depth - 1).max(0),
-                            _ => {}
-                        }
+                        let Some(taken) = step_in_code(rest, syntax, state, depth) else { break };
+                        i += taken - 1;
                     }
                 }
                 i += 1;
             }
-            // Single-line strings end with their line, so one unbalanced quote cannot swallow the file.
-            if let State::Str(q) = state
-                && (q == b'\'' || !syntax.multiline_strings)
-                && q != b'`'
-            {
-                state = State::Code;
-            }
-            lines.push(Line { start, end, depth: line_depth, state: line_state, indent, blank });
-            start = end;
-        }
-        lines
+        })
     }
+
     #[test]
     fn the_scanner_skips_to_what_matters_and_reads_as_byte_by_byte() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
