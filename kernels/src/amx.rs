@@ -22,17 +22,6 @@ pub(crate) const PAIRS: usize = 16;
 /// Rows of C one pass computes: two tiles of A.
 pub(crate) const ROWS: usize = 32;
 
-/// Words of room a buffer needs past its `n` for [`on_cache_line`].
-pub(crate) const LINE_SLACK: usize = 15;
-
-/// The `n` words of `room` (at least `n + LINE_SLACK` long) that start on a
-/// cache line: a tile's 64-byte rows then straddle none (one that did cost the
-/// products 30–40 % of their rate).
-pub(crate) fn on_cache_line(room: &mut [u32], n: usize) -> &mut [u32] {
-    let start = room.as_ptr().align_offset(64).min(LINE_SLACK);
-    &mut room[start..][..n]
-}
-
 /// Whether this process may use AMX-BF16 tiles: the CPU has them, and the OS
 /// saves their state for it (asked once; Linux hands it out on request, for
 /// the whole process and for good: its signal frames then have room for the

@@ -19,6 +19,24 @@ const KEPT: usize = 16;
 /// A cache line's bytes: where every taken buffer starts.
 const LINE: usize = 64;
 
+/// Values of room a buffer needs past its `n` for [`on_cache_line`].
+pub const fn line_slack<T>() -> usize {
+    (LINE / if size_of::<T>() == 0 { 1 } else { size_of::<T>() }).saturating_sub(1)
+}
+
+/// Where in `room` (at least `n + line_slack::<T>()` long) the first cache
+/// line starts: `n` values from there straddle no line they need not.
+fn line_start<T>(room: &[T]) -> usize {
+    room.as_ptr().align_offset(LINE).min(line_slack::<T>())
+}
+
+/// The `n` values of `room` (at least `n + line_slack::<T>()` long) that
+/// start on a cache line, for a buffer kept outside the pools.
+pub fn on_cache_line<T>(room: &mut [T], n: usize) -> &mut [T] {
+    let start = line_start(room);
+    &mut room[start..][..n]
+}
+
 /// Spare buffers of one element type.
 pub struct Pool<T>(Mutex<Vec<Vec<T>>>);
 
@@ -36,9 +54,7 @@ impl<T: Copy + Default> Pool<T> {
     /// smallest kept one that is long enough, else the longest grown (only its
     /// new part is written).
     pub fn take(&'static self, len: usize) -> Taken<T> {
-        // Values the start may move by to reach a line.
-        let slack = (LINE / size_of::<T>().max(1)).saturating_sub(1);
-        let room = len + slack;
+        let room = len + line_slack::<T>();
         let mut buf = {
             let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
             let fits = (0..kept.len()).filter(|&i| kept[i].len() >= room).min_by_key(|&i| kept[i].len());
@@ -48,7 +64,7 @@ impl<T: Copy + Default> Pool<T> {
         if buf.len() < room {
             buf.resize(room, T::default());
         }
-        let start = buf.as_ptr().align_offset(LINE).min(slack);
+        let start = line_start(&buf);
         Taken { pool: self, buf, start, len }
     }
 
