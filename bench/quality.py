@@ -426,6 +426,9 @@ def code_set(which):
         found = [(rel, passages[mode][rel][rel]) for rel in qs if rel in passages.get(mode, {}).get(rel, {})]
         whole[mode] = (sum(squash(qs[rel]["function"]) in squash(text) for rel, text in found) / len(found)
                        if found else 0.0)
+    # What that costs an agent: the text of the first five results, per question.
+    text5 = {mode: statistics.mean(sum(len(passages[mode][rel][d].encode()) for d in runs[mode][rel][:5]) for rel in qs)
+             for mode in MODES}
     # Exact identifiers: the function's name alone as the query; is the first file one holding it?
     idents = {f"id:{rel}": q["name"] for rel, q in qs.items() if len(q["name"]) >= 8 and "_" in q["name"]}
     id_runs, _ = asyncio.run(ragbox_rankings(ws, idents, doc_of))
@@ -434,7 +437,7 @@ def code_set(which):
     exact["bm25s"] = sum(bool(r) and idents[q] in files[r[0]] for q, r in bm25s_rankings(files, idents).items()) / max(1, len(idents))
     return {"queries": len(qs), "docs": len(files), "index_s": seconds, "codebases": CODEBASES[which],
             "p50": {m: p50_ms(l) for m, l in latencies.items()}, "scores": scores, "whole": whole,
-            "identifiers": len(idents), "exact": exact}
+            "text5": text5, "identifiers": len(idents), "exact": exact}
 
 
 def frontmatter_description(text):
@@ -560,7 +563,8 @@ def report(results, command, total):
                          f"{', '.join(r['codebases'])}, {r['docs']:,} files; reporting half)", r, HITS5, "hit5",
                          "hit@5", [
             "Whole units: of the hits in the right file, the share holding the whole function asked about: "
-            + ", ".join(f"{m} {v:.2f}" for m, v in r["whole"].items()) + ".",
+            + ", ".join(f"{m} {v:.2f}" for m, v in r["whole"].items()) + "; the text of the first five results, "
+            "per question: " + ", ".join(f"{m} {v / 1000:.1f} KB" for m, v in r.get("text5", {}).items()) + ".",
             "",
             f"Exact identifiers: {r['identifiers']} snake_case function names asked alone; the share whose first "
             "file holds the name: " + ", ".join(f"{m} {v:.2f}" for m, v in r["exact"].items()) + ".",

@@ -120,8 +120,9 @@ impl ragbox_sdk::tool::Tool for Tool {
     const DESCRIPTION: &'static str = "Search documents using semantic, hybrid, or fulltext search methods. Semantic \
         finds passages by meaning; fulltext ranks by keywords (BM25, English stemming); hybrid fuses both (each \
         list's scores normalised, then weighted equally) and is usually best. Filter by file type (sources) and \
-        metadata (frontmatter fields, type, date, path). Relevance scores are in 0..1. One result per file: its best-matching passages (up to 3 whole chunks: \
-        code units or sections, in file order, gaps marked ⋮) with their lines as path:first-last.";
+        metadata (frontmatter fields, type, date, path). Relevance scores are in 0..1. One result per file: its best-matching passages (whole chunks: code \
+        units or sections, up to 6 in the first file down to 2 from the fourth on, in file order, gaps marked ⋮) \
+        with their lines as path:first-last.";
     const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::RagServer;
     type Args = Args;

@@ -5,23 +5,32 @@
 //! (bench/quality.py), the file's first chunk held the function asked about
 //! in 27 % of hits; the file's best three chunks by their own scores, 61 %.
 //! So a file is ranked once, at its best chunk's place, and answers with up
-//! to [`PER_FILE`] of its chunks, best by their own evidence, in file order.
+//! to [`per_file`] of its chunks, best by their own evidence, in file order.
+//! The first file gets the most: it is the likeliest answer. On the same
+//! tuning half, 6, 4, 3 and then 2 pieces held the function in 73 % of hybrid
+//! hits against 64 % for 3 everywhere, for 18 % more text in five results.
 
 use crate::bindings::ragbox::tools::corpus::Document;
 use crate::bindings::ragbox::tools::vectors::Hit;
 use crate::hybrid::Scored;
 use std::collections::HashMap;
 
-/// Chunks a file answers with at most.
-pub const PER_FILE: usize = 3;
+/// Chunks a file answers with at most, by its place in the results (best
+/// first); any later file gets the last.
+const PER_FILE: [usize; 4] = [6, 4, 3, 2];
+
+/// Chunks the file at `rank` (0 = best) answers with at most.
+pub fn per_file(rank: usize) -> usize {
+    PER_FILE[rank.min(PER_FILE.len() - 1)]
+}
 
 /// What goes between two pieces of a file that are not next to each other.
 pub const GAP: &str = "\n⋮\n";
 
 /// How many chunks to rank for `files` files: enough that the best files
-/// bring their other chunks along.
+/// bring their other chunks along (three a file, at least 50).
 pub fn depth(files: u32) -> u32 {
-    files.saturating_mul(PER_FILE as u32).clamp(50, 1000)
+    files.saturating_mul(3).clamp(50, 1000)
 }
 
 /// A file's answer: its best chunks and the relevance of its best.
@@ -30,7 +39,7 @@ pub struct FileHit {
     pub relevance: f64,
     /// The chunk that matched best by its own scores.
     pub lead: u32,
-    /// Up to [`PER_FILE`] chunks, in file order.
+    /// Up to [`per_file`] chunks, in file order.
     pub pieces: Vec<Hit>,
 }
 
@@ -90,7 +99,7 @@ pub fn joined(runs: &[Run]) -> String {
 }
 
 /// `ranked` (best first) as files, best first, cut at `files`: each file at
-/// its first chunk's place and relevance, with its [`PER_FILE`] chunks of
+/// its first chunk's place and relevance, with its [`per_file`] chunks of
 /// highest own score (ties: ranking order).
 pub fn by_file(ranked: Vec<Scored>, files: usize) -> Vec<FileHit> {
     let mut order: Vec<String> = Vec::new();
@@ -111,11 +120,12 @@ pub fn by_file(ranked: Vec<Scored>, files: usize) -> Vec<FileHit> {
     order
         .into_iter()
         .filter_map(|path| of_file.remove(&path))
-        .map(|mut chunks| {
+        .enumerate()
+        .map(|(rank, mut chunks)| {
             let relevance = chunks[0].relevance;
             // Stable: equal own scores keep the ranking's order.
             chunks.sort_by(|x, y| y.own.total_cmp(&x.own));
-            chunks.truncate(PER_FILE);
+            chunks.truncate(per_file(rank));
             let lead = chunks[0].hit.ordinal;
             let mut pieces: Vec<Hit> = chunks.into_iter().map(|s| s.hit).collect();
             pieces.sort_by_key(|h| h.ordinal);
@@ -155,14 +165,13 @@ mod tests {
             scored("b.rs", 0, (0, 10), "b zero", 0.8, 0.8),
             scored("a.rs", 1, (10, 13), "one", 0.85, 0.7),
             scored("a.rs", 2, (20, 23), "two", 0.8, 0.6),
-            scored("a.rs", 7, (70, 80), "seven", 0.7, 0.1),
             scored("c.rs", 0, (0, 10), "c zero", 0.6, 0.6),
         ];
         let files = by_file(ranked, 2);
         assert_eq!(files.len(), 2, "cut at two files");
         let a = &files[0];
         assert_eq!((a.document().path.as_str(), a.relevance, a.lead), ("a.rs", 0.9, 1));
-        assert_eq!(a.pieces.iter().map(|h| h.ordinal).collect::<Vec<_>>(), [1, 2, 4], "chunk 7 scored least");
+        assert_eq!(a.pieces.iter().map(|h| h.ordinal).collect::<Vec<_>>(), [1, 2, 4]);
         assert_eq!(files[1].document().path, "b.rs");
 
         // Without the file, pieces stand apart; with it, blank lines join them
@@ -176,6 +185,28 @@ mod tests {
         let runs = a.runs(Some(&file));
         assert_eq!(spans(&runs), [(10, 23), (40, 50)]);
         assert_eq!(joined(&runs), format!("one\n  \n\t\n\ntwo{GAP}four"));
+    }
+
+    #[test]
+    fn the_best_file_answers_with_the_most_chunks() {
+        // Six files of eight chunks each, ranked a.rs first; within a file the
+        // ranking runs by ordinal and the chunks' own scores the other way.
+        let mut ranked = Vec::new();
+        for (place, path) in ["a.rs", "b.rs", "c.rs", "d.rs", "e.rs", "f.rs"].into_iter().enumerate() {
+            for ordinal in 0..8u32 {
+                let at = u64::from(ordinal) * 10;
+                let relevance = 1.0 - place as f64 / 10.0;
+                ranked.push(scored(path, ordinal, (at, at + 5), "x", relevance, f64::from(ordinal) / 10.0));
+            }
+        }
+        let files = by_file(ranked, 6);
+        assert_eq!(files.iter().map(|f| f.pieces.len()).collect::<Vec<_>>(), [6, 4, 3, 2, 2, 2]);
+        assert_eq!(
+            files[0].pieces.iter().map(|h| h.ordinal).collect::<Vec<_>>(),
+            [2, 3, 4, 5, 6, 7],
+            "best own scores"
+        );
+        assert_eq!(files[5].pieces.iter().map(|h| h.ordinal).collect::<Vec<_>>(), [6, 7]);
     }
 
     #[test]
