@@ -168,9 +168,12 @@ test-dist: $(BUILD_VENV)/.stamp
 # dependencies compiled by zig (a full Apple link needs Apple's SDK). An Intel
 # Mac differs from it only in the kernels crate (all of ragbox's target_arch
 # code), so only that is checked for it: a second whole check took 5 of CI's minutes.
+# The Windows build optimises its dependencies at level 1, not 3: the smoke test
+# embeds a few notes, and the build was CI's longest step (26 of a clean run's
+# minutes on 2 cores, about 20 at level 1).
 cross: .cross-stamp $(BUILD_VENV)/.stamp
 	@df -h . | sed -n 2p | awk '{print "disk free before the cross-builds: " $$4}'
-	cargo build -p ragbox --target $(WINDOWS)
+	cargo build -p ragbox --target $(WINDOWS) --config 'profile.dev.package."*".opt-level=1'
 	PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" cargo-zigbuild check -p ragbox --target aarch64-apple-darwin
 	cargo check -p ragbox-kernels --target x86_64-apple-darwin
 
