@@ -26,7 +26,9 @@ POSTGRES := target/postgres/.stamp
 BUILD_VENV := target/build-venv
 # The Windows build and what runs it here: mingw-w64 links it, wine runs its smoke test.
 WINDOWS := x86_64-pc-windows-gnu
-APPLE := aarch64-apple-darwin x86_64-apple-darwin
+# Apple silicon is type-checked whole; for Intel Macs only the kernels crate (see cross).
+APPLE_ARM := aarch64-apple-darwin
+APPLE_INTEL := x86_64-apple-darwin
 
 # A clean one-shot build gains nothing from cargo's incremental caches, and
 # they were the largest part of target/ (a CI run's disk filled up in the guest tests).
@@ -61,7 +63,7 @@ $(BUILD_VENV)/.stamp: scripts/build-requirements.txt
 # The Rust standard libraries of the cross targets, and Debian's mingw-w64 and
 # wine (apt-get as root, as CI runs; elsewhere, sudo when it asks nothing).
 .cross-stamp:
-	rustup target add $(WINDOWS) $(APPLE)
+	rustup target add $(WINDOWS) $(APPLE_ARM) $(APPLE_INTEL)
 	@if ! command -v x86_64-w64-mingw32-gcc >/dev/null || ! command -v wine >/dev/null; then \
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
@@ -170,12 +172,12 @@ test-dist: $(BUILD_VENV)/.stamp
 # code), so only that is checked for it: a second whole check took 5 of CI's minutes.
 # The Windows build optimises its dependencies at level 1, not 3: the smoke test
 # embeds a few notes, and the build was CI's longest step (26 of a clean run's
-# minutes on 2 cores, about 20 at level 1).
+# minutes on 2 cores; an estimated 20 at level 1).
 cross: .cross-stamp $(BUILD_VENV)/.stamp
 	@df -h . | sed -n 2p | awk '{print "disk free before the cross-builds: " $$4}'
 	cargo build -p ragbox --target $(WINDOWS) --config 'profile.dev.package."*".opt-level=1'
-	PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" cargo-zigbuild check -p ragbox --target aarch64-apple-darwin
-	cargo check -p ragbox-kernels --target x86_64-apple-darwin
+	PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" cargo-zigbuild check -p ragbox --target $(APPLE_ARM)
+	cargo check -p ragbox-kernels --target $(APPLE_INTEL)
 
 # The Windows binary under wine: it indexes the example workspace, answers a
 # search over stdio MCP, and refuses a link out of the workspace.
