@@ -170,19 +170,21 @@ test-dist: $(BUILD_VENV)/.stamp
 # dependencies compiled by zig (a full Apple link needs Apple's SDK). An Intel
 # Mac differs from it only in the kernels crate (all of ragbox's target_arch
 # code), so only that is checked for it: a second whole check took 5 of CI's minutes.
-# The Windows build optimises its dependencies at level 1, not 3: the smoke test
-# embeds a few notes, and the build was CI's longest step (26 of a clean run's
-# minutes on 2 cores; an estimated 20 at level 1).
+# All three use the `cross` profile (Cargo.toml): nothing optimised but the
+# compiler of the components, and the proc macros and build scripts built once
+# for the three. The smoke test embeds a few notes, and with every dependency
+# optimised the Windows build was CI's longest step (26 of a clean run's minutes
+# on 2 cores; about 10 now).
 cross: .cross-stamp $(BUILD_VENV)/.stamp
 	@df -h . | sed -n 2p | awk '{print "disk free before the cross-builds: " $$4}'
-	cargo build -p ragbox --target $(WINDOWS) --config 'profile.dev.package."*".opt-level=1'
-	PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" cargo-zigbuild check -p ragbox --target $(APPLE_ARM)
-	cargo check -p ragbox-kernels --target $(APPLE_INTEL)
+	cargo build -p ragbox --target $(WINDOWS) --profile cross
+	PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" cargo-zigbuild check -p ragbox --target $(APPLE_ARM) --profile cross
+	cargo check -p ragbox-kernels --target $(APPLE_INTEL) --profile cross
 
 # The Windows binary under wine: it indexes the example workspace, answers a
 # search over stdio MCP, and refuses a link out of the workspace.
 test-windows: .cross-stamp
-	$(PYTHON) scripts/test_windows.py target/$(WINDOWS)/debug/ragbox.exe
+	$(PYTHON) scripts/test_windows.py target/$(WINDOWS)/cross/ragbox.exe
 
 # Benchmarks on the release binary, side by side with the peers (each in its own
 # venv under bench/); results go to bench/results/. `make bench-quick` is the
