@@ -175,6 +175,13 @@ def hits_metrics(run, answers, cut):
     }
 
 
+def either_hit(runs, answers, cut):
+    """The share of queries whose answer is in fulltext's or semantic's first `cut`: the most any
+    fusion of those two lists can reach at hit@cut."""
+    return sum(any((r := first_hit(runs[m].get(q, []), a)) is not None and r < cut for m in ("fulltext", "semantic"))
+               for q, a in answers.items()) / len(answers)
+
+
 def ndcg_metrics(run, relevant):
     return {"ndcg10": sum(peers.ndcg10(run.get(q, []), rel) for q, rel in relevant.items()) / len(relevant)}
 
@@ -245,11 +252,13 @@ def tldr_set(samples, half=None):
         runs["bm25s"] = bm25s_rankings(edited, queries)
         runs["tantivy-py"] = tantivy_rankings(edited, queries)
         per_sample.append({"seed": seed, "index_s": seconds, "p50": {m: p50_ms(l) for m, l in latencies.items()},
-                           "scores": {name: hits_metrics(run, answers, 5) for name, run in runs.items()}})
+                           "scores": {name: hits_metrics(run, answers, 5) for name, run in runs.items()},
+                           "either": either_hit(runs, answers, 5)})
         print(f"{SET[0]}: " + ", ".join(f"{n} {s['hit5']:.3f}" for n, s in per_sample[-1]["scores"].items()),
               flush=True)
     return {"queries": QUERIES_PER_SAMPLE, "docs": len(pages), "samples": per_sample,
-            "scores": mean_scores([s["scores"] for s in per_sample])}
+            "scores": mean_scores([s["scores"] for s in per_sample]),
+            "either": statistics.mean(s["either"] for s in per_sample)}
 
 
 def keep_answers(answers):
@@ -420,6 +429,7 @@ def code_set(which):
     runs["bm25s"] = bm25s_rankings(files, queries)
     runs["tantivy-py"] = tantivy_rankings(files, queries)
     scores = {name: hits_metrics(run, answers, 5) for name, run in runs.items()}
+    either = either_hit(runs, answers, 5)
     # Whole units: of the hits in the right file, how many hold the whole function asked about.
     whole = {}
     for mode in MODES:
@@ -436,7 +446,7 @@ def code_set(which):
              / max(1, len(idents)) for mode in MODES}
     exact["bm25s"] = sum(bool(r) and idents[q] in files[r[0]] for q, r in bm25s_rankings(files, idents).items()) / max(1, len(idents))
     return {"queries": len(qs), "docs": len(files), "index_s": seconds, "codebases": CODEBASES[which],
-            "p50": {m: p50_ms(l) for m, l in latencies.items()}, "scores": scores, "whole": whole,
+            "p50": {m: p50_ms(l) for m, l in latencies.items()}, "scores": scores, "either": either, "whole": whole,
             "text5": text5, "identifiers": len(idents), "exact": exact}
 
 
@@ -486,7 +496,8 @@ def prose_set(which):
     runs["tantivy-py"] = tantivy_rankings(docs, queries)
     return {"queries": len(queries), "docs": len(files), "index_s": seconds,
             "p50": {m: p50_ms(l) for m, l in latencies.items()},
-            "scores": {name: hits_metrics(run, answers, 5) for name, run in runs.items()}}
+            "scores": {name: hits_metrics(run, answers, 5) for name, run in runs.items()},
+            "either": either_hit(runs, answers, 5)}
 
 
 # ---------------------------------------------------------------- report
@@ -510,9 +521,16 @@ def verdict(scores, key):
 
 
 def section(title, r, columns, key, note=None, extra=()):
-    """One set's part of the report: its table, the verdict on `key`, then `extra` lines."""
+    """One set's part of the report: its table, the verdict on `key`, the fusion ceiling where
+    measured, then `extra` lines."""
+    ceiling = []
+    if "either" in r:
+        bm25 = max(r["scores"][n]["hit5"] for n in ("bm25s", "tantivy-py"))
+        ceiling = [f"Fusion's ceiling: the answer is in fulltext's or semantic's first five for {r['either']:.3f} of "
+                   f"the questions (best BM25 {r['either'] - bm25:+.3f}); no fusion of the two lists can reach a "
+                   "higher hit@5.", ""]
     return [f"## {title}\n", *table(r["scores"], columns), "",
-            verdict(r["scores"], key) + (f" ({note})." if note else "."), "", *extra]
+            verdict(r["scores"], key) + (f" ({note})." if note else "."), "", *ceiling, *extra]
 
 
 HITS5 = [("hit1", "hit@1"), ("hit5", "hit@5"), ("mrr", "MRR")]
