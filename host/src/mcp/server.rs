@@ -114,16 +114,22 @@ impl RagboxServer {
     }
 
     /// Starts what runs beside the clients: warming up the served workspace's
-    /// model and indexes, following the tools folders, and the workspace's
-    /// watch (which, with `watch`, also indexes). The followers stop when `stop` fires.
+    /// model and indexes and the tool most sessions call first, following the
+    /// tools folders, and the workspace's watch (which, with `watch`, also
+    /// indexes). The followers stop when `stop` fires.
     pub fn start_background(&self, watch: bool, stop: &CancellationToken) {
         let corpus = self.inner.runner.corpus(self.workspaces().served());
         // The served workspace's model and indexes, loaded before the first question needs them.
         let warming = corpus.clone();
+        let setup = self.inner.runner.setup();
         let busy = self.inner.idle.busy();
         tokio::task::spawn_blocking(move || {
             let _busy = busy;
             let started = std::time::Instant::now();
+            // And the tool most first calls go to; a failure is that call's to report.
+            if let Err(e) = setup.catalog.link_first_called() {
+                tracing::debug!("first-called tool not linked ahead: {e}");
+            }
             match warming.warm() {
                 Ok(()) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "warmed up"),
                 // The first call that needs it says what is wrong, with the fix.

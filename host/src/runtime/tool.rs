@@ -282,6 +282,12 @@ impl LoadedTool {
         self.pre = Arc::new(Linked::on_demand(relink));
     }
 
+    /// Links the component now if it was let go, so that its next call does
+    /// not; an error is left for that call to report.
+    pub fn link(&self) -> Result<(), String> {
+        self.pre.get().map(drop)
+    }
+
     /// Whether its linked component is held now (else its next call loads it).
     pub fn is_linked(&self) -> bool {
         self.pre.is_held()
