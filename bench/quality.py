@@ -512,10 +512,14 @@ def table(scores, columns, best_of=MODES):
     return lines
 
 
+def best_bm25(scores, key):
+    return max(scores[n][key] for n in ("bm25s", "tantivy-py"))
+
+
 def verdict(scores, key):
     """Hybrid against the better of its own inputs and against the best BM25 baseline."""
     f, s, h = (scores[m][key] for m in MODES)
-    bm25 = max(scores[n][key] for n in ("bm25s", "tantivy-py"))
+    bm25 = best_bm25(scores, key)
     return (f"hybrid − max(fulltext, semantic) = {h - max(f, s):+.3f}; fulltext − best BM25 = {f - bm25:+.3f}; "
             f"hybrid − best BM25 = {h - bm25:+.3f}")
 
@@ -525,7 +529,7 @@ def section(title, r, columns, key, note=None, extra=()):
     measured, then `extra` lines."""
     ceiling = []
     if "either" in r:
-        bm25 = max(r["scores"][n]["hit5"] for n in ("bm25s", "tantivy-py"))
+        bm25 = best_bm25(r["scores"], "hit5")
         ceiling = [f"Fusion's ceiling: the answer is in fulltext's or semantic's first five for {r['either']:.3f} of "
                    f"the questions (best BM25 {r['either'] - bm25:+.3f}); no fusion of the two lists can reach a "
                    "higher hit@5.", ""]

@@ -126,7 +126,7 @@ impl RagboxServer {
         tokio::task::spawn_blocking(move || {
             let _busy = busy;
             let started = std::time::Instant::now();
-            // And the tool most first calls go to; a failure is that call's to report.
+            // The tool most sessions call first, linked ahead; a failure is left to its first call.
             if let Err(e) = setup.catalog.link_first_called() {
                 tracing::debug!("first-called tool not linked ahead: {e}");
             }
