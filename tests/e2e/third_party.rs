@@ -303,7 +303,7 @@ fn tools_call_runs_one_tool_once_from_the_command_line() {
 }
 
 /// `ragbox tools new word_stats --lang LANG` in a folder outside any
-/// checkout, built with its own `make`; the project's folder.
+/// checkout; the project's folder, not yet built.
 fn scaffold(f: &Fixture, lang: &str, projects: &Path) -> PathBuf {
     let new = |args: &[&str]| f.command(args).current_dir(projects).output().unwrap();
     let out = new(&["tools", "new", "word_stats", "--lang", lang]);
@@ -312,8 +312,19 @@ fn scaffold(f: &Fixture, lang: &str, projects: &Path) -> PathBuf {
     // Again into the same folder: refused, nothing written over.
     let again = new(&["tools", "new", "word_stats", "--lang", lang]);
     assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("already holds files"));
-    build(&project, lang);
     project
+}
+
+/// Adds `line` to the scaffolded `logic` file before the line `before`, as a
+/// user's edit would: the Python and JavaScript tests build once, with a crash
+/// on the path "crash" (each build and first load of those components takes
+/// tens of seconds).
+fn insert_before(project: &Path, logic: &str, before: &str, line: &str) {
+    let logic = project.join(logic);
+    let text = std::fs::read_to_string(&logic).unwrap();
+    let edited = text.replacen(before, &format!("{line}\n{before}"), 1);
+    assert_ne!(text, edited, "{before:?} is in the scaffold's {}", logic.display());
+    std::fs::write(&logic, edited).unwrap();
 }
 
 /// Runs `make [goal]` in `project`: Rust builds share the example's target folder,
@@ -384,6 +395,7 @@ fn a_scaffolded_rust_tool_builds_tests_and_runs_sandboxed() {
     let f = word_stats_fixture();
     let projects = tempfile::tempdir().unwrap();
     let project = scaffold(&f, "rust", projects.path());
+    build(&project, "rust");
     assert!(make(&project, Some("test")).contains("test result: ok. 1 passed"));
     install(&f, &project);
     check_word_stats(&f);
@@ -408,21 +420,14 @@ fn a_scaffolded_python_tool_builds_tests_runs_sandboxed_and_reports_its_tracebac
     let f = word_stats_fixture();
     let projects = tempfile::tempdir().unwrap();
     let project = scaffold(&f, "python", projects.path());
+    let crash = "    if path == \"crash\":\n        return 1 / 0";
+    insert_before(&project, "logic.py", "    with open(path, \"rb\") as f:", crash);
+    build(&project, "python");
     let tested = make(&project, Some("test"));
     assert!(tested.contains("Ran 2 tests") && tested.contains("\nOK"), "{tested}");
     install(&f, &project);
     check_word_stats(&f);
 
-    let logic = project.join("logic.py");
-    let text = std::fs::read_to_string(&logic).unwrap();
-    let broken = text.replace(
-        "    with open(path, \"rb\") as f:",
-        "    if path == \"crash\":\n        return 1 / 0\n    with open(path, \"rb\") as f:",
-    );
-    assert_ne!(text, broken);
-    std::fs::write(&logic, broken).unwrap();
-    build(&project, "python");
-    install(&f, &project);
     let (ok, _, stderr) = call_word_stats(&f, r#"{"path": "crash"}"#);
     assert!(!ok && stderr.contains("tool 'word_stats' crashed"), "{stderr}");
     assert!(
@@ -441,6 +446,8 @@ fn a_scaffolded_js_tool_builds_tests_runs_sandboxed_and_reports_its_stack() {
     f.write("notes/more.md", "four\n");
     let projects = tempfile::tempdir().unwrap();
     let project = scaffold(&f, "js", projects.path());
+    insert_before(&project, "logic.js", "  let bytes = 0n;", "  if (path === 'crash') null.boom();");
+    build(&project, "js");
     let tested = make(&project, Some("test"));
     assert!(tested.contains("# pass 2") && tested.contains("# fail 0"), "{tested}");
     install(&f, &project);
@@ -452,13 +459,6 @@ fn a_scaffolded_js_tool_builds_tests_runs_sandboxed_and_reports_its_stack() {
     let (ok, stdout, stderr) = call_word_stats(&f, r#"{"path": "../"}"#);
     assert!(!ok && stderr.contains("is not a path inside the workspace") && !stdout.contains("outside"), "{stderr}");
 
-    let logic = project.join("logic.js");
-    let text = std::fs::read_to_string(&logic).unwrap();
-    let broken = text.replace("  let bytes = 0n;", "  if (path === 'crash') null.boom();\n  let bytes = 0n;");
-    assert_ne!(text, broken);
-    std::fs::write(&logic, broken).unwrap();
-    build(&project, "js");
-    install(&f, &project);
     let (ok, _, stderr) = call_word_stats(&f, r#"{"path": "crash"}"#);
     assert!(!ok && stderr.contains("TypeError") && stderr.contains("logic.js"), "{stderr}");
 }
