@@ -4,7 +4,7 @@
 //! someone else's choosing in its data dir, folders nested 1,700 deep,
 //! megabyte arguments.
 
-use ragbox_tests::{Fixture, Raw, call, hostile_wasm, is_error, ok, text};
+use ragbox_tests::{Fixture, Raw, call, hostile_wasm, is_error, ok, shared_cache_dir, text};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -43,6 +43,29 @@ fn outside(f: &Fixture) -> PathBuf {
 }
 
 /// Every path under `dir` with its size: what must not change.
+/// The shared compile cache's entries (the built-ins' compiled code) copied
+/// into `to`, less any whose name holds `sha`: a cache only that component's
+/// compilation could add it to, without compiling every built-in again.
+/// Entries other tests write meanwhile may come and go: those are skipped.
+fn copy_cache_without(to: &Path, sha: &str) {
+    let shared = shared_cache_dir();
+    let mut stack = vec![shared.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let dest = to.join(path.strip_prefix(&shared).unwrap());
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(path),
+                Ok(t) if t.is_file() && !path.to_string_lossy().contains(sha) => {
+                    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+                    let _ = std::fs::copy(&path, &dest);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 fn tree(dir: &Path) -> Vec<(PathBuf, u64)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -573,17 +596,18 @@ async fn smaller_holes_are_closed() {
     let f = notes();
     std::fs::create_dir_all(f.workspace.join(".ragbox/tools")).unwrap();
     std::fs::copy(hostile_wasm(), f.workspace.join(".ragbox/tools/hostile.wasm")).unwrap();
-    let cache = f.dir.path().join("fresh-cache");
-    let mut listed = f.command(&["tools", "--json"]);
-    listed.env("RAGBOX_COMPILE_CACHE", &cache);
-    let listed = run_within(listed, Duration::from_secs(120));
-    let body: Value = serde_json::from_slice(&listed.stdout).unwrap();
-    assert!(body["rejected"].to_string().contains("neither compiled nor run"), "{body}");
     let bytes = std::fs::read(hostile_wasm()).unwrap();
     let sha: String = {
         use sha2::Digest;
         sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
     };
+    let cache = f.dir.path().join("fresh-cache");
+    copy_cache_without(&cache, &sha);
+    let mut listed = f.command(&["tools", "--json"]);
+    listed.env("RAGBOX_COMPILE_CACHE", &cache);
+    let listed = run_within(listed, Duration::from_secs(120));
+    let body: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert!(body["rejected"].to_string().contains("neither compiled nor run"), "{body}");
     let compiled: Vec<String> = tree(&cache).iter().map(|(p, _)| p.display().to_string()).collect();
     assert!(!compiled.iter().any(|p| p.contains(&sha)), "it was compiled: {compiled:?}");
 
