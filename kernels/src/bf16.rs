@@ -117,9 +117,18 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
         if tiles {
             amx::block(a, pairs, panels, pairs, cols, out, ld);
         } else {
-            gemm::blocked(a, pairs, panels, pairs, cols, out, ld, blocking, |kc, a, lda, rows, panel, c, ldc, add| {
-                tile(isa, kc, a, lda, rows, panel, c, ldc, add)
-            });
+            gemm::blocked(
+                a,
+                pairs,
+                panels,
+                pairs,
+                cols,
+                out,
+                ld,
+                blocking,
+                None,
+                |kc, a, lda, rows, panel, c, ldc, add| tile(isa, kc, a, lda, rows, panel, c, ldc, add),
+            );
         }
         gemm::finish(isa, out, ld, out.len().div_ceil(ld), cols, epilogue.past_column(col));
     });

@@ -7,7 +7,7 @@
 //! [`MR`] rows. A layer's weights are packed when the model loads; attention
 //! packs its small per-head operands on the fly. The AVX2 path also copies
 //! each block of A into strips of [`MR`] rows, column by column, so that its
-//! micro-kernel reads A as one sequential stream (see [`blocked_strips`]).
+//! micro-kernel reads A as one sequential stream (see [`blocked`]).
 
 use super::Isa;
 use super::buf::Buf;
@@ -203,77 +203,27 @@ fn gemm_view(isa: Isa, a: &[f32], lda: usize, b: View, c: &mut [f32], ldc: usize
         return finish(isa, c, ldc, c.len().div_ceil(ldc), b.n, epilogue);
     }
     let blocking = Blocking { mr: MR, nr: NR, kc: KC };
-    blocked(a, lda, b.data, b.k, b.n, c, ldc, blocking, |kc, a, lda, rows, panel, c, ldc, add| {
+    blocked(a, lda, b.data, b.k, b.n, c, ldc, blocking, None, |kc, a, lda, rows, panel, c, ldc, add| {
         tile(isa, kc, a, lda, rows, panel, c, ldc, add)
     });
     finish(isa, c, ldc, c.len().div_ceil(ldc), b.n, epilogue);
 }
 
-/// The AVX2 loop nest: [`blocked`]'s, with each `MC × KC` block of A first
-/// copied into strips of [`MR`] rows (`strip[p * MR + r]`, rows past `m`
-/// zero), which every panel then reuses. The micro-kernel reads one
-/// sequential stream of A instead of six rows a stride apart: +20–40 % on the
-/// encoder's depth-384 products on a Zen 3 core, and the same sums in the
-/// same order, so the same results to the bit.
+/// The AVX2 product: [`blocked`] with each `MC × KC` block of A first copied
+/// into strips of [`MR`] rows, which every panel then reuses. The micro-kernel
+/// reads one sequential stream of A instead of six rows a stride apart:
+/// +20–40 % on the encoder's depth-384 products on a Zen 3 core, and the same
+/// sums in the same order, so the same results to the bit.
 #[cfg(target_arch = "x86_64")]
 fn blocked_strips(a: &[f32], lda: usize, b: View, c: &mut [f32], ldc: usize) {
-    let (depth, n) = (b.k, b.n);
-    let m = c.len().div_ceil(ldc);
-    assert!(m == 0 || c.len() >= (m - 1) * ldc + n, "C too short for {m} rows of {n}");
-    assert!(m == 0 || a.len() >= (m - 1) * lda + depth, "A too short for {m} rows of {depth}");
     let mut strips = super::scratch::F32.take(MC.next_multiple_of(MR) * KC);
-    let mut tail = [0.0f32; MR * NR];
-    for i0 in (0..m).step_by(MC) {
-        let mc = MC.min(m - i0);
-        for k0 in (0..depth).step_by(KC) {
-            let kc = KC.min(depth - k0);
-            for (t, ii) in (0..mc).step_by(MR).enumerate() {
-                let strip = &mut strips[t * MR * kc..][..MR * kc];
-                for r in 0..MR {
-                    if ii + r < mc {
-                        let row = &a[(i0 + ii + r) * lda + k0..][..kc];
-                        row.iter().enumerate().for_each(|(p, &v)| strip[p * MR + r] = v);
-                    } else {
-                        (0..kc).for_each(|p| strip[p * MR + r] = 0.0);
-                    }
-                }
-            }
-            for j in 0..n.div_ceil(NR) {
-                let panel = &b.data[j * depth * NR + k0 * NR..][..kc * NR];
-                let cols = NR.min(n - j * NR);
-                for (t, ii) in (0..mc).step_by(MR).enumerate() {
-                    let rows = MR.min(mc - ii);
-                    let strip = &strips[t * MR * kc..][..MR * kc];
-                    let c_at = (i0 + ii) * ldc + j * NR;
-                    if rows == MR && cols == NR {
-                        let out = &mut c[c_at..];
-                        assert!(out.len() >= (MR - 1) * ldc + NR);
-                        // SAFETY: `has_avx2` paths are only chosen when the CPU has AVX2 and FMA;
-                        // `strip` holds MR·kc values, `panel` kc·NR, `out` MR rows of NR at stride ldc.
-                        unsafe { avx2::tile(kc, strip.as_ptr(), panel.as_ptr(), out.as_mut_ptr(), ldc, k0 > 0) };
-                    } else {
-                        // SAFETY: as above, into the MR × NR `tail`.
-                        unsafe { avx2::tile(kc, strip.as_ptr(), panel.as_ptr(), tail.as_mut_ptr(), NR, false) };
-                        merge_tail(&tail, NR, rows, cols, &mut c[c_at..], ldc, k0 > 0);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Writes (or with `add`, adds) the first `rows × cols` values of a scratch
-/// tile (row stride `nr`) into `c` at stride `ldc`.
-fn merge_tail(tail: &[f32], nr: usize, rows: usize, cols: usize, c: &mut [f32], ldc: usize, add: bool) {
-    for r in 0..rows {
-        let out = &mut c[r * ldc..][..cols];
-        let src = &tail[r * nr..][..cols];
-        if add {
-            out.iter_mut().zip(src).for_each(|(o, s)| *o += s);
-        } else {
-            out.copy_from_slice(src);
-        }
-    }
+    let blocking = Blocking { mr: MR, nr: NR, kc: KC };
+    blocked(a, lda, b.data, b.k, b.n, c, ldc, blocking, Some(&mut strips), |kc, strip, _, _, panel, c, ldc, add| {
+        assert!(strip.len() >= kc * MR && panel.len() >= kc * NR && c.len() >= (MR - 1) * ldc + NR);
+        // SAFETY: `has_avx2` paths are only chosen when the CPU has AVX2 and FMA;
+        // the assert above bounds every pointer the kernel forms.
+        unsafe { avx2::tile(kc, strip.as_ptr(), panel.as_ptr(), c.as_mut_ptr(), ldc, add) }
+    });
 }
 
 /// A micro-kernel's shape: `mr` rows × `nr` columns of C, `kc` steps of depth per pass.
@@ -288,8 +238,11 @@ pub(crate) struct Blocking {
 /// values a row (stride `lda`) and B packed as panels of `nr` columns, `depth`
 /// rows each. `tile(kc, a, lda, rows, panel, c, ldc, add)` computes (or with
 /// `add`, adds) one `rows × nr` tile over `kc` steps of depth into `mr` rows of `c`.
+/// With `strips` (room for `MC` rows of `kc` values), each block of A is first
+/// copied there as strips of `mr` rows, step by step (`strip[p * mr + r]`, rows
+/// past `m` zero), and `tile` gets a strip instead of A's rows.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn blocked<T, F>(
+pub(crate) fn blocked<T: Copy + Default, F>(
     a: &[T],
     lda: usize,
     panels: &[T],
@@ -298,6 +251,7 @@ pub(crate) fn blocked<T, F>(
     c: &mut [f32],
     ldc: usize,
     b: Blocking,
+    mut strips: Option<&mut [T]>,
     tile: F,
 ) where
     F: Fn(usize, &[T], usize, usize, &[T], &mut [f32], usize, bool),
@@ -310,19 +264,42 @@ pub(crate) fn blocked<T, F>(
         let mc = MC.min(m - i0);
         for k0 in (0..depth).step_by(b.kc) {
             let kc = b.kc.min(depth - k0);
+            if let Some(strips) = strips.as_deref_mut() {
+                for (ii, strip) in (0..mc).step_by(b.mr).zip(strips.chunks_exact_mut(b.mr * kc)) {
+                    for r in 0..b.mr {
+                        let column = strip[r..].iter_mut().step_by(b.mr);
+                        if ii + r < mc {
+                            column.zip(&a[(i0 + ii + r) * lda + k0..][..kc]).for_each(|(s, &v)| *s = v);
+                        } else {
+                            column.for_each(|s| *s = T::default());
+                        }
+                    }
+                }
+            }
             for j in 0..n.div_ceil(b.nr) {
                 let panel = &panels[j * depth * b.nr + k0 * b.nr..][..kc * b.nr];
                 let cols = b.nr.min(n - j * b.nr);
                 for ii in (0..mc).step_by(b.mr) {
                     let rows = b.mr.min(mc - ii);
-                    let a_tile = &a[(i0 + ii) * lda + k0..];
+                    let a_tile = match strips.as_deref() {
+                        Some(strips) => &strips[ii * kc..][..b.mr * kc],
+                        None => &a[(i0 + ii) * lda + k0..],
+                    };
                     let c_at = (i0 + ii) * ldc + j * b.nr;
                     if rows == b.mr && cols == b.nr {
                         tile(kc, a_tile, lda, rows, panel, &mut c[c_at..], ldc, k0 > 0);
                     } else {
                         // A partial tile goes through a full-size buffer.
                         tile(kc, a_tile, lda, rows, panel, &mut tail, b.nr, false);
-                        merge_tail(&tail, b.nr, rows, cols, &mut c[c_at..], ldc, k0 > 0);
+                        for r in 0..rows {
+                            let out = &mut c[c_at + r * ldc..][..cols];
+                            let src = &tail[r * b.nr..][..cols];
+                            if k0 > 0 {
+                                out.iter_mut().zip(src).for_each(|(o, s)| *o += s);
+                            } else {
+                                out.copy_from_slice(src);
+                            }
+                        }
                     }
                 }
             }
@@ -511,7 +488,7 @@ mod tests {
             blocked_strips(&a, lda, packed.view(), &mut strips, n);
             let mut rows = vec![0.0f32; m * n];
             let blocking = Blocking { mr: MR, nr: NR, kc: KC };
-            blocked(&a, lda, &packed.data, k, n, &mut rows, n, blocking, |kc, a, lda, r, panel, c, ldc, add| {
+            blocked(&a, lda, &packed.data, k, n, &mut rows, n, blocking, None, |kc, a, lda, r, panel, c, ldc, add| {
                 tile(Isa::Avx2Fma, kc, a, lda, r, panel, c, ldc, add)
             });
             assert!(strips.iter().zip(&rows).all(|(x, y)| x.to_bits() == y.to_bits()), "{m}x{k}x{n}");

@@ -168,6 +168,7 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
             out,
             ld,
             blocking,
+            None,
             |kc, a, lda, rows, panel, c, ldc, add| tile(isa, kc, a, lda, rows, panel, c, ldc, add),
         );
         let columns = (&col_scale[col..col + cols], &col_sum[col..col + cols]);
