@@ -42,7 +42,6 @@ fn outside(f: &Fixture) -> PathBuf {
     dir
 }
 
-/// Every path under `dir` with its size: what must not change.
 /// The shared compile cache's entries (the built-ins' compiled code) copied
 /// into `to`, less any whose name holds `sha`: a cache only that component's
 /// compilation could add it to, without compiling every built-in again.
@@ -66,6 +65,7 @@ fn copy_cache_without(to: &Path, sha: &str) {
     }
 }
 
+/// Every path under `dir` with its size: what must not change.
 fn tree(dir: &Path) -> Vec<(PathBuf, u64)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
