@@ -11,7 +11,7 @@ HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 RAGBOX := target/debug/ragbox
 QUERY ?= jwt
 
-.PHONY: setup setup-run build model release install dist run test test-rust test-guests test-python test-dist \
+.PHONY: setup setup-run setup-beside-build build model release install dist run test test-rust test-guests test-python test-dist \
 	cross ci-trim test-windows bench bench-quick bench-venvs fuzz lint fmt clean
 
 CONFORMANCE := tests/conformance/node_modules/.stamp
@@ -131,7 +131,16 @@ dist: .setup-stamp $(BUILD_VENV)/.stamp
 run: setup-run build model
 	$(PYTHON) scripts/demo.py $(RAGBOX) examples/workspace "$(QUERY)"
 
-test: setup build model test-rust test-guests test-python test-dist $(if $(filter true,$(CI)),ci-trim) cross test-windows
+test: setup-beside-build model test-rust test-guests test-python test-dist $(if $(filter true,$(CI)),ci-trim) cross test-windows
+
+# The test set-up (downloads, Debian packages, venvs, the test documents) in a
+# second make beside the host build: it mostly waits on the network and dpkg,
+# the build on the CPU. The set-up stays serial (apt and rustup each take a
+# lock); the build is cargo's own, not under the set-up's jobserver.
+setup-beside-build: .setup-stamp
+	@$(MAKE) --no-print-directory setup & setup=$$!; \
+	env -u MAKEFLAGS -u MFLAGS cargo build -p ragbox; built=$$?; \
+	wait $$setup && exit $$built
 
 # CI only: a one-shot run frees what the finished suites built before the
 # cross-builds add theirs (a CI run's disk filled up in the Windows build).
