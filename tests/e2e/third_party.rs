@@ -515,10 +515,12 @@ fn a_tool_built_on_the_ragbox_tool_crate_runs() {
     let project = projects.path().join("hello");
     std::fs::create_dir_all(project.join("src")).unwrap();
     std::fs::write(project.join("src/lib.rs"), example).unwrap();
+    // The scaffold's release profile: with the same `strip` the build reuses the
+    // wit-bindgen macros the other test tools built (cargo hashes it into them too).
     let manifest = format!(
         "[package]\nname = \"hello\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n\
          [dependencies]\nragbox-tool = {{ path = {:?} }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\
-         serde_json = \"1\"\n\n[profile.release]\nopt-level = \"s\"\npanic = \"abort\"\n\n[workspace]\n",
+         serde_json = \"1\"\n\n[profile.release]\nopt-level = \"s\"\npanic = \"abort\"\nstrip = true\n\n[workspace]\n",
         sdk.display().to_string()
     );
     std::fs::write(project.join("Cargo.toml"), manifest).unwrap();
