@@ -155,7 +155,9 @@ async fn two_servers_on_two_checkouts_share_one_collection() {
 fn a_kill_mid_index_leaves_no_half_document() {
     let server = Server::start();
     let url = server.url(SUPERUSER, "postgres");
-    let f = Fixture::tldr(400);
+    // Enough pages that the kill lands mid-run (it comes within a poll of the first commit).
+    const PAGES: i64 = 150;
+    let f = Fixture::tldr(PAGES as usize);
     let mut child = shared(&f, &url, "killed", &["index", "--json"])
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -187,9 +189,10 @@ fn a_kill_mid_index_leaves_no_half_document() {
     assert_eq!(check(), ("0".into(), "0".into()));
     // The next run finishes the job and embeds nothing twice.
     let before = committed();
+    assert!((1..PAGES).contains(&before), "the kill came after the last commit ({before} documents)");
     let r = json_of(&run(shared(&f, &url, "killed", &["index", "--json"])));
-    assert_eq!(r["embedded"].as_i64().unwrap_or(-1) + before, 400, "{r}");
-    assert_eq!(committed(), 400);
+    assert_eq!(r["embedded"].as_i64().unwrap_or(-1) + before, PAGES, "{r}");
+    assert_eq!(committed(), PAGES);
     assert_eq!(check(), ("0".into(), "0".into()));
 }
 
