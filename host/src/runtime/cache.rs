@@ -4,10 +4,14 @@
 //! Entries live at `<dir>/<engine hash>/<wasm sha256>.cwasm`: the engine hash
 //! covers wasmtime's version, target and settings, so a new ragbox build never
 //! loads an old artifact. Only files this cache wrote are ever deserialized.
+//! Beside each entry, `<wasm sha256>.lock`: the process that compiles holds it,
+//! so servers started together compile a component once.
 
 use super::RuntimeError;
+use std::fs::TryLockError;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -41,7 +45,9 @@ impl CompileCache {
         self.dir.as_ref().map(|d| d.join(format!("{sha256}.cwasm")))
     }
 
-    /// Compiles `wasm` (whose sha256 is `sha256`), or loads it from the cache.
+    /// Compiles (or loads from the cache) `wasm` (whose sha256 is `sha256`).
+    /// Servers started together (several agents', a CLI's) compile a
+    /// component once: the others wait on its entry's lock, then load it.
     pub fn load(
         &self,
         engine: &Engine,
@@ -49,34 +55,95 @@ impl CompileCache {
         sha256: &str,
         source_name: &str,
     ) -> Result<Component, RuntimeError> {
-        let entry = self.entry(sha256);
-        if let Some(entry) = entry.as_ref().filter(|e| e.exists()) {
-            // SAFETY: the file was written by `store` below from a component this
-            // engine compiled; wasmtime also checks its header against the engine.
-            let loaded = unsafe { Component::deserialize_file(engine, entry) }.or_else(|_| {
-                // Where a file cannot be mapped executable (wine), read it into memory instead.
-                let bytes = std::fs::read(entry)?;
-                // SAFETY: as above.
-                unsafe { Component::deserialize(engine, &bytes) }
-            });
-            match loaded {
-                Ok(component) => return Ok(component),
-                Err(e) => tracing::warn!("compile cache entry {} unusable, recompiling: {e}", entry.display()),
+        let Some(entry) = self.entry(sha256) else {
+            return compile(engine, wasm, source_name);
+        };
+        if entry.exists() {
+            return match deserialize(engine, &entry) {
+                Some(component) => Ok(component),
+                None => compile_and_store(engine, wasm, source_name, &entry),
+            };
+        }
+        let _lock = lock_entry(&entry, source_name);
+        // Whoever held the lock before this process may have written the entry.
+        if entry.exists()
+            && let Some(component) = deserialize(engine, &entry)
+        {
+            return Ok(component);
+        }
+        compile_and_store(engine, wasm, source_name, &entry)
+    }
+}
+
+/// Runs Cranelift over `wasm`.
+fn compile(engine: &Engine, wasm: &[u8], source_name: &str) -> Result<Component, RuntimeError> {
+    Component::new(engine, wasm).map_err(|e| RuntimeError::Compile {
+        source_name: source_name.to_string(),
+        message: match not_a_component(wasm) {
+            Some(fix) => fix.to_string(),
+            None => format!("{e:#}"),
+        },
+    })
+}
+
+/// Compiles `wasm` and writes it to `entry` (a failed write only costs the next start).
+fn compile_and_store(engine: &Engine, wasm: &[u8], source_name: &str, entry: &Path) -> Result<Component, RuntimeError> {
+    let component = compile(engine, wasm, source_name)?;
+    if let Err(e) = store(&component, entry) {
+        tracing::warn!("cannot write compile cache entry {}: {e}", entry.display());
+    }
+    Ok(component)
+}
+
+/// The component in a cache entry; `None`, said in the log, where it is unusable.
+fn deserialize(engine: &Engine, entry: &Path) -> Option<Component> {
+    // SAFETY: the file was written by `store` from a component this engine
+    // compiled; wasmtime also checks its header against the engine.
+    let loaded = unsafe { Component::deserialize_file(engine, entry) }.or_else(|_| {
+        // Where a file cannot be mapped executable (wine), read it into memory instead.
+        let bytes = std::fs::read(entry)?;
+        // SAFETY: as above.
+        unsafe { Component::deserialize(engine, &bytes) }
+    });
+    loaded.map_err(|e| tracing::warn!("compile cache entry {} unusable, recompiling: {e}", entry.display())).ok()
+}
+
+/// How long a server waits for another process's compile before doing its own
+/// (one stopped in a debugger must not hang every later start).
+const LOCK_WAIT: Duration = Duration::from_secs(300);
+
+/// Takes the entry's lock file, `<sha256>.lock` beside it (the OS lets go of
+/// it when its holder exits, crash included). `None` where none can be had
+/// (a read-only or lockless file system, or past [`LOCK_WAIT`]): the caller
+/// then compiles as if no other process were about.
+fn lock_entry(entry: &Path, source_name: &str) -> Option<std::fs::File> {
+    let path = entry.with_extension("lock");
+    let open = || {
+        std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
+        std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path)
+    };
+    let file = open().map_err(|e| tracing::debug!("no compile lock {}: {e}", path.display())).ok()?;
+    let deadline = Instant::now() + LOCK_WAIT;
+    let mut said = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Some(file),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                if !said {
+                    tracing::info!("waiting for another ragbox process compiling {source_name}");
+                    said = true;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(TryLockError::WouldBlock) => {
+                tracing::warn!("{} still locked after {LOCK_WAIT:?}: compiling {source_name} here", path.display());
+                return None;
+            }
+            Err(TryLockError::Error(e)) => {
+                tracing::debug!("no compile lock {}: {e}", path.display());
+                return None;
             }
         }
-        let component = Component::new(engine, wasm).map_err(|e| RuntimeError::Compile {
-            source_name: source_name.to_string(),
-            message: match not_a_component(wasm) {
-                Some(fix) => fix.to_string(),
-                None => format!("{e:#}"),
-            },
-        })?;
-        if let Some(entry) = entry
-            && let Err(e) = store(&component, &entry)
-        {
-            tracing::warn!("cannot write compile cache entry {}: {e}", entry.display());
-        }
-        Ok(component)
     }
 }
 
@@ -117,5 +184,29 @@ mod tests {
         let engine = crate::runtime::new_engine().unwrap();
         let e = CompileCache::new(&engine, None).load(&engine, core, "00", "core.wasm").err().unwrap();
         assert!(e.to_string().contains("cannot compile component core.wasm: it is a core WebAssembly module"), "{e}");
+    }
+
+    /// A server that finds another process compiling a component waits for
+    /// it, then loads what that one wrote instead of compiling it again.
+    #[test]
+    fn a_component_compiled_elsewhere_is_waited_for_then_loaded() {
+        let engine = crate::runtime::new_engine().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::new(&engine, Some(dir.path().to_path_buf()));
+        let wasm = wat::parse_str("(component)").unwrap();
+        let entry = cache.entry("ab").unwrap();
+        let other = lock_entry(&entry, "the other process's").unwrap();
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| done.send(cache.load(&engine, &wasm, "ab", "x.wasm").map(drop)).unwrap());
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(finished.try_recv().is_err(), "compiled while another process held the lock");
+            store(&compile(&engine, &wasm, "x.wasm").unwrap(), &entry).unwrap();
+            let written = std::fs::metadata(&entry).unwrap().modified().unwrap();
+            drop(other);
+            finished.recv().unwrap().unwrap();
+            let now = std::fs::metadata(&entry).unwrap().modified().unwrap();
+            assert_eq!(now, written, "the entry was compiled and written again");
+        });
     }
 }
