@@ -58,20 +58,18 @@ impl CompileCache {
         let Some(entry) = self.entry(sha256) else {
             return compile(engine, wasm, source_name);
         };
-        if entry.exists() {
-            return match deserialize(engine, &entry) {
-                Some(component) => Ok(component),
-                None => compile_and_store(engine, wasm, source_name, &entry),
-            };
-        }
-        let _lock = lock_entry(&entry, source_name);
-        // Whoever held the lock before this process may have written the entry.
+        // No entry yet: another process may be compiling it; wait for that one.
+        let _lock = if entry.exists() { None } else { lock_entry(&entry, source_name) };
         if entry.exists()
             && let Some(component) = deserialize(engine, &entry)
         {
             return Ok(component);
         }
-        compile_and_store(engine, wasm, source_name, &entry)
+        let component = compile(engine, wasm, source_name)?;
+        if let Err(e) = store(&component, &entry) {
+            tracing::warn!("cannot write compile cache entry {}: {e}", entry.display());
+        }
+        Ok(component)
     }
 }
 
@@ -84,15 +82,6 @@ fn compile(engine: &Engine, wasm: &[u8], source_name: &str) -> Result<Component,
             None => format!("{e:#}"),
         },
     })
-}
-
-/// Compiles `wasm` and writes it to `entry` (a failed write only costs the next start).
-fn compile_and_store(engine: &Engine, wasm: &[u8], source_name: &str, entry: &Path) -> Result<Component, RuntimeError> {
-    let component = compile(engine, wasm, source_name)?;
-    if let Err(e) = store(&component, entry) {
-        tracing::warn!("cannot write compile cache entry {}: {e}", entry.display());
-    }
-    Ok(component)
 }
 
 /// The component in a cache entry; `None`, said in the log, where it is unusable.
