@@ -15,8 +15,12 @@
 
 use crate::chunk::{Sizes, Span, chunk};
 
-/// Metadata that marks a code file indexed in whole units.
-pub const MARKER: (&str, &str) = ("ragbox.index", "code");
+/// Metadata that marks a code file indexed in whole units. Its value names
+/// the cut: changed when code is cut differently, so that files cut the old
+/// way are cut and embedded again by the next index run (their old chunks
+/// stay searchable until then). `code-2`: a function whose first line names a
+/// container word (`fn f(x: impl Trait)`) is no longer split as a container.
+pub const MARKER: (&str, &str) = ("ragbox.index", "code-2");
 /// A unit bigger than this is cut into windows rather than returned whole.
 pub const MAX_UNIT_BYTES: usize = 24 * 1024;
 /// Nesting levels a container is split into at most (module → class → method).
@@ -407,8 +411,17 @@ fn skip_generics(s: &str) -> &str {
     s
 }
 
+/// Whether an item's first line opens a container: the line's first defining
+/// keyword (past modifiers such as `async` or `static`) is one. A container
+/// word further on names a parameter or a type, not the item: a function
+/// `fn f(x: impl Trait)` or `def load(module):` split into "members" loses its
+/// closing lines, and an agent gets a body cut off.
 fn is_container(first_line: &str) -> bool {
-    first_line.split_whitespace().any(|w| CONTAINERS.contains(&w.split(['<', '(', ':', '{']).next().unwrap_or(w)))
+    first_line
+        .split_whitespace()
+        .map(|w| w.split(['<', '(', ':', '{']).next().unwrap_or(w))
+        .find(|w| DEFINERS.contains(w) && !matches!(*w, "async" | "local" | "static" | "const"))
+        .is_some_and(|w| CONTAINERS.contains(&w))
 }
 
 /// An item found at one level: its lines (indices into the scan) and first line.
@@ -815,6 +828,31 @@ where
         let with_context = chunks("tools/walk.py", py, &words(py), sizes);
         assert_eq!(with_context[2].context, "class Walker(Base):");
         assert_eq!(with_context[4].context, "");
+    }
+
+    #[test]
+    fn a_big_function_naming_a_container_word_stays_whole() {
+        // `impl` and `module` here are a parameter's type and name, not the item's keyword.
+        let body = "        let x = names.into_iter().count();\n".repeat(8);
+        let rust = format!(
+            "impl Arg {{\n    pub fn value_names(self, names: impl IntoIterator<Item = Str>) -> Self {{\n{body}        self\n    }}\n\n    fn other(&self) {{}}\n}}\n"
+        );
+        let units = cut("src/arg.rs", &rust, 40);
+        assert!(
+            units.iter().any(|u| u.contains("    pub fn value_names(") && u.ends_with("        self\n    }")),
+            "{units:?}"
+        );
+        let py = format!(
+            "def load(module: str, strict=True):\n{}    return module\n\n\ndef other():\n    pass\n",
+            "    x = module.split('.')\n".repeat(8)
+        );
+        let units = cut("a.py", &py, 20);
+        assert!(units[0].starts_with("def load(") && units[0].ends_with("    return module"), "{units:?}");
+        assert!(is_container("pub(crate) unsafe impl<T> Send for Wrapper<T> {"));
+        assert!(is_container("export default class Walker extends Base {"));
+        assert!(is_container("public static class Inner {"));
+        assert!(!is_container("pub const fn new(inner: impl Into<String>) -> Self {"));
+        assert!(!is_container("async def fetch(self, module):"));
     }
 
     #[test]
