@@ -12,8 +12,9 @@ a reporting half, the only one bench/results/quality.md shows.
 - code: a function's doc comment (its first sentence), cut from the indexed
   copy, asks for the source file that holds it; real crates from the cargo
   registry (tuning: redb, clap_builder, serde_json; reporting: tokio). Also
-  measured: how often the hit in the right file holds the whole function, and
-  whether a function's name alone ranks a file holding it first.
+  measured: how often the first five results' pieces keep every function they
+  touch whole, how often the hit in the right file holds the function asked
+  about, and whether a function's name alone ranks a file holding it first.
 - tasks: as tldr below, questions drawn only from the half's pages.
 - prose: every skill body of ../shared/data/skills as plain Markdown (its
   frontmatter cut), asked for by its description's first sentence.
@@ -89,9 +90,10 @@ def index(ws):
 # ---------------------------------------------------------------- systems
 
 
-async def ragbox_rankings(ws, queries, doc_of, skills=False, passages=None):
+async def ragbox_rankings(ws, queries, doc_of, skills=False, passages=None, places=None):
     """Per mode, each query's documents in ragbox's order; plus each mode's call latencies.
-    With `passages` (a dict), passages[mode][qid][doc] is the first passage returned from doc."""
+    With `passages` (a dict), passages[mode][qid][doc] is the first passage returned from doc;
+    with `places`, places[mode][qid][doc] its `path:a-b,c-d` lines."""
     runs, latencies = {}, {}
     async with peers.mcp_session(peers.ragbox_server(ws)) as session:
         await session.initialize()
@@ -108,6 +110,8 @@ async def ragbox_rankings(ws, queries, doc_of, skills=False, passages=None):
                         ranked.append(doc)
                         if passages is not None:
                             passages.setdefault(mode, {}).setdefault(qid, {})[doc] = hit["content"]
+                        if places is not None:
+                            places.setdefault(mode, {}).setdefault(qid, {})[doc] = hit["source"].get("location")
                 runs[mode][qid] = ranked
                 RAW.setdefault(mode, {})[f"{SET[0]}:{qid}"] = [(doc_of(h["source"]["filepath"]), h["source"].get("chunk_index"),
                                                   h["relevance_score"]) for h in r.structured_content["results"]]
@@ -401,6 +405,42 @@ def function_text(lines, start):
     return None
 
 
+LITERALS = re.compile(r'"(?:\\.|[^"\\])*"|b?\'(?:\\.|[^\'\\])\'|//.*')
+
+
+def function_lines(text):
+    """Each function's first and last line (1-based): brackets counted from its `fn` line, past
+    one-line strings, character literals and line comments (b'{' is no brace)."""
+    lines = [LITERALS.sub("", line) for line in text.splitlines()]
+    found = []
+    for i, line in enumerate(lines):
+        if not FN.match(line):
+            continue
+        depth = 0
+        for k in range(i, len(lines)):
+            if ";" in lines[k] and "{" not in lines[k] and depth == 0:
+                break  # a declaration without a body
+            depth += lines[k].count("{") - lines[k].count("}")
+            if depth <= 0 and "{" in "".join(lines[i : k + 1]):
+                found.append((i + 1, k + 1))
+                break
+    return found
+
+
+def uncut_share(files, locations):
+    """Of hits given as `path:a-b,c-d` lines, the share whose every range holds each function of
+    the file it overlaps whole; a hit without lines (its file changed) is left out."""
+    functions, whole, counted = {}, 0, 0
+    for location in filter(None, locations):
+        path, ranges = location.rsplit(":", 1)
+        spans = [tuple(map(int, r.split("-"))) for r in ranges.split(",")]
+        if path not in functions:
+            functions[path] = function_lines(files[path])
+        counted += 1
+        whole += all(a > e or b < s or (a <= s and b >= e) for a, b in spans for s, e in functions[path])
+    return whole / counted if counted else 0.0
+
+
 def squash(text):
     return re.sub(r"\s+", " ", text).strip()
 
@@ -423,9 +463,9 @@ def code_set(which):
     queries = {rel: q["question"] for rel, q in qs.items()}
     answers = {rel: {rel} for rel in qs}
     keep_answers(answers)
-    passages = {}
+    passages, places = {}, {}
     doc_of = lambda p: p  # noqa: E731
-    runs, latencies = asyncio.run(ragbox_rankings(ws, queries, doc_of, passages=passages))
+    runs, latencies = asyncio.run(ragbox_rankings(ws, queries, doc_of, passages=passages, places=places))
     runs["bm25s"] = bm25s_rankings(files, queries)
     runs["tantivy-py"] = tantivy_rankings(files, queries)
     scores = {name: hits_metrics(run, answers, 5) for name, run in runs.items()}
@@ -436,6 +476,10 @@ def code_set(which):
         found = [(rel, passages[mode][rel][rel]) for rel in qs if rel in passages.get(mode, {}).get(rel, {})]
         whole[mode] = (sum(squash(qs[rel]["function"]) in squash(text) for rel, text in found) / len(found)
                        if found else 0.0)
+    # Whole units as an agent meets them: of the first five results, the share whose pieces cut
+    # no function of their file in two (a piece holds each function it touches whole).
+    uncut = {mode: uncut_share(files, [places[mode][rel][d] for rel in qs for d in runs[mode][rel][:5]])
+             for mode in MODES}
     # What that costs an agent: the text of the first five results, per question.
     text5 = {mode: statistics.mean(sum(len(passages[mode][rel][d].encode()) for d in runs[mode][rel][:5]) for rel in qs)
              for mode in MODES}
@@ -447,6 +491,7 @@ def code_set(which):
     exact["bm25s"] = sum(bool(r) and idents[q] in files[r[0]] for q, r in bm25s_rankings(files, idents).items()) / max(1, len(idents))
     return {"queries": len(qs), "docs": len(files), "index_s": seconds, "codebases": CODEBASES[which],
             "p50": {m: p50_ms(l) for m, l in latencies.items()}, "scores": scores, "either": either, "whole": whole,
+            "uncut": uncut,
             "text5": text5, "identifiers": len(idents), "exact": exact}
 
 
@@ -544,7 +589,7 @@ def report(results, command, total):
     lines = [
         "# Retrieval quality: six kinds of question, one run\n",
         f"- command: `{command}`, {total / 60:.1f} min in all",
-        f"- machine: {peers.machine()}",
+        f"- machine: {peers.machine()}; CPU flags: {peers.cpu_flags()}",
         f"- ragbox: {subprocess.run([peers.RAGBOX, '--version'], capture_output=True, text=True).stdout.strip()}; "
         "its `search` tool over MCP stdio, 50 results (one per file, no token cut)",
         "- baselines: bm25s (English stop words, Snowball stemmer) and tantivy-py (`en_stem`) over whole documents",
@@ -584,7 +629,10 @@ def report(results, command, total):
         lines += section(f"Held out, code: doc comment → source file ({r['queries']} functions of "
                          f"{', '.join(r['codebases'])}, {r['docs']:,} files; reporting half)", r, HITS5, "hit5",
                          "hit@5", [
-            "Whole units: of the hits in the right file, the share holding the whole function asked about: "
+            "Whole units: of the first five results, the share whose pieces cut no function of their file in two "
+            "(brackets counted past one-line strings and comments; a brace in a raw string can still count one as cut): "
+            + ", ".join(f"{m} {v:.2f}" for m, v in r.get("uncut", {}).items()) + ". "
+            "Of the hits in the right file, the share holding the function asked about: "
             + ", ".join(f"{m} {v:.2f}" for m, v in r["whole"].items()) + "; the text of the first five results, "
             "per question: " + ", ".join(f"{m} {v / 1000:.1f} KB" for m, v in r.get("text5", {}).items()) + ".",
             "",
