@@ -6,7 +6,7 @@ fusion rule is chosen on the tuning half without rebuilding ragbox.
 
 `alpha` is how much of its document's best score from the other list a chunk
 that list did not return inherits (0: none, ragbox's fusion before; 1: all);
-`w` is the semantic list's weight.
+`w` is the semantic list's weight; `raw` rows fuse the scores unscaled.
 """
 
 import collections
@@ -17,15 +17,19 @@ LISTS = pathlib.Path(__file__).resolve().parent / ".cache" / "quality" / "lists.
 DEPTH = 50
 
 
-def normalised(hits):
+def normalised(hits, scale="minmax"):
+    """A list's scores (best first) scaled: min-max over its first DEPTH, or
+    kept as they are (`raw`: ragbox's cosine, and BM25 over the list's best)."""
     if not hits:
         return []
+    if scale == "raw":
+        return [((d, c), s) for d, c, s in hits]
     hi, lo = hits[0][2], hits[min(DEPTH, len(hits)) - 1][2]
     return [((d, c), max(0.0, (s - lo) / (hi - lo)) if hi > lo else 1.0) for d, c, s in hits]
 
 
-def fuse(semantic, keyword, w, alpha):
-    sem, kw = dict(normalised(semantic)), dict(normalised(keyword))
+def fuse(semantic, keyword, w, alpha, scale="minmax"):
+    sem, kw = dict(normalised(semantic, scale)), dict(normalised(keyword, scale))
     best = collections.defaultdict(lambda: [0.0, 0.0])
     for (d, _), s in sem.items():
         best[d][0] = max(best[d][0], s)
@@ -69,6 +73,12 @@ def main():
                 h, r = metrics({q: fuse(lists["semantic"][q], lists["fulltext"][q], w, alpha) for q in qs}, qs)
                 row.append(f"w={w} {h:.3f}/{r:.3f}")
             print(f"  alpha={alpha}: " + "  ".join(row))
+        # Scores as they come (cosine; BM25 over the list's best) instead of min-max scaled.
+        row = []
+        for w in (0.3, 0.4, 0.5, 0.6, 0.7):
+            h, r = metrics({q: fuse(lists["semantic"][q], lists["fulltext"][q], w, 1.0, "raw") for q in qs}, qs)
+            row.append(f"w={w} {h:.3f}/{r:.3f}")
+        print("  raw, alpha=1.0: " + "  ".join(row))
 
 
 if __name__ == "__main__":
