@@ -412,15 +412,15 @@ fn skip_generics(s: &str) -> &str {
 }
 
 /// Whether an item's first line opens a container: the line's first defining
-/// keyword (past modifiers such as `async` or `static`) is one. A container
-/// word further on names a parameter or a type, not the item: a function
-/// `fn f(x: impl Trait)` or `def load(module):` split into "members" loses its
-/// closing lines, and an agent gets a body cut off.
+/// keyword (past modifiers such as `async` or `static`, and Go's `type`) is
+/// one. A container word further on names a parameter or a type, not the
+/// item: a function `fn f(x: impl Trait)` or `def load(module):` split into
+/// "members" loses its closing lines, and an agent gets a body cut off.
 fn is_container(first_line: &str) -> bool {
     first_line
         .split_whitespace()
         .map(|w| w.split(['<', '(', ':', '{']).next().unwrap_or(w))
-        .find(|w| DEFINERS.contains(w) && !matches!(*w, "async" | "local" | "static" | "const"))
+        .find(|w| DEFINERS.contains(w) && !matches!(*w, "async" | "local" | "static" | "const" | "type"))
         .is_some_and(|w| CONTAINERS.contains(&w))
 }
 
@@ -851,6 +851,7 @@ where
         assert!(is_container("pub(crate) unsafe impl<T> Send for Wrapper<T> {"));
         assert!(is_container("export default class Walker extends Base {"));
         assert!(is_container("public static class Inner {"));
+        assert!(is_container("type Reader interface {"));
         assert!(!is_container("pub const fn new(inner: impl Into<String>) -> Self {"));
         assert!(!is_container("async def fetch(self, module):"));
     }
