@@ -409,21 +409,15 @@ LITERALS = re.compile(r'"(?:\\.|[^"\\])*"|b?\'(?:\\.|[^\'\\])\'|//.*')
 
 
 def function_lines(text):
-    """Each function's first and last line (1-based): brackets counted from its `fn` line, past
-    one-line strings, character literals and line comments (b'{' is no brace)."""
-    lines = [LITERALS.sub("", line) for line in text.splitlines()]
+    """Each function's first and last line (1-based): `function_text`'s bracket count over the lines
+    with one-line strings, character literals and line comments taken out (b'{' is no brace). Like
+    the questions, it passes over a function with a `;` in its signature (`[T; N]`)."""
+    lines = [LITERALS.sub("", line) for line in text.splitlines(keepends=True)]
     found = []
     for i, line in enumerate(lines):
-        if not FN.match(line):
-            continue
-        depth = 0
-        for k in range(i, len(lines)):
-            if ";" in lines[k] and "{" not in lines[k] and depth == 0:
-                break  # a declaration without a body
-            depth += lines[k].count("{") - lines[k].count("}")
-            if depth <= 0 and "{" in "".join(lines[i : k + 1]):
-                found.append((i + 1, k + 1))
-                break
+        body = function_text(lines, i) if FN.match(line) else None
+        if body is not None:
+            found.append((i + 1, i + len(body.splitlines())))
     return found
 
 

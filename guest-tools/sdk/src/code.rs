@@ -372,7 +372,7 @@ const CONTAINERS: &[&str] = &[
 pub fn symbol(first_line: &str) -> Option<String> {
     let words: Vec<&str> = first_line.split_whitespace().collect();
     let at = words.iter().position(|w| {
-        let w = w.split(['<', '(', ':', '{']).next().unwrap_or(w);
+        let w = bare(w);
         DEFINERS.contains(&w) && !matches!(w, "async" | "local")
     })?;
     // Only modifiers (`pub`, `export default`, `static`, `pub(crate)`) may come before the keyword.
@@ -380,7 +380,7 @@ pub fn symbol(first_line: &str) -> Option<String> {
     if at > 4 || !words[..at].iter().all(modifier) {
         return None;
     }
-    let keyword = words[at].split(['<', '(', ':', '{']).next().unwrap_or(words[at]);
+    let keyword = bare(words[at]);
     let rest = words[at + 1..].join(" ");
     let name = if keyword == "impl" {
         // `impl<T> Display for Span<T> {` → `Display for Span<T>`
@@ -392,6 +392,11 @@ pub fn symbol(first_line: &str) -> Option<String> {
         rest.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '$' | '!' | '.' | '?'))).next()?.to_string()
     };
     (!name.is_empty()).then(|| format!("{keyword} {}", name.chars().take(80).collect::<String>()))
+}
+
+/// A word of a first line without what is glued to it: `impl<T>` → `impl`, `fn(` → `fn`.
+fn bare(word: &str) -> &str {
+    word.split(['<', '(', ':', '{']).next().unwrap_or(word)
 }
 
 fn skip_generics(s: &str) -> &str {
@@ -419,7 +424,7 @@ fn skip_generics(s: &str) -> &str {
 fn is_container(first_line: &str) -> bool {
     first_line
         .split_whitespace()
-        .map(|w| w.split(['<', '(', ':', '{']).next().unwrap_or(w))
+        .map(bare)
         .find(|w| DEFINERS.contains(w) && !matches!(*w, "async" | "local" | "static" | "const" | "type"))
         .is_some_and(|w| CONTAINERS.contains(&w))
 }
