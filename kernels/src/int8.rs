@@ -58,8 +58,8 @@ impl Packed {
     /// [`Self::transposed`] with A's channels evened out first (SmoothQuant,
     /// α = 0.5): channel `j` of A, whose values reach about `range[j]`, is
     /// divided by `s = sqrt(range[j] / max |B[j][·]|)` as it is quantised and
-    /// B's row `j` multiplied by it, so that a few wide channels (a
-    /// LayerNorm's large gains) no longer take most of every row's 256 steps.
+    /// B's row `j` multiplied by it, so that a few wide channels (the
+    /// encoder's outlier dimensions) no longer take most of every row's 256 steps.
     /// The product is the same; its rounding error is smaller.
     pub fn smoothed(w: &[f32], n: usize, k: usize, ld: usize, range: &[f32]) -> Self {
         assert_eq!(range.len(), k, "one range per channel of A");

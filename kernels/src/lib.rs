@@ -39,10 +39,11 @@ pub enum Isa {
     /// f32 sums (AVX-512 BF16's `vdpbf16ps`, twice the multiply-adds of an
     /// f32 FMA per instruction).
     Avx512Bf16,
-    /// [`Isa::Avx512Bf16`], with the encoder's first feed-forward product in
-    /// 8-bit integers (AVX-512 VNNI's `vpdpbusd`, twice `vdpbf16ps`'s
-    /// multiply-adds), its input smoothed ([`int8::Packed::smoothed`]): within
-    /// the 0.999 cosine to f32 a default path keeps (bench/results/precision.md).
+    /// [`Isa::Avx512Bf16`], with the encoder's attention input product and
+    /// first feed-forward product in 8-bit integers (AVX-512 VNNI's
+    /// `vpdpbusd`, twice `vdpbf16ps`'s multiply-adds), their inputs smoothed
+    /// ([`int8::Packed::smoothed`]): within the 0.999 cosine to f32 a default
+    /// path keeps (bench/results/precision.md).
     Avx512Int8,
     /// [`Isa::Avx512Bf16`], with the encoder's weight products on Intel AMX
     /// tiles (`tdpbf16ps`: 8,192 bf16 multiply-adds an instruction, the same

@@ -146,7 +146,7 @@ fn main() {
     let chosen = Isa::available().last().copied();
     for (isa, seconds, rate, flops, peak, worst, worst_title) in &rows {
         let precision = if isa.has_int8() {
-            "bf16 × bf16 → f32 (attention too), the first feed-forward product u8 × s8 → i32 (its input smoothed)"
+            "bf16 × bf16 → f32 (attention too), attention's input product and the first feed-forward one u8 × s8 → i32 (their inputs smoothed by calibrated ranges)"
         } else if isa.has_bf16() {
             "bf16 × bf16 → f32 (attention too: scores and softmax f32)"
         } else {

@@ -3,6 +3,7 @@
 //! candle-core and the `ragbox-kernels` crate), pooled and L2-normalised.
 
 mod bert;
+mod calibration;
 mod fetch;
 mod model_dir;
 mod packed;

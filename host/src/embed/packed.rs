@@ -31,9 +31,10 @@ const MAGIC: &[u8; 8] = b"RBXPACK\x01";
 
 /// Raised whenever `bert.rs` or the kernels change what an array holds (the
 /// query scale folded into Q, a panel width, the int8 weights smoothed, the
-/// tokenizer's arrays added): older files are then packed again, and removed
+/// tokenizer's arrays added, attention's input product in int8 and both
+/// smoothed by calibrated ranges): older files are then packed again, and removed
 /// once a file of this format is written.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 
 /// Arrays start at multiples of this (a cache line; every element type divides it).
 const ALIGN: usize = 64;
@@ -105,7 +106,11 @@ pub(super) fn load(
     isa: Isa,
     tokenizer_json: &[u8],
 ) -> Result<(Bert, TextTokenizer), EmbedError> {
-    let own = || Ok((Bert::load(weights, config, isa)?, TextTokenizer::from_json(tokenizer_json)?));
+    let own = || {
+        let tokenizer = TextTokenizer::from_json(tokenizer_json)?;
+        let calibration = super::calibration::ids(&tokenizer, config.max_position_embeddings)?;
+        Ok((Bert::load(weights, config, isa, &calibration)?, tokenizer))
+    };
     let Some(cache) = cache else { return own() };
     let source = source_of(tokenizer_json);
     let file = file_for(cache, id, isa);
