@@ -144,7 +144,7 @@ def main():
     flags = sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags") for f in l.split(":", 1)[1].split()
                     if f.startswith(("avx", "fma", "f16c", "amx"))})
     command = "python bench/calls.py" + (f" --docs {args.docs}" if args.docs != 500 else "") + \
-        (f" --pad {args.pad}" if args.pad else "") + \
+        (f" --pad {args.pad}" if args.pad else "") + (f" --calls {args.calls}" if args.calls != 21 else "") + \
         (f" --settle {args.settle:g}" if args.settle != 2.0 else "") + (" --before BIN" if args.before else "")
     lines = [
         "# What one tool call costs: latency per call over raw JSON-RPC (stdio)\n",
