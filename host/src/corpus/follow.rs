@@ -148,6 +148,9 @@ impl Corpus {
                     return;
                 }
                 let started = Instant::now();
+                // This step reads the store as it is now: writes that landed before it
+                // (during the pause) are its own, and need no step after it.
+                lock(&follower.state).again = false;
                 if let Err(e) = corpus.follow_step() {
                     tracing::warn!("keyword index not brought up to date: {e}");
                 }
