@@ -235,7 +235,9 @@ impl Bert {
             return Self::pack(path, config, isa, None);
         }
         if calibration.is_empty() {
-            return Err(EmbedError::Input("no calibration text for the int8 products".into()));
+            return Err(EmbedError::Input(
+                "no calibration text fits the model's positions for its int8 products".into(),
+            ));
         }
         // Every CPU with int8 products has AVX2 + FMA: the f32 path.
         let reference = Self::pack(path, config, Isa::Avx2Fma, None)?;

@@ -37,19 +37,9 @@ const TEXTS: &[&str] = &[
      them to fix carbon dioxide. Temperature, light intensity and CO2 concentration all limit its rate.",
 ];
 
-/// [`TEXTS`] as the model reads them: special tokens included, each cut to `max` tokens.
+/// [`TEXTS`] as the model reads them (special tokens included), those that
+/// fit its `max` positions: all of them for any BERT this runs.
 pub(super) fn ids(tokenizer: &TextTokenizer, max: usize) -> Result<Vec<Vec<u32>>, EmbedError> {
     let texts = TEXTS.iter().map(|t| t.to_string()).collect();
-    Ok(tokenizer
-        .ids_batch(texts)?
-        .into_iter()
-        .map(|mut ids| {
-            if ids.len() > max {
-                let last = ids[ids.len() - 1];
-                ids.truncate(max);
-                ids[max - 1] = last;
-            }
-            ids
-        })
-        .collect())
+    Ok(tokenizer.ids_batch(texts)?.into_iter().filter(|ids| ids.len() <= max).collect())
 }
