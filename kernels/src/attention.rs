@@ -7,8 +7,10 @@
 //! packed as pairs of consecutive rows, so neither product goes through the
 //! general loop nest (a head's products are too small for its blocking and
 //! thread split to pay); where the CPU has AMX, both run on its tiles
-//! ([`amx`]), the keys padded to whole tiles of depth. The scores and the
-//! softmax stay f32; the probabilities are rounded to bfloat16 for the second product. Elsewhere
+//! ([`amx`]), the keys padded to whole tiles of depth. The scores stay f32;
+//! each row's exponentials are rounded to bfloat16 as they are made (one pass
+//! after the maximum), and the row is divided by their sum after the second
+//! product, on its `dh` values instead of its `len` probabilities. Elsewhere
 //! both products run on [`gemm`]'s f32 kernel.
 
 use super::Isa;
@@ -34,6 +36,8 @@ struct Scratch {
     scores: Vec<f32>,
     /// The product P · V, padded to whole tiles (bf16).
     out: Vec<f32>,
+    /// Per row, 1 / the sum of its exponentials.
+    inv: Vec<f32>,
     /// K or V packed for the f32 path.
     packed: Packed,
 }
@@ -127,13 +131,12 @@ fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
     }
     let scores = at_least(&mut s.scores, rows_pad * keys_pad);
     product(isa, qs, depth, len, ks, scores, keys_pad);
-    // Softmax over the real keys, then the probabilities as pairs of keys (an odd last one pairs with 0).
+    // exp(score - max) over the real keys, as pairs of keys (an odd last one pairs with 0).
     let ps = aligned(&mut s.p, len * key_depth);
-    for (r, p_row) in ps.chunks_exact_mut(key_depth).enumerate() {
-        let row = &mut scores[r * keys_pad..][..len];
-        rows::softmax(isa, row);
+    let inv = at_least(&mut s.inv, len);
+    for (r, (p_row, inv)) in ps.chunks_exact_mut(key_depth).zip(inv.iter_mut()).enumerate() {
         let (p_row, padding) = p_row.split_at_mut(key_pairs);
-        bf16::round_row(isa, row, p_row);
+        *inv = 1.0 / exp_pairs(isa, &scores[r * keys_pad..][..len], p_row);
         padding.fill(0);
     }
     // Panel j, word p, column c: the pair (V[2p][j·NR + c], V[2p+1][j·NR + c]).
@@ -156,8 +159,91 @@ fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
     }
     let o = at_least(&mut s.out, rows_pad * heads_pad);
     product(isa, ps, key_depth, len, vs, o, heads_pad);
-    for r in 0..len {
-        out[r * ldo..][..dh].copy_from_slice(&o[r * heads_pad..][..dh]);
+    for (r, &inv) in inv.iter().enumerate() {
+        out[r * ldo..][..dh].iter_mut().zip(&o[r * heads_pad..][..dh]).for_each(|(out, o)| *out = o * inv);
+    }
+}
+
+/// `out` = exp(`row` − its maximum) as bfloat16 pairs (`row.len().div_ceil(2)`
+/// words, an odd last value paired with 0); returns the sum of those
+/// exponentials, at least 1 (the maximum's own).
+fn exp_pairs(isa: Isa, row: &[f32], out: &mut [u32]) -> f32 {
+    assert!(!row.is_empty() && out.len() >= row.len().div_ceil(2), "{} words for {} values", out.len(), row.len());
+    #[cfg(target_arch = "x86_64")]
+    if isa.has_bf16() {
+        // SAFETY: `has_bf16` is only set after the CPU was seen to have AVX-512 F, BW and
+        // BF16; the assert above bounds every store.
+        return unsafe { avx512::exp_pairs(row, out) };
+    }
+    let _ = isa;
+    let top = rows::max(row);
+    let mut total = 0.0;
+    for (two, word) in row.chunks(2).zip(out.iter_mut()) {
+        let e = [rows::exp(two[0] - top), two.get(1).map_or(0.0, |&v| rows::exp(v - top))];
+        total += e[0] + e[1];
+        *word = bf16::pair(&e);
+    }
+    total
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    /// [`super::exp_pairs`]: the maximum in one pass, then 32 exponentials a
+    /// step, summed and rounded to bf16 pairs in registers.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F, BW and BF16; `row` must not be empty and
+    /// `out` must hold `row.len().div_ceil(2)` words.
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    pub(super) unsafe fn exp_pairs(row: &[f32], out: &mut [u32]) -> f32 {
+        let n = row.len();
+        // The first `k` of 16 lanes (k ≤ 16).
+        let lanes = |k: usize| -> __mmask16 { if k >= 16 { !0 } else { (1u16 << k) - 1 } };
+        // SAFETY (whole body): every load and store is masked to `row[..n]` and
+        // `out[..n.div_ceil(2)]`; the transmute reinterprets 32 bf16 values as 512 bits.
+        unsafe {
+            let p = row.as_ptr();
+            let mut m = _mm512_set1_ps(f32::NEG_INFINITY);
+            for i in (0..n).step_by(16) {
+                let k = lanes(n - i);
+                m = _mm512_mask_max_ps(m, k, m, _mm512_maskz_loadu_ps(k, p.add(i)));
+            }
+            let top = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+            let mut total = _mm512_setzero_ps();
+            for i in (0..n).step_by(32) {
+                let (k0, k1) = (lanes(n - i), lanes((n - i).saturating_sub(16)));
+                let lo = _mm512_maskz_mov_ps(k0, exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k0, p.add(i)), top)));
+                let hi = _mm512_maskz_mov_ps(k1, exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k1, p.add(i + 16)), top)));
+                total = _mm512_add_ps(total, _mm512_add_ps(lo, hi));
+                // The second operand fills the low half: memory order.
+                let words: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
+                _mm512_mask_storeu_epi32(out.as_mut_ptr().add(i / 2).cast(), lanes((n - i).div_ceil(2)), words);
+            }
+            _mm512_reduce_add_ps(total)
+        }
+    }
+
+    /// `rows::exp` on 16 lanes at once, for x ≤ 0: the same reduction and
+    /// polynomial, with 2^n applied by `vscalefps` (−87 and below give ~0).
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn exp(x: __m512) -> __m512 {
+        let x = _mm512_max_ps(x, _mm512_set1_ps(-87.0));
+        let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm512_mul_ps(
+            x,
+            _mm512_set1_ps(std::f32::consts::LOG2_E),
+        ));
+        let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693_359_4), x);
+        let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.121_944_4e-4), r);
+        let mut q = _mm512_set1_ps(1.987_569_1e-4);
+        for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
+            q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(c));
+        }
+        // e^r = q·r² + r + 1
+        let e = _mm512_fmadd_ps(_mm512_mul_ps(q, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0)));
+        _mm512_scalef_ps(e, n)
     }
 }
 

@@ -38,7 +38,7 @@ fn erf(x: f32) -> f32 {
 /// |r| ≤ ln2/2 and a degree-6 polynomial for `e^r` (relative error ~1e-7).
 /// Inputs below −87 give ~0, above 88 give the largest finite powers.
 #[inline(always)]
-fn exp(x: f32) -> f32 {
+pub(crate) fn exp(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
@@ -117,7 +117,7 @@ fn sum_sq_dev(x: &[f32], mean: f32) -> f32 {
 }
 
 #[inline(always)]
-fn max(x: &[f32]) -> f32 {
+pub(crate) fn max(x: &[f32]) -> f32 {
     let mut lanes = [f32::NEG_INFINITY; LANES];
     let mut chunks = x.chunks_exact(LANES);
     for c in &mut chunks {
