@@ -106,6 +106,15 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
             round_row(isa, &a[(t * ROWS + r) * lda..][..b.k], row);
         }
     });
+    gemm_pairs(isa, &a16, pairs, b, c, ldc, epilogue)
+}
+
+/// [`gemm`] with A already rounded: `m` rows of `b.k().div_ceil(2)` bf16
+/// pairs at stride `lda` words, starting on a cache line (a scratch buffer).
+pub fn gemm_pairs(isa: Isa, a16: &[u32], lda: usize, b: &Packed, c: &mut [f32], ldc: usize, epilogue: Epilogue) {
+    let m = c.len().div_ceil(ldc);
+    let pairs = b.k.div_ceil(2);
+    assert!(lda >= pairs && (m == 0 || a16.len() >= (m - 1) * lda + pairs), "A too short for {m} rows of {pairs}");
     let blocking = Blocking { mr: MR, nr: NR, kc: KC };
     // AMX tiles take the depth 16 pairs at a time (every product of the encoder's).
     let tiles = isa.has_amx() && pairs.is_multiple_of(amx::PAIRS);
@@ -113,13 +122,13 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
     gemm::shared(b.k, b.n, NR, mr, c, ldc, |row, col, cols, out, ld| {
         let first = col / NR;
         let panels = &b.data[first * pairs * NR..(first + cols.div_ceil(NR)) * pairs * NR];
-        let a = &a16[row * pairs..];
+        let a = &a16[row * lda..];
         if tiles {
-            amx::block(a, pairs, panels, pairs, cols, out, ld);
+            amx::block(a, lda, panels, pairs, cols, out, ld);
         } else {
             gemm::blocked(
                 a,
-                pairs,
+                lda,
                 panels,
                 pairs,
                 cols,

@@ -184,9 +184,15 @@ where
         }
         return;
     }
-    // Many rows: blocks of rows, enough for every thread, at most MC each.
-    let per_task = m.div_ceil(threads * 2).next_multiple_of(mr).clamp(mr, MC.next_multiple_of(mr));
+    let per_task = rows_per_task(m, mr);
     c.par_chunks_mut(per_task * ldc).enumerate().for_each(|(t, rows)| serial(t * per_task, 0, n, rows, ldc));
+}
+
+/// How many of `m` rows one task of a product takes when the rows are shared
+/// out: enough blocks for every thread, at most [`MC`] rows each, whole tiles of `mr`.
+pub(crate) fn rows_per_task(m: usize, mr: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    m.div_ceil(threads * 2).next_multiple_of(mr).clamp(mr, MC.next_multiple_of(mr))
 }
 
 /// [`gemm`] on the calling thread only (attention runs one per head in parallel).

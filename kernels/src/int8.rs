@@ -137,6 +137,43 @@ struct RowScale {
 /// thread pool. On an `isa` without VNNI the same arithmetic runs in plain Rust.
 pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usize, epilogue: Epilogue) {
     let m = c.len().div_ceil(ldc);
+    let (a8, scales) = quantised(isa, a, lda, b, m);
+    gemm::shared(b.k, b.n, NR, MR, c, ldc, |row, col, cols, out, ld| {
+        block(isa, b, &a8, &scales, row, col, cols, out, ld, epilogue)
+    });
+}
+
+/// [`gemm`] for a product whose result feeds a bf16 one: `c16` receives its
+/// `m` rows (the epilogue applied) rounded to bfloat16 pairs, `b.n().div_ceil(2)`
+/// words a row, as [`bf16::gemm_pairs`](super::bf16::gemm_pairs) reads them.
+/// Each thread's rows go through a block of f32 that stays in its cache, where
+/// the plain product would write all of them out and the next one read them back.
+pub fn gemm_to_bf16(isa: Isa, a: &[f32], lda: usize, b: &Packed, c16: &mut [u32], epilogue: Epilogue) {
+    let pairs = b.n.div_ceil(2);
+    assert!(pairs > 0 && c16.len().is_multiple_of(pairs), "C holds whole rows of {pairs} pairs");
+    let m = c16.len() / pairs;
+    let round = |block: &[f32], out: &mut [u32]| {
+        for (row, words) in block.chunks_exact(b.n).zip(out.chunks_exact_mut(pairs)) {
+            super::bf16::round_row(isa, row, words);
+        }
+    };
+    if m <= gemm::MC {
+        // Few rows (a query): the plain product splits its columns over the pool.
+        let mut block = super::scratch::F32.take(m * b.n);
+        gemm(isa, a, lda, b, &mut block, b.n, epilogue);
+        return round(&block, c16);
+    }
+    let (a8, scales) = quantised(isa, a, lda, b, m);
+    let per_task = gemm::rows_per_task(m, MR);
+    c16.par_chunks_mut(per_task * pairs).enumerate().for_each(|(t, out)| {
+        let mut block = super::scratch::F32.take(out.len() / pairs * b.n);
+        block_rows(isa, b, &a8, &scales, t * per_task, &mut block, epilogue);
+        round(&block, out);
+    });
+}
+
+/// A quantised, one row of quads and one [`RowScale`] per row, for `m` rows.
+fn quantised(isa: Isa, a: &[f32], lda: usize, b: &Packed, m: usize) -> (super::scratch::Taken<u32>, Vec<RowScale>) {
     let quads = b.k.div_ceil(4);
     assert!(m == 0 || a.len() >= (m - 1) * lda + b.k, "A too short for {m} rows of {}", b.k);
     let mut a8 = super::scratch::U32.take(m * quads);
@@ -154,27 +191,48 @@ pub fn gemm(isa: Isa, a: &[f32], lda: usize, b: &Packed, c: &mut [f32], ldc: usi
             *scale = quantise_row(isa, values, row);
         }
     });
+    (a8, scales)
+}
+
+/// Rows `row..` of C (as many as `out` holds at stride `b.n`), every column.
+fn block_rows(isa: Isa, b: &Packed, a8: &[u32], scales: &[RowScale], row: usize, out: &mut [f32], epilogue: Epilogue) {
+    block(isa, b, a8, scales, row, 0, b.n, out, b.n, epilogue)
+}
+
+/// Rows `row..` (as many as `out` holds at stride `ld`) of columns `col..col + cols` of C.
+#[allow(clippy::too_many_arguments)]
+fn block(
+    isa: Isa,
+    b: &Packed,
+    a8: &[u32],
+    scales: &[RowScale],
+    row: usize,
+    col: usize,
+    cols: usize,
+    out: &mut [f32],
+    ld: usize,
+    epilogue: Epilogue,
+) {
+    let quads = b.k.div_ceil(4);
+    let first = col / NR;
+    let panels = &b.data[first * quads * NR..(first + cols.div_ceil(NR)) * quads * NR];
     let blocking = Blocking { mr: MR, nr: NR, kc: KC };
+    gemm::blocked(
+        &a8[row * quads..],
+        quads,
+        panels,
+        quads,
+        cols,
+        out,
+        ld,
+        blocking,
+        None,
+        |kc, a, lda, rows, panel, c, ldc, add| tile(isa, kc, a, lda, rows, panel, c, ldc, add),
+    );
     let (col_scale, col_sum) = b.column.split_at(b.n);
-    gemm::shared(b.k, b.n, NR, MR, c, ldc, |row, col, cols, out, ld| {
-        let first = col / NR;
-        let panels = &b.data[first * quads * NR..(first + cols.div_ceil(NR)) * quads * NR];
-        gemm::blocked(
-            &a8[row * quads..],
-            quads,
-            panels,
-            quads,
-            cols,
-            out,
-            ld,
-            blocking,
-            None,
-            |kc, a, lda, rows, panel, c, ldc, add| tile(isa, kc, a, lda, rows, panel, c, ldc, add),
-        );
-        let columns = (&col_scale[col..col + cols], &col_sum[col..col + cols]);
-        dequantise(isa, out, ld, &scales[row..], columns);
-        gemm::finish(isa, out, ld, out.len().div_ceil(ld), cols, epilogue.past_column(col));
-    });
+    let columns = (&col_scale[col..col + cols], &col_sum[col..col + cols]);
+    dequantise(isa, out, ld, &scales[row..], columns);
+    gemm::finish(isa, out, ld, out.len().div_ceil(ld), cols, epilogue.past_column(col));
 }
 
 /// The integer sums in `out` (rows of stride `ld`) to values: each row's zero
@@ -374,6 +432,33 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_bf16_output_is_the_plain_product_rounded() {
+        // Rows under and over a task's block (MC), an odd width (a half pair per
+        // row), with the activation epilogue; serial, row-split and column-split runs.
+        let shapes = [(1, 384, 1536), (40, 64, 33), (97, 384, 1536), (250, 100, 33)];
+        let pools = [1, 2, 5].map(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap());
+        for isa in Isa::available() {
+            for (pool, &(m, k, n)) in pools.iter().flat_map(|p| shapes.iter().map(move |s| (p, s))) {
+                let lda = k + 3;
+                let a = random(m * lda, (m * k) as u64);
+                let packed = Packed::smoothed(&random(n * k, n as u64), n, k, k, &vec![1.5; k]);
+                let bias = random(n, 3);
+                let epilogue = Epilogue::BiasActivation(&bias, crate::rows::Activation::Gelu);
+                let mut c = vec![0.0; m * n];
+                pool.install(|| gemm(isa, &a, lda, &packed, &mut c, n, epilogue));
+                let pairs = n.div_ceil(2);
+                let mut want = vec![0u32; m * pairs];
+                for (row, words) in c.chunks_exact(n).zip(want.chunks_exact_mut(pairs)) {
+                    crate::bf16::round_row(isa, row, words);
+                }
+                let mut got = vec![0u32; m * pairs];
+                pool.install(|| gemm_to_bf16(isa, &a, lda, &packed, &mut got, epilogue));
+                assert!(got == want, "{isa:?} {m}x{k}x{n}: differs from the product rounded");
             }
         }
     }

@@ -531,7 +531,6 @@ impl Bert {
         let mut qkv = scratch::F32.take(total * 3 * h);
         let mut ctx = scratch::F32.take(total * h);
         let mut tmp = scratch::F32.take(total * h);
-        let mut ffn = scratch::F32.take(total * self.layers.first().map_or(0, |l| l.ffn_in.n()));
         for (i, layer) in self.layers.iter().enumerate() {
             if let Some(r) = ranges.as_deref_mut() {
                 widen(&mut r[i].qkv, &x);
@@ -544,14 +543,29 @@ impl Bert {
             if let Some(r) = ranges.as_deref_mut() {
                 widen(&mut r[i].ffn_in, &x);
             }
-            let width = layer.ffn_in.n();
-            let act = Epilogue::BiasActivation(&layer.ffn_in_bias, self.activation);
-            layer.ffn_in.apply(self.isa, &x, h, &mut ffn, width, act);
-            layer.ffn_out.apply(self.isa, &ffn, width, &mut tmp, h, Epilogue::Bias(&layer.ffn_out_bias));
+            self.feed_forward(layer, &x, &mut tmp);
             self.add_norm(&mut tmp, &x, &layer.ffn_norm);
             std::mem::swap(&mut x, &mut tmp);
         }
         Ok(x)
+    }
+
+    /// `out` = the layer's feed-forward products on `x` (without the residual).
+    fn feed_forward(&self, layer: &Layer, x: &[f32], out: &mut [f32]) {
+        let (h, width) = (self.hidden, layer.ffn_in.n());
+        let rows = x.len() / h;
+        let act = Epilogue::BiasActivation(&layer.ffn_in_bias, self.activation);
+        let bias = Epilogue::Bias(&layer.ffn_out_bias);
+        if let (Weight::Int8(first), Weight::Bf16(second)) = (&layer.ffn_in, &layer.ffn_out) {
+            // The second product reads the first's output in bf16: rounded as it is made.
+            let pairs = width.div_ceil(2);
+            let mut inner = scratch::U32.take(rows * pairs);
+            int8::gemm_to_bf16(self.isa, x, h, first, &mut inner, act);
+            return bf16::gemm_pairs(self.isa, &inner, pairs, second, out, h, bias);
+        }
+        let mut inner = scratch::F32.take(rows * width);
+        layer.ffn_in.apply(self.isa, x, h, &mut inner, width, act);
+        layer.ffn_out.apply(self.isa, &inner, width, out, h, bias);
     }
 
     /// `x = LayerNorm(x + residual)`, rows shared out over the pool.
