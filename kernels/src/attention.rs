@@ -65,6 +65,25 @@ pub struct Head<'a> {
     pub dh: usize,
 }
 
+/// [`Head`] with Q, K and V already rounded to bfloat16 pairs (a product's
+/// output, rounded as it was made): each row holds `dh / 2` words, at stride
+/// `ld` words; `dh` is even.
+#[derive(Clone, Copy)]
+pub struct PairedHead<'a> {
+    /// Queries, already scaled.
+    pub q: &'a [u32],
+    /// Keys.
+    pub k: &'a [u32],
+    /// Values.
+    pub v: &'a [u32],
+    /// Row stride of `q`, `k` and `v`, in words.
+    pub ld: usize,
+    /// Tokens.
+    pub len: usize,
+    /// The head's width (values).
+    pub dh: usize,
+}
+
 /// `out = softmax(Q · Kᵀ) · V` for one head: `out` receives `len` rows of `dh` at stride `ldo`.
 pub fn head(isa: Isa, x: Head, out: &mut [f32], ldo: usize) {
     let Head { q, k, v, ld, len, dh } = x;
@@ -75,8 +94,75 @@ pub fn head(isa: Isa, x: Head, out: &mut [f32], ldo: usize) {
     assert!(q.len() >= need && k.len() >= need && v.len() >= need, "Q, K or V too short for {len} rows");
     assert!(ldo >= dh && out.len() >= (len - 1) * ldo + dh, "out too short for {len} rows of {dh} at stride {ldo}");
     SCRATCH.with_borrow_mut(|scratch| {
-        if isa.has_bf16() { head_bf16(isa, x, out, ldo, scratch) } else { head_f32(isa, x, out, ldo, scratch) }
+        if isa.has_bf16() {
+            head_bf16(isa, Operands::Values(x), out, ldo, scratch)
+        } else {
+            head_f32(isa, x, out, ldo, scratch)
+        }
     })
+}
+
+/// [`head`] on operands already in bf16; the CPU must have AVX-512 BF16 (`isa.has_bf16()`).
+pub fn head_pairs(isa: Isa, x: PairedHead, out: &mut [f32], ldo: usize) {
+    let PairedHead { q, k, v, ld, len, dh } = x;
+    assert!(isa.has_bf16(), "bf16 operands on a path without bf16 products ({isa:?})");
+    assert!(dh.is_multiple_of(2), "a head of {dh} values is not whole pairs");
+    if len == 0 || dh == 0 {
+        return;
+    }
+    let need = (len - 1) * ld + dh / 2;
+    assert!(q.len() >= need && k.len() >= need && v.len() >= need, "Q, K or V too short for {len} rows");
+    assert!(ldo >= dh && out.len() >= (len - 1) * ldo + dh, "out too short for {len} rows of {dh} at stride {ldo}");
+    SCRATCH.with_borrow_mut(|scratch| head_bf16(isa, Operands::Pairs(x), out, ldo, scratch))
+}
+
+/// A head's Q, K and V as [`head_bf16`] reads them.
+#[derive(Clone, Copy)]
+enum Operands<'a> {
+    Values(Head<'a>),
+    Pairs(PairedHead<'a>),
+}
+
+impl Operands<'_> {
+    /// Tokens and the head's width.
+    fn shape(self) -> (usize, usize) {
+        match self {
+            Self::Values(x) => (x.len, x.dh),
+            Self::Pairs(x) => (x.len, x.dh),
+        }
+    }
+
+    /// Row `r` of K (`key`) or Q as bf16 pairs.
+    fn row(self, isa: Isa, key: bool, r: usize, out: &mut [u32]) {
+        match self {
+            Self::Values(x) => bf16::round_row(isa, &(if key { x.k } else { x.q })[r * x.ld..][..x.dh], out),
+            Self::Pairs(x) => out.copy_from_slice(&(if key { x.k } else { x.q })[r * x.ld..][..x.dh / 2]),
+        }
+    }
+
+    /// `out[c]` = the pair (V[2p][col + c], V[2p+1][col + c]), the second 0 past the last row.
+    fn v_pairs(self, p: usize, col: usize, out: &mut [u32]) {
+        let cols = out.len();
+        match self {
+            Self::Values(x) => {
+                let first = &x.v[2 * p * x.ld + col..][..cols];
+                match x.v.get((2 * p + 1) * x.ld + col..).filter(|_| 2 * p + 1 < x.len) {
+                    Some(second) => bf16::pair_rows(first, &second[..cols], out),
+                    None => bf16::pair_rows(first, &[0.0; bf16::NR][..cols], out),
+                }
+            }
+            Self::Pairs(x) => {
+                // `col` and `cols` are even (whole panels of an even width): whole words.
+                let first = &x.v[2 * p * x.ld + col / 2..][..cols / 2];
+                let second = x.v.get((2 * p + 1) * x.ld + col / 2..).filter(|_| 2 * p + 1 < x.len);
+                for (i, two) in out.chunks_exact_mut(2).enumerate() {
+                    let (a, b) = (first[i], second.map_or(0, |s| s[i]));
+                    two[0] = (a & 0xffff) | (b << 16);
+                    two[1] = (a >> 16) | (b & 0xffff_0000);
+                }
+            }
+        }
+    }
 }
 
 /// Drops the calling thread's buffers (a process falling idle calls it on every thread).
@@ -98,8 +184,8 @@ fn aligned(buf: &mut Vec<u32>, n: usize) -> &mut [u32] {
     scratch::on_cache_line(at_least(buf, n + scratch::line_slack::<u32>()), n)
 }
 
-fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
-    let Head { q, k, v, ld, len, dh } = x;
+fn head_bf16(isa: Isa, x: Operands, out: &mut [f32], ldo: usize, s: &mut Scratch) {
+    let (len, dh) = x.shape();
     let (mr, nr) = (bf16::MR, bf16::NR);
     let depth = dh.div_ceil(2);
     // Rows padded to whole tiles (the micro-kernel writes MR rows), keys to whole panels.
@@ -112,13 +198,13 @@ fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
 
     let qs = aligned(&mut s.q, len * depth);
     for (r, row) in qs.chunks_exact_mut(depth).enumerate() {
-        bf16::round_row(isa, &q[r * ld..][..dh], row);
+        x.row(isa, false, r, row);
     }
     // K's rows as pairs (as Q's; in the probabilities' buffer, free until the softmax),
     // then panel j, word p, column c: word p of key j·NR + c.
     let k_rows = aligned(&mut s.p, len * depth);
     for (r, row) in k_rows.chunks_exact_mut(depth).enumerate() {
-        bf16::round_row(isa, &k[r * ld..][..dh], row);
+        x.row(isa, true, r, row);
     }
     let ks = aligned(&mut s.k, keys_pad * depth);
     for (j, panel) in ks.chunks_exact_mut(depth * nr).enumerate() {
@@ -150,11 +236,7 @@ fn head_bf16(isa: Isa, x: Head, out: &mut [f32], ldo: usize, s: &mut Scratch) {
         let (panel, padding) = panel.split_at_mut(key_pairs * nr);
         padding.fill(0);
         for (p, words) in panel.chunks_exact_mut(nr).enumerate() {
-            let first = &v[2 * p * ld + j * nr..][..cols];
-            match v.get((2 * p + 1) * ld + j * nr..).filter(|_| 2 * p + 1 < len) {
-                Some(second) => bf16::pair_rows(first, &second[..cols], &mut words[..cols]),
-                None => bf16::pair_rows(first, &[0.0; bf16::NR][..cols], &mut words[..cols]),
-            }
+            x.v_pairs(p, j * nr, &mut words[..cols]);
         }
     }
     let o = at_least(&mut s.out, rows_pad * heads_pad);
@@ -294,6 +376,29 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn operands_in_bf16_give_what_the_same_values_in_f32_give() {
+        // Q, K and V rounded by the caller (as a product's bf16 output) or by the
+        // head itself: the same bits in, the same result out; odd lengths (a last
+        // row of V without a pair), two panels of a wide head.
+        for isa in Isa::available().into_iter().filter(|isa| isa.has_bf16()) {
+            for &(len, dh) in &[(1, 32), (13, 32), (97, 64), (240, 32)] {
+                let ld = 3 * dh + 2;
+                let all = crate::sample::uniform(len * ld, (len + dh) as u64, 2.0);
+                let mut pairs = vec![0u32; len * ld / 2];
+                for (row, words) in all.chunks_exact(ld).zip(pairs.chunks_exact_mut(ld / 2)) {
+                    bf16::round_row(isa, row, words);
+                }
+                let mut want = vec![0.0; len * dh];
+                head(isa, Head { q: &all, k: &all[dh..], v: &all[2 * dh..], ld, len, dh }, &mut want, dh);
+                let mut got = vec![f32::NAN; len * dh];
+                let (q, w) = (&pairs[..], ld / 2);
+                head_pairs(isa, PairedHead { q, k: &q[dh / 2..], v: &q[dh..], ld: w, len, dh }, &mut got, dh);
+                assert!(got == want, "{isa:?} len {len} dh {dh}");
+            }
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use super::EmbedError;
 use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device};
-use ragbox_kernels::attention::{self, Head};
+use ragbox_kernels::attention::{self, Head, PairedHead};
 use ragbox_kernels::buf::Buf;
 use ragbox_kernels::gemm::{self, Epilogue, Packed};
 use ragbox_kernels::rows::{self, Activation};
@@ -136,6 +136,15 @@ struct Ranges {
     qkv: Vec<f32>,
     /// The first feed-forward product's (attention's output, normalised).
     ffn_in: Vec<f32>,
+}
+
+/// Attention's input product's output: rows of Q, K and V side by side.
+#[derive(Clone, Copy)]
+enum Qkv<'a> {
+    /// As f32 values.
+    Values(&'a [f32]),
+    /// As bf16 pairs (the hidden width and a head's are even).
+    Pairs(&'a [u32]),
 }
 
 /// `range[c]` raised to every `|row[c]|` of the rows in `x`.
@@ -528,15 +537,13 @@ impl Bert {
             let norm = &self.embed_norm;
             rows::add_layer_norm(self.isa, rows, &self.positions[..len * h], &norm.gamma, &norm.beta, self.eps);
         }
-        let mut qkv = scratch::F32.take(total * 3 * h);
         let mut ctx = scratch::F32.take(total * h);
         let mut tmp = scratch::F32.take(total * h);
         for (i, layer) in self.layers.iter().enumerate() {
             if let Some(r) = ranges.as_deref_mut() {
                 widen(&mut r[i].qkv, &x);
             }
-            layer.qkv.apply(self.isa, &x, h, &mut qkv, 3 * h, Epilogue::Bias(&layer.qkv_bias));
-            self.attention(&qkv, &spans, &mut ctx);
+            self.self_attention(layer, &x, &spans, &mut ctx);
             layer.attn_out.apply(self.isa, &ctx, h, &mut tmp, h, Epilogue::Bias(&layer.attn_out_bias));
             self.add_norm(&mut tmp, &x, &layer.attn_norm);
             std::mem::swap(&mut x, &mut tmp);
@@ -577,11 +584,29 @@ impl Bert {
         });
     }
 
+    /// `ctx` = the layer's attention over `x`, before its output product.
+    fn self_attention(&self, layer: &Layer, x: &[f32], spans: &[(usize, usize)], ctx: &mut [f32]) {
+        let h = self.hidden;
+        let rows = x.len() / h;
+        let bias = Epilogue::Bias(&layer.qkv_bias);
+        if let Weight::Int8(w) = &layer.qkv
+            && self.isa.has_bf16()
+            && (h / self.heads).is_multiple_of(2)
+        {
+            // Attention reads Q, K and V in bf16: rounded as the product makes them.
+            let mut qkv = scratch::U32.take(rows * 3 * h / 2);
+            int8::gemm_to_bf16(self.isa, x, h, w, &mut qkv, bias);
+            return self.attention(Qkv::Pairs(&qkv), spans, ctx);
+        }
+        let mut qkv = scratch::F32.take(rows * 3 * h);
+        layer.qkv.apply(self.isa, x, h, &mut qkv, 3 * h, bias);
+        self.attention(Qkv::Values(&qkv), spans, ctx)
+    }
+
     /// Scaled dot-product attention per (sequence, head), in parallel, into `ctx`.
-    fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], ctx: &mut [f32]) {
+    fn attention(&self, qkv: Qkv, spans: &[(usize, usize)], ctx: &mut [f32]) {
         let (h, isa) = (self.hidden, self.isa);
         let dh = h / self.heads;
-        let ld = 3 * h;
         let jobs: Vec<(usize, usize)> = spans
             .iter()
             .enumerate()
@@ -600,8 +625,16 @@ impl Bert {
         }
         jobs.par_iter().zip(slices).for_each(|(&(s, head), out)| {
             let (start, len) = spans[s];
-            let q = &qkv[start * ld + head * dh..];
-            attention::head(isa, Head { q, k: &q[h..], v: &q[2 * h..], ld, len, dh }, out, dh);
+            match qkv {
+                Qkv::Values(qkv) => {
+                    let (q, ld) = (&qkv[start * 3 * h + head * dh..], 3 * h);
+                    attention::head(isa, Head { q, k: &q[h..], v: &q[2 * h..], ld, len, dh }, out, dh);
+                }
+                Qkv::Pairs(qkv) => {
+                    let (q, ld, h) = (&qkv[(start * 3 * h + head * dh) / 2..], 3 * h / 2, h / 2);
+                    attention::head_pairs(isa, PairedHead { q, k: &q[h..], v: &q[2 * h..], ld, len, dh }, out, dh);
+                }
+            }
         });
         let mut at = 0;
         for &(s, head) in &jobs {
