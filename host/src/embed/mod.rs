@@ -272,7 +272,10 @@ impl Embedder {
     /// One batch through the model, pooled and normalised.
     fn forward(&self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let width = self.model.hidden();
-        let hidden = self.model.forward(ids)?;
+        // On one of the pool's threads: each of the pass's ~50 parallel steps
+        // then queues its parts there, where from any other thread it would
+        // hand them over and wait to be woken (a query's steps are ~20 µs each).
+        let hidden = rayon::scope(|_| self.model.forward(ids))?;
         let mut start = 0;
         let mut out = Vec::with_capacity(ids.len());
         for tokens in ids {
