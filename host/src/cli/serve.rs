@@ -54,7 +54,11 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     // allocator takes back the pages it held, which the idle release then
     // gives to the OS (`memory.rs`). A new thread costs microseconds.
     let keep_alive = std::time::Duration::from_millis(500);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_keep_alive(keep_alive).build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_keep_alive(keep_alive)
+        .on_thread_park(crate::memory::release_thread)
+        .build()?;
     // Between calls the store stays open (an idle server closes it).
     crate::store::keep_open_between_calls();
     // What the server's own calls write is indexed for keywords as it lands.
