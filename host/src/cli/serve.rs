@@ -52,9 +52,12 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let server = RagboxServer::new(std::sync::Arc::new(runner), offer);
     // Calls run on blocking threads; one idle for half a second ends, and the
     // allocator takes back the pages it held, which the idle release then
-    // gives to the OS (`memory.rs`). A new thread costs microseconds.
+    // gives to the OS (`memory.rs`). A new thread costs microseconds. The
+    // runtime's own threads only move messages: one serves a stdio client
+    // (each thread keeps its own allocator pages), two serve HTTP's many.
     let keep_alive = std::time::Duration::from_millis(500);
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(if args.http.is_some() { 2 } else { 1 })
         .enable_all()
         .thread_keep_alive(keep_alive)
         .on_thread_park(crate::memory::release_thread)
