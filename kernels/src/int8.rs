@@ -152,23 +152,23 @@ pub fn gemm_to_bf16(isa: Isa, a: &[f32], lda: usize, b: &Packed, c16: &mut [u32]
     let pairs = b.n.div_ceil(2);
     assert!(pairs > 0 && c16.len().is_multiple_of(pairs), "C holds whole rows of {pairs} pairs");
     let m = c16.len() / pairs;
-    let round = |block: &[f32], out: &mut [u32]| {
-        for (row, words) in block.chunks_exact(b.n).zip(out.chunks_exact_mut(pairs)) {
+    let round = |sums: &[f32], out: &mut [u32]| {
+        for (row, words) in sums.chunks_exact(b.n).zip(out.chunks_exact_mut(pairs)) {
             super::bf16::round_row(isa, row, words);
         }
     };
     if m <= gemm::MC {
         // Few rows (a query): the plain product splits its columns over the pool.
-        let mut block = super::scratch::F32.take(m * b.n);
-        gemm(isa, a, lda, b, &mut block, b.n, epilogue);
-        return round(&block, c16);
+        let mut sums = super::scratch::F32.take(m * b.n);
+        gemm(isa, a, lda, b, &mut sums, b.n, epilogue);
+        return round(&sums, c16);
     }
     let (a8, scales) = quantised(isa, a, lda, b, m);
     let per_task = gemm::rows_per_task(m, MR);
     c16.par_chunks_mut(per_task * pairs).enumerate().for_each(|(t, out)| {
-        let mut block = super::scratch::F32.take(out.len() / pairs * b.n);
-        block_rows(isa, b, &a8, &scales, t * per_task, &mut block, epilogue);
-        round(&block, out);
+        let mut sums = super::scratch::F32.take(out.len() / pairs * b.n);
+        block(isa, b, &a8, &scales, t * per_task, 0, b.n, &mut sums, b.n, epilogue);
+        round(&sums, out);
     });
 }
 
@@ -192,11 +192,6 @@ fn quantised(isa: Isa, a: &[f32], lda: usize, b: &Packed, m: usize) -> (super::s
         }
     });
     (a8, scales)
-}
-
-/// Rows `row..` of C (as many as `out` holds at stride `b.n`), every column.
-fn block_rows(isa: Isa, b: &Packed, a8: &[u32], scales: &[RowScale], row: usize, out: &mut [f32], epilogue: Epilogue) {
-    block(isa, b, a8, scales, row, 0, b.n, out, b.n, epilogue)
 }
 
 /// Rows `row..` (as many as `out` holds at stride `ld`) of columns `col..col + cols` of C.

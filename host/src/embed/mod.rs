@@ -274,7 +274,8 @@ impl Embedder {
         let width = self.model.hidden();
         // On one of the pool's threads: each of the pass's ~50 parallel steps
         // then queues its parts there, where from any other thread it would
-        // hand them over and wait to be woken (a query's steps are ~20 µs each).
+        // hand them over and wait to be woken (a semantic search over stdio:
+        // 3.4 ms p50 that way, 2.3 ms this way).
         let hidden = rayon::scope(|_| self.model.forward(ids))?;
         let mut start = 0;
         let mut out = Vec::with_capacity(ids.len());
