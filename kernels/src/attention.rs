@@ -48,41 +48,27 @@ thread_local! {
 }
 
 /// One head of one sequence: `q`, `k` and `v` hold `len` rows at stride `ld`,
-/// the head's `dh` values first in each.
+/// the head's `dh` values first in each: f32 values, or (`T = u32`, a
+/// [`PairedHead`]) bfloat16 pairs, two values a word.
 #[derive(Clone, Copy)]
-pub struct Head<'a> {
+pub struct Head<'a, T = f32> {
     /// Queries, already scaled.
-    pub q: &'a [f32],
+    pub q: &'a [T],
     /// Keys.
-    pub k: &'a [f32],
+    pub k: &'a [T],
     /// Values.
-    pub v: &'a [f32],
-    /// Row stride of `q`, `k` and `v`.
+    pub v: &'a [T],
+    /// Row stride of `q`, `k` and `v`, in `T`s.
     pub ld: usize,
     /// Tokens.
     pub len: usize,
-    /// The head's width.
+    /// The head's width, in values.
     pub dh: usize,
 }
 
 /// [`Head`] with Q, K and V already rounded to bfloat16 pairs (a product's
-/// output, rounded as it was made): each row holds `dh / 2` words, at stride
-/// `ld` words; `dh` is even.
-#[derive(Clone, Copy)]
-pub struct PairedHead<'a> {
-    /// Queries, already scaled.
-    pub q: &'a [u32],
-    /// Keys.
-    pub k: &'a [u32],
-    /// Values.
-    pub v: &'a [u32],
-    /// Row stride of `q`, `k` and `v`, in words.
-    pub ld: usize,
-    /// Tokens.
-    pub len: usize,
-    /// The head's width (values).
-    pub dh: usize,
-}
+/// output, rounded as it was made): each row holds `dh / 2` words; `dh` is even.
+pub type PairedHead<'a> = Head<'a, u32>;
 
 /// `out = softmax(Q · Kᵀ) · V` for one head: `out` receives `len` rows of `dh` at stride `ldo`.
 pub fn head(isa: Isa, x: Head, out: &mut [f32], ldo: usize) {
@@ -104,7 +90,7 @@ pub fn head(isa: Isa, x: Head, out: &mut [f32], ldo: usize) {
 
 /// [`head`] on operands already in bf16; the CPU must have AVX-512 BF16 (`isa.has_bf16()`).
 pub fn head_pairs(isa: Isa, x: PairedHead, out: &mut [f32], ldo: usize) {
-    let PairedHead { q, k, v, ld, len, dh } = x;
+    let Head { q, k, v, ld, len, dh } = x;
     assert!(isa.has_bf16(), "bf16 operands on a path without bf16 products ({isa:?})");
     assert!(dh.is_multiple_of(2), "a head of {dh} values is not whole pairs");
     if len == 0 || dh == 0 {
