@@ -21,6 +21,7 @@ mod platform;
 pub mod postgres;
 mod resources;
 pub mod runtime;
+mod service;
 pub mod store;
 mod sync;
 mod text;

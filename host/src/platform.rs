@@ -320,3 +320,78 @@ pub fn temp_file_in(
     let _ = like;
     builder.tempfile_in(dir)
 }
+
+/// Makes `dir` (and its parents, as usual) a folder only this user may
+/// enter, or says why it is not one: a link, another user's folder, or one
+/// others may open. The per-user service's socket lives in it.
+#[cfg(unix)]
+pub fn private_folder(dir: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    let shown = dir.display();
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot make {shown}: {e}")),
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !meta.file_type().is_dir() {
+        return Err(format!("{shown} is not a folder (a link is not followed)"));
+    }
+    // SAFETY: geteuid has no preconditions.
+    if meta.uid() != unsafe { libc::geteuid() } {
+        return Err(format!("{shown} belongs to another user"));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!("others may open {shown} (mode {:o}): chmod 700 it", meta.mode() & 0o777));
+    }
+    Ok(())
+}
+
+/// Whether the process at the other end of the Unix socket `socket` runs as
+/// this user (false where the OS cannot say).
+#[cfg(unix)]
+pub fn peer_is_this_user(socket: &impl std::os::fd::AsRawFd) -> bool {
+    let fd = socket.as_raw_fd();
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let mut cred = libc::ucred { pid: 0, uid: u32::MAX, gid: u32::MAX };
+        let mut len = size_of::<libc::ucred>() as libc::socklen_t;
+        // SAFETY: `cred` and `len` are valid for writes of the sizes given.
+        let rc =
+            unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, (&raw mut cred).cast(), &raw mut len) };
+        rc == 0 && cred.uid == me
+    }
+    #[cfg(any(
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "netbsd",
+        target_os = "dragonfly"
+    ))]
+    {
+        let (mut uid, mut gid) = (u32::MAX, u32::MAX);
+        // SAFETY: `uid` and `gid` are valid for writes.
+        let rc = unsafe { libc::getpeereid(fd, &raw mut uid, &raw mut gid) };
+        rc == 0 && uid == me
+    }
+    #[cfg(not(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "netbsd",
+        target_os = "dragonfly"
+    )))]
+    {
+        let _ = (fd, me);
+        false
+    }
+}

@@ -18,6 +18,7 @@ mod resources;
 mod sandbox;
 mod schemas;
 mod search_workspace;
+mod service;
 mod skills;
 mod third_party;
 mod watch;

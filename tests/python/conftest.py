@@ -21,6 +21,9 @@ def ragbox_env(ws, log="warn"):
         "RAGBOX_COMPILE_CACHE": str(ROOT / "target" / "test-compile-cache"),
         "RAGBOX_PACKED_CACHE": str(ROOT / "target" / "test-packed-models"),
         "RAGBOX_LOG": log,
+        # A stdio `serve` hands its client to the user's service: this test's own, gone soon after.
+        "RAGBOX_SERVICE_DIR": str(ws.parent / "run"),
+        "RAGBOX_SERVICE_LINGER": "2",
     }
     for var in ("XDG_CACHE_HOME", "RAGBOX_MODEL"):
         if var in os.environ:

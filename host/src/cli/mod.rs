@@ -13,7 +13,7 @@ mod index;
 mod init;
 mod migrate;
 mod model;
-mod open;
+pub(crate) mod open;
 mod scaffold;
 mod search;
 mod serve;
@@ -106,6 +106,19 @@ enum Command {
         /// type results (a model reads the result itself; it doubles the list).
         #[arg(long)]
         output_schemas: bool,
+        /// Serve in this process, not through this user's ragbox service (which
+        /// every stdio `serve` shares by default on Linux and macOS: one model,
+        /// one copy of each index, for every agent).
+        #[arg(long, env = "RAGBOX_STANDALONE", value_parser = clap::builder::BoolishValueParser::new())]
+        standalone: bool,
+    },
+    /// The per-user service stdio `serve` hands its clients to (started by
+    /// `serve` itself; not for people to run).
+    #[command(hide = true)]
+    Service {
+        /// The socket to listen on, in a folder only this user may enter.
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
     },
     /// List the loaded tool components: name, source, sha256 and grants.
     Tools {
@@ -323,12 +336,33 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     open::set_store_args(open::StoreArgs { url: cli.store.clone(), collection: cli.collection.clone() });
     // A server's log is its record; a command's output is for the person who ran it.
-    init_logging(if matches!(cli.command, Command::Serve { .. }) { "info,rmcp=warn" } else { "warn" });
+    let serving = matches!(cli.command, Command::Serve { .. } | Command::Service { .. });
+    init_logging(if serving { "info,rmcp=warn" } else { "warn" });
     let result = match cli.command {
-        Command::Serve { workspace, watch, http, token_file, allow_public, allowed_hosts, tools, output_schemas } => {
-            let args = serve::ServeArgs { watch, http, token_file, allow_public, allowed_hosts, tools, output_schemas };
+        Command::Serve {
+            workspace,
+            watch,
+            http,
+            token_file,
+            allow_public,
+            allowed_hosts,
+            tools,
+            output_schemas,
+            standalone,
+        } => {
+            let args = serve::ServeArgs {
+                watch,
+                http,
+                token_file,
+                allow_public,
+                allowed_hosts,
+                tools,
+                output_schemas,
+                standalone,
+            };
             serve::run(&workspace, args)
         }
+        Command::Service { socket } => crate::service::run(&socket),
         Command::Tools { action: None, workspace, json } => tools::run(&workspace, json),
         Command::Tools { action: Some(ToolsAction::Inspect { file, workspace, json }), .. } => {
             tools::inspect(&file, &workspace, json)

@@ -167,18 +167,77 @@ pub fn catalog(workspace: &Path) -> anyhow::Result<Catalog> {
 /// Opens `workspace` and loads every tool component: the runner every
 /// command (and `serve`) makes its calls through.
 pub fn open(workspace: &Path) -> anyhow::Result<Runner> {
-    let served = Workspaces::new(workspace, &[]).context("cannot open this workspace")?;
     let engine = new_engine()?;
     let cache = CompileCache::new(&engine, CompileCache::default_dir());
+    let (loader, setup, model) = load(workspace, engine, cache)?;
+    let served = setup.workspaces.served().to_path_buf();
+    let mut corpora = Corpora::new(Arc::new(SharedEmbedder::new(model)));
+    if let Some(collection) = shared_collection(&setup.config, &served)? {
+        corpora = corpora.with_shared(served, collection);
+    }
+    Ok(Runner::new(setup, Some(loader), Arc::new(corpora)))
+}
+
+/// `workspace`'s loader, its setup as it is now, and the model its config names.
+fn load(workspace: &Path, engine: Engine, cache: CompileCache) -> anyhow::Result<(Arc<Loader>, Setup, PathBuf)> {
+    let served = Workspaces::new(workspace, &[]).context("cannot open this workspace")?;
     let loader = Arc::new(Loader { served: served.served().to_path_buf(), engine, cache });
     let setup = loader.setup()?;
     // Only the user picks the model: the host parses its files outside the sandbox.
     let model = setup.config.model().map(Path::to_path_buf).map_or_else(default_model_dir_or_err, Ok)?;
-    let mut corpora = Corpora::new(Arc::new(SharedEmbedder::new(model)));
-    if let Some(collection) = shared_collection(&setup.config, served.served())? {
-        corpora = corpora.with_shared(served.served().to_path_buf(), collection);
+    Ok((loader, setup, model))
+}
+
+/// What the sessions of one per-user service share: the engine, the compile
+/// cache and the corpora (one model, and one corpus per workspace however
+/// many sessions serve it).
+pub struct Hub {
+    engine: Engine,
+    cache: CompileCache,
+    corpora: std::sync::Mutex<Option<Arc<Corpora>>>,
+}
+
+impl Hub {
+    /// The engine and the compile cache; the corpora come with the first session.
+    pub fn new() -> anyhow::Result<Self> {
+        let engine = new_engine()?;
+        let cache = CompileCache::new(&engine, CompileCache::default_dir());
+        Ok(Self { engine, cache, corpora: std::sync::Mutex::new(None) })
     }
-    Ok(Runner::new(setup, Some(loader), Arc::new(corpora)))
+
+    /// Opens `workspace` for one session, as [`open`] would for a process of
+    /// its own; `Err` says why it needs a process of its own instead (its
+    /// index is in a shared store, or its config names another model than the
+    /// other sessions'), or why it cannot be opened.
+    pub fn open(&self, workspace: &Path) -> Result<Runner, String> {
+        let (loader, setup, model) =
+            load(workspace, self.engine.clone(), self.cache.clone()).map_err(|e| format!("{e:#}"))?;
+        match shared_collection(&setup.config, setup.workspaces.served()) {
+            Ok(None) => {}
+            Ok(Some(_)) => return Err("its index is in a shared store".into()),
+            Err(e) => return Err(format!("{e:#}")),
+        }
+        let mut kept = self.corpora.lock().unwrap_or_else(|e| e.into_inner());
+        let corpora = kept.get_or_insert_with(|| Arc::new(Corpora::new(Arc::new(SharedEmbedder::new(model.clone())))));
+        if corpora.embedder().dir() != model {
+            return Err(format!(
+                "its config names the model {}, the other sessions' is {}",
+                model.display(),
+                corpora.embedder().dir().display()
+            ));
+        }
+        Ok(Runner::new(setup, Some(loader), corpora.clone()))
+    }
+
+    /// Lets go of every workspace's corpus but those in `served` (a call may
+    /// have opened another the user allows). With none served, all stay warm
+    /// for the next session while the service lingers.
+    pub fn keep_only(&self, served: &[PathBuf]) {
+        let kept = self.corpora.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(corpora) = kept.as_ref().filter(|_| !served.is_empty()) {
+            corpora.retain(|workspace| served.iter().any(|s| s == workspace));
+        }
+    }
 }
 
 /// Runs the tool `name` as a client's call would; a tool that is not loaded is this command's error.

@@ -25,11 +25,19 @@ pub struct ServeArgs {
     pub tools: Profile,
     /// List output schemas too.
     pub output_schemas: bool,
+    /// Serve in this process even on stdio, not through the user's service.
+    pub standalone: bool,
 }
 
 /// Loads the tools, then serves until the client hangs up (stdio) or the
 /// process is stopped (HTTP).
 pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
+    if args.http.is_none() && !args.standalone {
+        match relay_to_service(workspace, &args) {
+            Ok(session) => return session.relay(),
+            Err(why) => tracing::info!("serving in this process: {why}"),
+        }
+    }
     let started = std::time::Instant::now();
     let runner = open(workspace)?;
     let setup = runner.setup();
@@ -98,4 +106,23 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     crate::corpus::follow::stop();
     crate::store::stop_keeping();
     Ok(served?)
+}
+
+/// This stdio session handed to the user's service, which serves every
+/// agent's sessions over one model and one copy of each index; `Err` says
+/// why this process serves it itself.
+fn relay_to_service(workspace: &Path, args: &ServeArgs) -> Result<crate::service::Session, String> {
+    let store = super::open::store_args();
+    if store.url.is_some() || store.collection.is_some() {
+        return Err("--store names a shared store".into());
+    }
+    let workspace = crate::platform::canonical(workspace).map_err(|e| format!("{}: {e}", workspace.display()))?;
+    let hello = crate::service::Hello {
+        ragbox: env!("CARGO_PKG_VERSION").to_string(),
+        workspace,
+        watch: args.watch,
+        tools: args.tools.to_string(),
+        output_schemas: args.output_schemas,
+    };
+    crate::service::connect(&hello)
 }

@@ -567,6 +567,17 @@ impl Corpora {
         Self { shared: Some((served, collection)), ..self }
     }
 
+    /// The model every corpus here embeds with.
+    pub fn embedder(&self) -> &Arc<SharedEmbedder> {
+        &self.embedder
+    }
+
+    /// Lets go of the corpora of the workspaces `keep` refuses (calls that
+    /// hold one finish with it; the next opens it anew).
+    pub fn retain(&self, keep: impl Fn(&Path) -> bool) {
+        lock(&self.open).retain(|workspace, _| keep(workspace));
+    }
+
     /// The corpus of `workspace` (data in `<workspace>/.ragbox/`).
     pub fn get(&self, workspace: &Path) -> Arc<Corpus> {
         lock(&self.open)

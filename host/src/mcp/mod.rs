@@ -10,4 +10,4 @@ mod server;
 mod stdio;
 
 pub use profile::{Offer, Profile};
-pub use server::{RagboxServer, serve_stdio};
+pub use server::{RagboxServer, serve_lines, serve_stdio};

@@ -44,6 +44,17 @@ impl FromStr for Profile {
     }
 }
 
+/// As `--tools` writes it, read back by [`Profile::from_str`].
+impl std::fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::All => f.write_str("all"),
+            Self::Core => f.write_str("core"),
+            Self::Named(names) => f.write_str(&names.iter().map(String::as_str).collect::<Vec<_>>().join(",")),
+        }
+    }
+}
+
 /// What `tools/list` offers: which tools, and whether with output schemas.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Offer {

@@ -75,6 +75,13 @@ fn offered(profile: &Profile, tool: &LoadedTool) -> bool {
 impl RagboxServer {
     /// A server whose calls `runner` makes, listing what `offer` says.
     pub fn new(runner: Arc<Runner>, offer: Offer) -> Self {
+        Self::sharing(runner, offer, Arc::default())
+    }
+
+    /// The same, one of several in this process: freed memory goes back to
+    /// the OS only once all that share `idle` have been idle a while (the
+    /// release drops caches a call of another may be using).
+    pub fn sharing(runner: Arc<Runner>, offer: Offer, idle: Arc<Idle>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 runner,
@@ -82,7 +89,7 @@ impl RagboxServer {
                 resource_slots: tokio::sync::Semaphore::new(RESOURCE_SLOTS),
                 peers: Mutex::new(Vec::new()),
                 listing: Mutex::default(),
-                idle: Arc::default(),
+                idle,
             }),
         }
     }
@@ -245,12 +252,30 @@ impl RagboxServer {
 
 /// Serves MCP over stdin/stdout until the client disconnects.
 pub async fn serve_stdio(server: RagboxServer, watch: bool) -> anyhow::Result<()> {
+    serve_lines(server, watch, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serves MCP as stdio does, one JSON-RPC message a line, over `input` and
+/// `output` (stdin and stdout, or a relay's socket), until `input` ends.
+pub async fn serve_lines<R, W>(server: RagboxServer, watch: bool, input: R, output: W) -> anyhow::Result<()>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let stop = CancellationToken::new();
     server.start_background(watch, &stop);
-    let (transport, writer) = super::stdio::framed(tokio::io::stdin(), tokio::io::stdout());
-    let running = server.serve(transport).await?;
-    let reason = running.waiting().await?;
+    let (transport, writer) = super::stdio::framed(input, output);
+    let running = server.serve(transport).await;
+    let running = match running {
+        Ok(running) => running,
+        Err(e) => {
+            stop.cancel();
+            return Err(e.into());
+        }
+    };
+    let reason = running.waiting().await;
     stop.cancel();
+    let reason = reason?;
     // The last replies out before the process ends.
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     tracing::info!("client disconnected ({reason:?})");

@@ -1,0 +1,215 @@
+//! The service side: one process serving every session its relays hand it,
+//! each as `serve` would serve it in a process of its own (its workspace, its
+//! config and tools, its file watch), over one engine, one model and one
+//! corpus per workspace. It leaves once no session has been open for a while.
+
+use super::place::lock_file;
+use super::{Hello, Reply};
+use crate::cli::open::Hub;
+use crate::mcp::{Offer, Profile, RagboxServer, serve_lines};
+use crate::memory::Idle;
+use crate::platform;
+use anyhow::Context as _;
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::UnixStream;
+use tokio::sync::watch;
+
+/// How long the service stays once its last session ended, warm for the
+/// next agent (`RAGBOX_SERVICE_LINGER`, in seconds, over it).
+const LINGER: Duration = Duration::from_secs(120);
+
+/// How long a relay may take to say what it serves.
+const HELLO_WAIT: Duration = Duration::from_secs(10);
+
+/// Largest hello read.
+const MAX_HELLO: u64 = 64 << 10;
+
+/// The sessions open now: each one's served workspace.
+struct Sessions {
+    served: Mutex<Vec<PathBuf>>,
+    count: watch::Sender<usize>,
+}
+
+/// Serves the sessions relays bring to `socket` until none has been open
+/// for the linger time.
+pub fn run(socket: &Path) -> anyhow::Result<()> {
+    let listener = std::os::unix::net::UnixListener::bind(socket)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+    let bound = std::fs::symlink_metadata(socket)?.ino();
+    listener.set_nonblocking(true)?;
+    let linger = std::env::var("RAGBOX_SERVICE_LINGER")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(LINGER, Duration::from_secs_f64);
+    tracing::info!(socket = %socket.display(), pid = std::process::id(), linger_s = linger.as_secs_f64(), "ragbox service started");
+    if let Some(dir) = socket.parent() {
+        tidy(dir);
+    }
+    let hub = Arc::new(Hub::new()?);
+    // As `serve --http`: calls on blocking threads, two runtime threads move messages.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_keep_alive(Duration::from_millis(500))
+        .on_thread_park(crate::memory::release_thread)
+        .build()?;
+    crate::store::keep_open_between_calls();
+    crate::corpus::follow::enable();
+    runtime.block_on(async {
+        let listener = tokio::net::UnixListener::from_std(listener)?;
+        accept(listener, hub, linger).await;
+        // Gone from the folder before the listener closes, under the lock a
+        // starting relay holds: the next relay starts a new service.
+        let lock = platform::private_std_file(std::fs::OpenOptions::new().create(true).truncate(false).write(true))
+            .open(lock_file(socket))?;
+        lock.lock()?;
+        if std::fs::symlink_metadata(socket).is_ok_and(|m| m.ino() == bound) {
+            std::fs::remove_file(socket)?;
+        }
+        anyhow::Ok(())
+    })?;
+    crate::corpus::follow::stop();
+    crate::store::stop_keeping();
+    tracing::info!("no session for {:.0} s: ragbox service stopped", linger.as_secs_f64());
+    Ok(())
+}
+
+/// Takes connections until no session has been open for `linger`.
+async fn accept(listener: tokio::net::UnixListener, hub: Arc<Hub>, linger: Duration) {
+    let (count, mut changed) = watch::channel(0usize);
+    let sessions = Arc::new(Sessions { served: Mutex::new(Vec::new()), count });
+    let idle = Arc::new(Idle::default());
+    loop {
+        let none_open = *changed.borrow_and_update() == 0;
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(session(stream, hub.clone(), sessions.clone(), idle.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!("cannot take a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            _ = changed.changed() => {}
+            // A call a closed session left running (it is being cancelled) ends first.
+            () = async {
+                tokio::time::sleep(linger).await;
+                idle.quiet(Duration::from_millis(100)).await;
+            }, if none_open => return,
+        }
+    }
+}
+
+/// Serves one relay's session: its hello, the reply, then MCP until the relay's input ends.
+async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idle: Arc<Idle>) {
+    if !platform::peer_is_this_user(&stream) {
+        return tracing::warn!("refused a connection from another user's process");
+    }
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    let hello = match tokio::time::timeout(HELLO_WAIT, read_hello(&mut read)).await {
+        Ok(Ok(hello)) => hello,
+        Ok(Err(e)) => return tracing::warn!("refused a relay: {e}"),
+        Err(_) => return tracing::warn!("refused a relay that said nothing for {} s", HELLO_WAIT.as_secs()),
+    };
+    let opened = match hello.tools.parse::<Profile>() {
+        _ if hello.ragbox != env!("CARGO_PKG_VERSION") => {
+            Err(format!("the service is ragbox {}, the relay {}", env!("CARGO_PKG_VERSION"), hello.ragbox))
+        }
+        Err(e) => Err(format!("--tools {}: {e}", hello.tools)),
+        Ok(tools) => {
+            let (hub, workspace) = (hub.clone(), hello.workspace.clone());
+            let opened = tokio::task::spawn_blocking(move || hub.open(&workspace)).await;
+            opened
+                .map_err(|e| format!("opening the workspace failed inside the service: {e}"))
+                .and_then(|opened| opened)
+                .map(|runner| (runner, tools))
+        }
+    };
+    let (runner, tools) = match opened {
+        Ok(opened) => opened,
+        Err(why) => {
+            tracing::info!(workspace = %hello.workspace.display(), "left to the relay's own process: {why}");
+            let _ = send(&mut write, &Reply::Standalone { why }).await;
+            return;
+        }
+    };
+    let served = runner.setup().workspaces.served().to_path_buf();
+    if let Err(e) = send(&mut write, &Reply::Serving { pid: std::process::id() }).await {
+        return tracing::warn!("the relay left before its session began: {e}");
+    }
+    tracing::info!(workspace = %served.display(), watch = hello.watch, "session opened");
+    let _open = Open::new(sessions, hub, served.clone());
+    let offer = Offer { tools, output_schemas: hello.output_schemas };
+    let server = RagboxServer::sharing(Arc::new(runner), offer, idle);
+    if let Err(e) = serve_lines(server, hello.watch, read, write).await {
+        tracing::warn!(workspace = %served.display(), "session ended: {e:#}");
+    }
+}
+
+/// One open session, counted until it is dropped (however its task ends).
+struct Open {
+    sessions: Arc<Sessions>,
+    hub: Arc<Hub>,
+    served: PathBuf,
+}
+
+impl Open {
+    fn new(sessions: Arc<Sessions>, hub: Arc<Hub>, served: PathBuf) -> Self {
+        sessions.served.lock().unwrap_or_else(|e| e.into_inner()).push(served.clone());
+        sessions.count.send_modify(|n| *n += 1);
+        Self { sessions, hub, served }
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let still: Vec<PathBuf> = {
+            let mut open = self.sessions.served.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(at) = open.iter().position(|w| *w == self.served) {
+                open.swap_remove(at);
+            }
+            open.clone()
+        };
+        self.hub.keep_only(&still);
+        tracing::info!(workspace = %self.served.display(), open = still.len(), "session closed");
+        self.sessions.count.send_modify(|n| *n -= 1);
+    }
+}
+
+/// Removes the locks and logs of services gone a week (another build of
+/// ragbox, another environment): each key leaves two small files.
+fn tidy(dir: &Path) {
+    const STALE: Duration = Duration::from_secs(7 * 24 * 3600);
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours = path.extension().is_some_and(|x| x == "lock" || x == "log");
+        let stale = entry.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok()) > Some(STALE);
+        if ours && stale && !path.with_extension("sock").exists() {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+async fn read_hello(read: &mut BufReader<tokio::net::unix::OwnedReadHalf>) -> anyhow::Result<Hello> {
+    let mut line = Vec::new();
+    (&mut *read).take(MAX_HELLO).read_until(b'\n', &mut line).await?;
+    if line.last() != Some(&b'\n') {
+        anyhow::bail!("its hello ended early or is over {MAX_HELLO} bytes");
+    }
+    Ok(serde_json::from_slice(&line)?)
+}
+
+async fn send(write: &mut tokio::net::unix::OwnedWriteHalf, reply: &Reply) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(reply)?;
+    line.push(b'\n');
+    write.write_all(&line).await?;
+    write.flush().await
+}

@@ -1,0 +1,80 @@
+//! The per-user service: one process per user, build of ragbox and
+//! environment holds the model, the compiled tools and each workspace's index
+//! once for every agent's `ragbox serve`. Each `serve` on stdio hands its
+//! client to it (`relay.rs`): it sends which workspace and options it serves,
+//! then copies bytes both ways, and the service (`host.rs`) runs that session
+//! as `serve` would in a process of its own. The socket is in a folder only the
+//! user may enter (`place.rs`), and the service serves only the user's own
+//! processes. Where the service cannot serve a session (another model, a
+//! shared store, no such folder), `serve` serves in its own process.
+
+#[cfg(unix)]
+mod host;
+#[cfg(unix)]
+mod place;
+#[cfg(unix)]
+mod relay;
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What a relay asks for: one line of JSON, before the client's first byte.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Hello {
+    /// The relay's version: the service serves only its own.
+    pub ragbox: String,
+    /// The workspace to serve, absolute.
+    pub workspace: PathBuf,
+    /// `--watch`.
+    pub watch: bool,
+    /// `--tools`, as written.
+    pub tools: String,
+    /// `--output-schemas`.
+    pub output_schemas: bool,
+}
+
+/// The service's answer to a [`Hello`]: one line of JSON.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// The session is open: the client's bytes may follow.
+    Serving {
+        /// The service's process id, for the relay's log.
+        pid: u32,
+    },
+    /// The relay should serve in its own process, and why.
+    Standalone {
+        /// Why, in words.
+        why: String,
+    },
+}
+
+#[cfg(unix)]
+pub use host::run;
+#[cfg(unix)]
+pub use relay::{Session, connect};
+
+/// No session is ever handed over without Unix sockets.
+#[cfg(not(unix))]
+#[derive(Debug)]
+pub enum Session {}
+
+#[cfg(not(unix))]
+impl Session {
+    /// Never called: there is no session to relay.
+    pub fn relay(self) -> anyhow::Result<()> {
+        match self {}
+    }
+}
+
+/// Without Unix sockets every `serve` runs in its own process.
+#[cfg(not(unix))]
+pub fn connect(_hello: &Hello) -> Result<Session, String> {
+    Err("the per-user service needs Unix sockets".into())
+}
+
+/// Without Unix sockets there is no service to run.
+#[cfg(not(unix))]
+pub fn run(_socket: &std::path::Path) -> anyhow::Result<()> {
+    anyhow::bail!("the per-user service runs on Unix only")
+}

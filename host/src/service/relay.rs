@@ -1,0 +1,180 @@
+//! The stdio side of a session: `ragbox serve` reaches the user's service
+//! (starting it if none runs), says what it serves, and once the service has
+//! taken the session copies the client's bytes to it and its replies back.
+//! Nothing of the client's is read before the service has taken the session,
+//! so a relay the service turns away serves in its own process instead.
+
+use super::place::{Place, lock_file, log_file};
+use super::{Hello, Reply};
+use crate::platform;
+use std::io::{self, Read as _, Write as _};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a service just started may take to listen.
+const START_WAIT: Duration = Duration::from_secs(20);
+
+/// How long the service may take to open a session: the first one loads
+/// the tools, compiling them where the compile cache is cold.
+const REPLY_WAIT: Duration = Duration::from_secs(300);
+
+/// Largest reply read.
+const MAX_REPLY: usize = 64 << 10;
+
+/// A service's log is started afresh when it outgrows this.
+const MAX_LOG: u64 = 8 << 20;
+
+/// A session the service took.
+#[derive(Debug)]
+pub struct Session {
+    stream: UnixStream,
+    pid: u32,
+    log: std::path::PathBuf,
+}
+
+/// Hands `hello`'s session to the user's service; `Err` says why this
+/// process should serve it itself.
+pub fn connect(hello: &Hello) -> Result<Session, String> {
+    let place = Place::find()?;
+    let socket = place.socket();
+    let stream =
+        reach(&place).map_err(|e| format!("cannot reach or start the service at {}: {e}", socket.display()))?;
+    let reply = ask(&stream, hello).map_err(|e| format!("the service at {} did not answer: {e}", socket.display()))?;
+    match reply {
+        Reply::Serving { pid } => Ok(Session { stream, pid, log: log_file(&socket) }),
+        Reply::Standalone { why } => Err(why),
+    }
+}
+
+impl Session {
+    /// Copies stdin to the service and its replies to stdout until either
+    /// side ends; an error when the service ended first.
+    pub fn relay(self) -> anyhow::Result<()> {
+        tracing::info!(pid = self.pid, log = %self.log.display(), "served by this user's ragbox service");
+        let mut to_service = self.stream.try_clone()?;
+        let client_done = Arc::new(AtomicBool::new(false));
+        let done = client_done.clone();
+        std::thread::spawn(move || {
+            let copied = io::copy(&mut io::stdin().lock(), &mut to_service);
+            done.store(true, Ordering::SeqCst);
+            if let Err(e) = copied {
+                tracing::debug!("stdin or the service's socket failed: {e}");
+            }
+            // The service's session ends with the client's input.
+            let _ = to_service.shutdown(std::net::Shutdown::Write);
+        });
+        let copied = forward(&self.stream, &mut io::stdout().lock());
+        if !client_done.load(Ordering::SeqCst) {
+            anyhow::bail!(
+                "this user's ragbox service (pid {}) ended the session before the client did; its log is {}",
+                self.pid,
+                self.log.display()
+            );
+        }
+        Ok(copied.map(drop)?)
+    }
+}
+
+/// Copies what `from` sends to `to` as it comes (`io::copy` would keep it in
+/// stdout's buffer until that filled), until `from` ends.
+fn forward(mut from: &UnixStream, to: &mut impl io::Write) -> io::Result<()> {
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        to.write_all(&buf[..n])?;
+        to.flush()?;
+    }
+}
+
+/// A connection to the service at `place`, which is started first if none
+/// listens. One relay at a time starts it, holding the place's lock.
+fn reach(place: &Place) -> io::Result<UnixStream> {
+    let socket = place.socket();
+    if let Ok(stream) = UnixStream::connect(&socket) {
+        return Ok(stream);
+    }
+    let lock = platform::private_std_file(std::fs::OpenOptions::new().create(true).truncate(false).write(true))
+        .open(lock_file(&socket))?;
+    lock.lock()?;
+    if let Ok(stream) = UnixStream::connect(&socket) {
+        return Ok(stream);
+    }
+    // Nothing listens: a socket file left is a dead service's.
+    match std::fs::remove_file(&socket) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut child = start(place, &socket)?;
+    let deadline = Instant::now() + START_WAIT;
+    loop {
+        match UnixStream::connect(&socket) {
+            Ok(stream) => {
+                // Reaped when it ends, not left a zombie while this relay runs.
+                std::thread::spawn(move || child.wait());
+                return Ok(stream);
+            }
+            Err(e) => {
+                if let Some(status) = child.try_wait()? {
+                    let log = log_file(&socket);
+                    return Err(io::Error::other(format!("it exited ({status}); its log is {}", log.display())));
+                }
+                if Instant::now() > deadline {
+                    return Err(e);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// Starts the service for `socket`: this program, in a process group of its
+/// own (a signal to the agent's group is not one to the service), its
+/// output in its log.
+fn start(place: &Place, socket: &Path) -> io::Result<Child> {
+    let log =
+        platform::private_std_file(std::fs::OpenOptions::new().create(true).append(true)).open(log_file(socket))?;
+    if log.metadata()?.len() > MAX_LOG {
+        log.set_len(0)?;
+    }
+    Command::new(std::env::current_exe()?)
+        .arg("service")
+        .arg("--socket")
+        .arg(socket)
+        .current_dir(place.cwd())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+}
+
+/// Sends `hello` and reads the service's one-line reply.
+fn ask(stream: &UnixStream, hello: &Hello) -> io::Result<Reply> {
+    let mut line = serde_json::to_vec(hello)?;
+    line.push(b'\n');
+    (&mut &*stream).write_all(&line)?;
+    stream.set_read_timeout(Some(REPLY_WAIT))?;
+    // A byte at a time: what follows the reply is the client's session.
+    let mut reply = Vec::new();
+    let mut byte = [0u8];
+    loop {
+        match (&mut &*stream).read(&mut byte)? {
+            0 => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "it closed the connection")),
+            _ if byte[0] == b'\n' => break,
+            _ if reply.len() >= MAX_REPLY => return Err(io::Error::other("its reply is too long")),
+            _ => reply.push(byte[0]),
+        }
+    }
+    stream.set_read_timeout(None)?;
+    Ok(serde_json::from_slice(&reply)?)
+}

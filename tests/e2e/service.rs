@@ -1,0 +1,147 @@
+//! The per-user service: every stdio `serve` of one user (and environment)
+//! hands its client to one process, which serves each session as a process
+//! of its own would, and leaves after the last.
+
+use ragbox_tests::{Fixture, Raw};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// The pid of the service that took `raw`'s session, as the relay's log says.
+fn service_pid(raw: &Raw) -> u32 {
+    const SAID: &str = "served by this user's ragbox service pid=";
+    let started = Instant::now();
+    loop {
+        let log = raw.stderr.lock().unwrap().clone();
+        if let Some(at) = log.find(SAID) {
+            let digits: String = log[at + SAID.len()..].chars().take_while(char::is_ascii_digit).collect();
+            return digits.parse().unwrap();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the session was not handed to the service: {log}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+}
+
+/// Calls `tool` with `arguments` and returns its result.
+fn call(raw: &mut Raw, id: u64, tool: &str, arguments: Value) -> Value {
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+            .to_string(),
+    );
+    let reply = raw.recv_within(Duration::from_secs(60));
+    assert_eq!(reply["id"], id, "{reply}");
+    reply["result"].clone()
+}
+
+/// The paths a `search_workspace` result names.
+fn paths(result: &Value) -> Vec<String> {
+    let results = result["structuredContent"]["results"].as_array().cloned().unwrap_or_default();
+    results.iter().map(|r| r["path"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn agents_share_one_service_and_each_session_keeps_its_workspace() {
+    let f = Fixture::cortext();
+    let other = f.dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("zebra.md"), "Zebras graze on the savanna. JWT is not here.\n").unwrap();
+    let indexed = f.command(&["index"]).output().unwrap();
+    assert!(indexed.status.success(), "{}", String::from_utf8_lossy(&indexed.stderr));
+
+    let mut a = Raw::start(&f);
+    let mut b = Raw::start(&f);
+    let mut c = Raw::start_with(&f, &["serve", "-w", other.to_str().unwrap()]);
+    let service = service_pid(&a);
+    assert_eq!((service_pid(&b), service_pid(&c)), (service, service));
+    assert!(![a.pid(), b.pid(), c.pid()].contains(&service));
+
+    // One model for both sessions on the indexed workspace.
+    for (raw, id) in [(&mut a, 1), (&mut b, 2)] {
+        let found =
+            call(raw, id, "search", json!({"query": "which tokens does the mobile API use", "mode": "semantic"}));
+        assert_ne!(found["isError"], true, "{found}");
+        assert!(found.to_string().contains("001-auth-ideas"), "{found}");
+    }
+    // Each session searches its own workspace, and another only where the user allows it.
+    let own = call(&mut c, 3, "search_workspace", json!({"query": "jwt"}));
+    assert_eq!(paths(&own), ["zebra.md"], "{own}");
+    let theirs = call(&mut a, 4, "search_workspace", json!({"query": "jwt"}));
+    assert!(!paths(&theirs).contains(&"zebra.md".to_string()) && paths(&theirs).len() >= 4, "{theirs}");
+    let refused = call(&mut a, 5, "search_workspace", json!({"query": "zebra", "workspace_path": other}));
+    assert_eq!(refused["isError"], true, "{refused}");
+
+    // An agent that goes away ends its session only.
+    drop(a);
+    b.ping(6);
+    c.ping(7);
+    assert!(alive(service));
+
+    // --standalone serves in the process the agent started.
+    let mut own = Raw::start_standalone(&f);
+    own.ping(8);
+    assert!(!own.stderr.lock().unwrap().contains("served by this user's ragbox service"));
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn the_service_leaves_after_its_last_session_and_a_killed_one_is_replaced() {
+    let f = Fixture::cortext();
+    let mut a = Raw::start(&f);
+    let first = service_pid(&a);
+    a.ping(1);
+    drop(a);
+    // The fixture's linger is 2 s.
+    let started = Instant::now();
+    while alive(first) {
+        assert!(started.elapsed() < Duration::from_secs(15), "the service stayed after its last session");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let sockets = std::fs::read_dir(f.service_dir()).unwrap().flatten();
+    assert!(!sockets.into_iter().any(|e| e.path().extension().is_some_and(|x| x == "sock")), "socket left behind");
+
+    // A service killed outright: its relays say so and end; the next agent's starts another.
+    let mut b = Raw::start(&f);
+    let second = service_pid(&b);
+    assert_ne!(second, first);
+    b.ping(2);
+    std::process::Command::new("kill").args(["-9", &second.to_string()]).status().unwrap();
+    let started = Instant::now();
+    while !b.stderr.lock().unwrap().contains("ended the session before the client did") {
+        assert!(started.elapsed() < Duration::from_secs(10), "{}", b.stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut c = Raw::start(&f);
+    let third = service_pid(&c);
+    assert!(third != second && alive(third));
+    c.ping(3);
+}
+
+#[test]
+#[cfg(unix)]
+fn a_service_folder_that_is_not_private_is_not_used() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let f = Fixture::cortext();
+    let open = f.dir.path().join("open");
+    std::fs::create_dir_all(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let elsewhere = f.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let link = f.dir.path().join("link");
+    std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+    for (dir, why) in [(&open, "others may open"), (&link, "is not a folder")] {
+        let mut command = f.command(&["serve"]);
+        command.env("RAGBOX_SERVICE_DIR", dir);
+        let mut raw = Raw::spawn_command(command);
+        raw.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+        assert_eq!(raw.recv()["result"]["serverInfo"]["name"], "ragbox");
+        raw.ping(1);
+        let log = raw.stderr.lock().unwrap().clone();
+        assert!(log.contains("serving in this process") && log.contains(why), "{log}");
+        assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0, "something was made in {}", dir.display());
+    }
+}
