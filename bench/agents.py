@@ -2,7 +2,10 @@
 
 Starts one server, then five, over raw stdio JSON-RPC, each answering semantic
 searches, and reads each process's proportional set size (PSS: a page shared
-by n processes counts 1/n to each) from /proc/PID/smaps_rollup. The weights
+by n processes counts 1/n to each) from /proc/PID/smaps_rollup: the `serve`
+processes and, where they hand their sessions to the user's service (the
+default), the service's too. Each case runs both ways: through the service,
+and with `--standalone` (every server a process of its own). The weights
 are the packed model file every process maps (~/.cache/ragbox/packed), the
 tool components the compile cache's mapped files. Also times each server's
 first semantic answer, asked right after `initialized` and again after a
@@ -34,10 +37,43 @@ sys.path.insert(0, str(ROOT / "bench"))
 from peers import cpu_flags, machine  # noqa: E402
 
 
+# The bench's own service folder: each case starts its own service, gone a second after its last session.
+SERVICE_DIR = CACHE / "run"
+MODES = ("service", "standalone")
+
+
+def server_env(mode):
+    env = dict(os.environ, RAGBOX_SERVICE_DIR=str(SERVICE_DIR), RAGBOX_SERVICE_LINGER="1")
+    if mode == "standalone":
+        env["RAGBOX_STANDALONE"] = "1"
+    return env
+
+
+def services():
+    """The pids of the services in the bench's folder."""
+    pids = []
+    for proc in pathlib.Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"service" in args and any(a.startswith(str(SERVICE_DIR).encode()) for a in args):
+            pids.append(int(proc.name))
+    return pids
+
+
+def pss_mib(pid):
+    fields = {}
+    for line in pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+        name, value = line.split(":", 1)
+        fields[name] = int(value.split()[0])
+    return fields["Pss"] / 1024, fields["Anonymous"] / 1024
+
+
 class Server:
-    def __init__(self, workspace):
+    def __init__(self, workspace, mode):
         self.proc = subprocess.Popen([RAGBOX, "serve", "--workspace", workspace], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=server_env(mode))
         self.next_id = 0
 
     def call(self, method, params):
@@ -64,11 +100,7 @@ class Server:
         return (time.perf_counter() - started) * 1e3
 
     def pss_mib(self):
-        fields = {}
-        for line in pathlib.Path(f"/proc/{self.proc.pid}/smaps_rollup").read_text().splitlines()[1:]:
-            name, value = line.split(":", 1)
-            fields[name] = int(value.split()[0])
-        return fields["Pss"] / 1024, fields["Anonymous"] / 1024
+        return pss_mib(self.proc.pid)
 
     def stop(self):
         self.proc.kill()
@@ -130,12 +162,18 @@ def evict(spaces):
                 os.close(fd)
 
 
-def run(case, spaces):
-    """Servers on `spaces` (one each), started one after another as agents would be."""
+def run(case, spaces, mode):
+    """Servers on `spaces` (one each), started one after another as agents would be:
+    a list of rows, one per server, and the service's (PSS, anonymous) or None."""
+    deadline = time.time() + 30
+    while services():
+        if time.time() > deadline:
+            raise SystemExit(f"the last case's service is still running: {services()}")
+        time.sleep(0.1)
     evict(spaces)
     servers, rows = [], []
     for i, ws in enumerate(spaces):
-        s = Server(ws)
+        s = Server(ws, mode)
         s.start()
         at_once = s.search_ms(QUERIES[0])
         time.sleep(1.0)
@@ -145,13 +183,22 @@ def run(case, spaces):
         rows.append({"server": i + 1, "at_once": at_once, "after_wait": after_wait, "warm": warm})
     # Agents think between calls: an idle server gives its freed memory back after 2 s.
     time.sleep(IDLE_S)
+    found = services()
+    if len(found) != (mode == "service"):
+        raise SystemExit(f"{case}, {mode}: {len(found)} services running")
+    service = pss_mib(found[0]) if found else None
     for s, row in zip(servers, rows):
         row["pss"], row["anon"] = s.pss_mib()
         row["after_idle"] = s.search_ms(QUERIES[0])
     for s in servers:
         s.stop()
-    print(case, rows, flush=True)
-    return rows
+    print(case, mode, rows, service, flush=True)
+    return rows, service
+
+
+def total(measured):
+    rows, service = measured
+    return sum(r["pss"] for r in rows) + (service[0] if service else 0)
 
 
 def main():
@@ -162,15 +209,14 @@ def main():
     shutil.rmtree(CACHE, ignore_errors=True)
     started = time.perf_counter()
     five = workspaces(5, 200)
-    one = run("one server", five[:1])
-    same = run("five servers, one workspace", five[:1] * 5)
-    apart = run("five servers, five workspaces", five)
     scifact = scifact_workspace()
-    real_one = run("one server, SciFact", [scifact])
-    real_five = run("five servers, SciFact", [scifact] * 5)
+    cases = [("one server", five[:1], "one server"), ("one workspace", five[:1] * 5, "one server"),
+             ("five workspaces", five, "one server"), ("SciFact, one server", [scifact], "SciFact, one server"),
+             ("SciFact, five servers", [scifact] * 5, "SciFact, one server")]
+    # The two ways side by side, case by case: the machine is shared and noisy.
+    results = {(name, mode): run(name, spaces, mode) for name, spaces, _ in cases for mode in MODES}
     status = subprocess.run([RAGBOX, "status", "--json", "--workspace", scifact], check=True, capture_output=True)
     scifact_chunks = json.loads(status.stdout)["total_chunks"]
-    single = one[0]["pss"]
     lines = [
         "# Five agents' servers on one machine\n",
         f"- command: `RAGBOX_BIN={RAGBOX.relative_to(ROOT) if RAGBOX.is_relative_to(ROOT) else RAGBOX} "
@@ -179,29 +225,38 @@ def main():
         "- workspaces: SciFact abstracts, 200 a workspace (different ones), each indexed once before; and all "
         f"5,183 abstracts ({scifact_chunks:,} chunks) in one, whose rows compare with one server on it; "
         "every server is `ragbox serve` over raw stdio JSON-RPC, started after the one before it answered",
+        "- modes: **service** (the default on Linux and macOS): each `serve` hands its session to this user's ragbox "
+        "service, started by the first and gone a second (the bench's linger) after the last, and copies bytes; "
+        "**standalone** (`--standalone`): each `serve` serves in its own process. Each case runs both ways, one "
+        "after the other",
         "- memory: PSS (a page shared by n processes counts 1/n to each) and private anonymous memory, from "
-        f"/proc/PID/smaps_rollup once every server answered its searches and sat idle {IDLE_S:.0f} s; the model's packed weights are one "
-        "file every server maps, the tools' compiled code the compile cache's mapped files; each case starts with "
+        f"/proc/PID/smaps_rollup once every server answered its searches and sat idle {IDLE_S:.0f} s, summed over "
+        "the `serve` processes and the service; the model's packed weights are one "
+        "file every process maps, the tools' compiled code the compile cache's mapped files; each case starts with "
         "those files, the binary and the workspaces' indexes out of the page cache, as after a reboot (a file just "
         "written is mapped about twice as far around each page a server touches, which makes one server look "
         "heavier and the ratios lower), so the first server's first answers read from disk\n",
-        "| case | servers | PSS in all | ÷ one server's | private anonymous, each (median) |",
-        "|---|---|---|---|---|",
+        "| case | mode | servers | PSS in all | ÷ one server's (same mode) | each `serve`: PSS, private anonymous (median) | the service: PSS, private anonymous |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for name, rows, base in (("one server", one, single), ("one workspace", same, single),
-                             ("five workspaces", apart, single), ("SciFact, one server", real_one, real_one[0]["pss"]),
-                             ("SciFact, five servers", real_five, real_one[0]["pss"])):
-        total = sum(r["pss"] for r in rows)
-        lines.append(f"| {name} | {len(rows)} | {total:.0f} MiB | {total / base:.2f} | "
-                     f"{statistics.median(r['anon'] for r in rows):.0f} MiB |")
+    for name, _, base in cases:
+        for mode in MODES:
+            rows, service = results[(name, mode)]
+            all_pss = total((rows, service))
+            one = total(results[(base, mode)])
+            each = f"{statistics.median(r['pss'] for r in rows):.1f} MiB, {statistics.median(r['anon'] for r in rows):.1f} MiB"
+            svc = f"{service[0]:.1f} MiB, {service[1]:.1f} MiB" if service else "none"
+            lines.append(f"| {name} | {mode} | {len(rows)} | {all_pss:.0f} MiB | {all_pss / one:.2f} | {each} | {svc} |")
     lines += ["", "First semantic answers (search, limit 10), ms: asked right after `initialized` (the model and "
               "indexes still loading), after a one-second wait, warm (median of 12), and after the idle wait "
               "(its freed memory given back)\n",
-              "| case | server | right after initialized | after 1 s | warm | after idle |", "|---|---|---|---|---|---|"]
-    for name, rows in (("one workspace", same), ("five workspaces", apart), ("SciFact", real_five)):
-        for r in rows:
-            lines.append(f"| {name} | {r['server']} | {r['at_once']:.1f} | {r['after_wait']:.1f} | {r['warm']:.1f} | "
-                         f"{r['after_idle']:.1f} |")
+              "| case | mode | server | right after initialized | after 1 s | warm | after idle |",
+              "|---|---|---|---|---|---|---|"]
+    for name in ("one workspace", "five workspaces", "SciFact, five servers"):
+        for mode in MODES:
+            for r in results[(name, mode)][0]:
+                lines.append(f"| {name} | {mode} | {r['server']} | {r['at_once']:.1f} | {r['after_wait']:.1f} | "
+                             f"{r['warm']:.1f} | {r['after_idle']:.1f} |")
     out = ROOT / "bench" / "results" / "agents.md"
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
