@@ -145,3 +145,31 @@ fn a_service_folder_that_is_not_private_is_not_used() {
         assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0, "something was made in {}", dir.display());
     }
 }
+
+#[test]
+#[cfg(target_os = "linux")]
+fn watching_sessions_on_one_workspace_index_it_once() {
+    let f = Fixture::cortext();
+    let _agents: Vec<Raw> = (0..3).map(|_| Raw::start_with(&f, &["serve", "--watch"])).collect();
+    let log = || {
+        let logs = std::fs::read_dir(f.service_dir()).unwrap().flatten();
+        let log = logs.map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "log")).unwrap();
+        std::fs::read_to_string(log).unwrap()
+    };
+    let started = Instant::now();
+    let runs = loop {
+        let runs: Vec<String> = log()
+            .lines()
+            .filter(|l| l.contains("--watch: index updated") && l.contains("full=true"))
+            .map(String::from)
+            .collect();
+        if runs.len() == 3 {
+            break runs;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{}", log());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // One catch-up embeds the files; the two after it find them done.
+    let embedded: Vec<bool> = runs.iter().map(|l| !l.contains(" embedded=0 ")).collect();
+    assert_eq!(embedded, [true, false, false], "{runs:#?}");
+}

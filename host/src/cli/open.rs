@@ -190,13 +190,15 @@ fn load(workspace: &Path, engine: Engine, cache: CompileCache) -> anyhow::Result
 
 /// What the sessions of one per-user service share: the engine, the compile
 /// cache and the corpora (one model, and one corpus per workspace however
-/// many sessions serve it).
+/// many sessions serve it). The service needs Unix sockets.
+#[cfg(unix)]
 pub struct Hub {
     engine: Engine,
     cache: CompileCache,
     corpora: std::sync::Mutex<Option<Arc<Corpora>>>,
 }
 
+#[cfg(unix)]
 impl Hub {
     /// The engine and the compile cache; the corpora come with the first session.
     pub fn new() -> anyhow::Result<Self> {

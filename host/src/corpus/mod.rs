@@ -91,6 +91,10 @@ pub struct Corpus {
     follower: follow::Follower,
     /// This corpus, for the follower's thread; empty until [`Corpus::into_shared`].
     me: Weak<Corpus>,
+    /// Held by a file watch's indexing run: where several sessions of one
+    /// process watch this workspace, one runs and the others then find the
+    /// work done, instead of each embedding the same files at once.
+    watch_turn: tokio::sync::Mutex<()>,
 }
 
 impl Corpus {
@@ -110,6 +114,7 @@ impl Corpus {
             memo: memo::Memo::default(),
             follower: follow::Follower::default(),
             me: Weak::new(),
+            watch_turn: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -134,6 +139,11 @@ impl Corpus {
     /// The shared collection, when this index lives in one.
     pub fn collection(&self) -> Option<&Arc<Collection>> {
         self.shared.as_ref()
+    }
+
+    /// The turn a file watch's indexing run takes (see `watch_turn`).
+    pub fn watch_turn(&self) -> &tokio::sync::Mutex<()> {
+        &self.watch_turn
     }
 
     /// What tools keep between calls on this workspace.

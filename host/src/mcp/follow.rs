@@ -45,7 +45,7 @@ pub async fn watch_workspace(server: RagboxServer, corpus: Arc<Corpus>, index: b
     corpus.memo().set_watched(!watcher.polling);
     if index {
         tracing::info!(polling = watcher.polling, "watching the workspace for changes");
-        follow(&server, &mut watcher, &stop).await;
+        follow(&server, &corpus, &mut watcher, &stop).await;
     } else {
         // Worked out ahead, in the background, the status is kept for the first call that
         // asks; once the warm-up and the first calls are done: on two cores its walk and
@@ -62,12 +62,17 @@ pub async fn watch_workspace(server: RagboxServer, corpus: Arc<Corpus>, index: b
     corpus.memo().set_watched(false);
 }
 
-/// Indexes what changed while no server watched, then every settled batch.
-async fn follow(server: &RagboxServer, watcher: &mut Watcher, stop: &CancellationToken) {
+/// Indexes what changed while no server watched, then every settled batch,
+/// one run at a time per workspace in this process (the per-user service's
+/// sessions on one workspace each watch it: the first to run does the work,
+/// the others' runs then find it done).
+async fn follow(server: &RagboxServer, corpus: &Corpus, watcher: &mut Watcher, stop: &CancellationToken) {
     // Started before the catch-up run, so nothing written meanwhile is missed.
     let mut changes = Changes::rescan();
     loop {
+        let Some(_turn) = stop.run_until_cancelled(corpus.watch_turn().lock()).await else { return };
         index(server, &changes, stop).await;
+        drop(_turn);
         changes = tokio::select! {
             next = watcher.next() => match next {
                 Some(c) => c,

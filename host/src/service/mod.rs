@@ -34,6 +34,7 @@ pub struct Hello {
 }
 
 /// The service's answer to a [`Hello`]: one line of JSON.
+#[cfg(unix)]
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
