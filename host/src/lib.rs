@@ -14,6 +14,7 @@ pub mod datadir;
 pub mod embed;
 pub mod fulltext;
 pub mod index;
+mod logs;
 mod mapped;
 mod mcp;
 mod memory;

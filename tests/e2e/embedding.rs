@@ -251,7 +251,7 @@ fn progress_until(raw: &mut Raw, id: u64, total: f64, stop: impl Fn(&Value) -> b
 #[test]
 fn a_large_change_is_searchable_by_keyword_first_and_cancel_keeps_finished_documents() {
     let f = Fixture::tldr(300);
-    let mut raw = Raw::start_standalone(&f);
+    let mut raw = Raw::start(&f);
     raw.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"embed_workspace","arguments":{},"_meta":{"progressToken":"emb"}}}"#);
     // First every file is stored for keyword search, then embedded: cancel once some are embedded.
     // (Reports are throttled to the newest: the first pass's may all be passed over.)

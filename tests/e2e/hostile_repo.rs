@@ -357,7 +357,7 @@ async fn small_holes_are_closed() {
     client.cancel().await.unwrap();
 
     // A log message cannot forge a log line; framing errors get replies.
-    let mut raw = Raw::start_standalone(&f);
+    let mut raw = Raw::start(&f);
     raw.send(
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"log_forge"}}}"#,
     );

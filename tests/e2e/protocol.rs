@@ -92,7 +92,7 @@ fn a_cancelled_call_stops_its_component() {
     // A long deadline, so only cancellation can stop the loop quickly.
     std::fs::remove_file(f.workspace.join(".ragbox/config.toml")).unwrap();
     f.write_user_config("[tools.hostile]\ntimeout_secs = 120\n");
-    let mut raw = Raw::start_standalone(&f);
+    let mut raw = Raw::start(&f);
     raw.send(
         r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"loop"}}}"#,
     );

@@ -173,3 +173,23 @@ fn watching_sessions_on_one_workspace_index_it_once() {
     let embedded: Vec<bool> = runs.iter().map(|l| !l.contains(" embedded=0 ")).collect();
     assert_eq!(embedded, [true, false, false], "{runs:#?}");
 }
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_sessions_log_reaches_its_own_agent_only() {
+    let f = Fixture::cortext().with_hostile();
+    let mut a = Raw::start(&f);
+    let b = Raw::start(&f);
+    assert_eq!(service_pid(&a), service_pid(&b));
+    let forged = call(&mut a, 1, "hostile", json!({"op": "log_forge"}));
+    assert_ne!(forged["isError"], true, "{forged}");
+    let started = Instant::now();
+    while !a.stderr.lock().unwrap().contains("honest line\\nFORGED") {
+        assert!(started.elapsed() < Duration::from_secs(10), "{}", a.stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let theirs = b.stderr.lock().unwrap().clone();
+    assert!(!theirs.contains("FORGED"), "another session's log reached this agent: {theirs}");
+    assert!(!a.stderr.lock().unwrap().contains('\u{1e}'), "a log line's mark reached stderr");
+    a.ping(2);
+}

@@ -441,7 +441,7 @@ fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("RAGBOX_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(crate::logs::Stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(filter)
         .with_target(false)

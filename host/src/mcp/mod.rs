@@ -11,3 +11,4 @@ mod stdio;
 
 pub use profile::{Offer, Profile};
 pub use server::{RagboxServer, serve_lines, serve_stdio};
+pub use stdio::LOG_LINE;

@@ -7,6 +7,7 @@
 use super::profile::{Offer, Profile};
 use super::progress;
 use super::reply::{failed, to_result};
+use crate::logs;
 use crate::memory::{self, Idle};
 use crate::resources::{Body, ResourceError, Resources};
 use crate::runtime::{
@@ -52,6 +53,8 @@ struct Inner {
     /// Calls, resource reads and the warm-up in flight: freed memory goes
     /// back to the OS once they have all been over a while.
     idle: Arc<Idle>,
+    /// Where the session's log lines also go (a per-user service's session: its relay).
+    log: Option<logs::Sink>,
 }
 
 /// The `tools/list` entries and the setup they were made from.
@@ -75,13 +78,14 @@ fn offered(profile: &Profile, tool: &LoadedTool) -> bool {
 impl RagboxServer {
     /// A server whose calls `runner` makes, listing what `offer` says.
     pub fn new(runner: Arc<Runner>, offer: Offer) -> Self {
-        Self::sharing(runner, offer, Arc::default())
+        Self::sharing(runner, offer, Arc::default(), None)
     }
 
     /// The same, one of several in this process: freed memory goes back to
     /// the OS only once all that share `idle` have been idle a while (the
-    /// release drops caches a call of another may be using).
-    pub fn sharing(runner: Arc<Runner>, offer: Offer, idle: Arc<Idle>) -> Self {
+    /// release drops caches a call of another may be using); what its work
+    /// logs also goes to `log`.
+    pub fn sharing(runner: Arc<Runner>, offer: Offer, idle: Arc<Idle>, log: Option<logs::Sink>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 runner,
@@ -90,6 +94,7 @@ impl RagboxServer {
                 peers: Mutex::new(Vec::new()),
                 listing: Mutex::default(),
                 idle,
+                log,
             }),
         }
     }
@@ -130,24 +135,29 @@ impl RagboxServer {
         let warming = corpus.clone();
         let setup = self.inner.runner.setup();
         let busy = self.inner.idle.busy();
+        let log = self.inner.log.clone();
         tokio::task::spawn_blocking(move || {
-            let _busy = busy;
-            let started = std::time::Instant::now();
-            // The tool most sessions call first, linked ahead; a failure is left to its first call.
-            if let Err(e) = setup.catalog.link_first_called() {
-                tracing::debug!("first-called tool not linked ahead: {e}");
-            }
-            match warming.warm() {
-                Ok(()) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "warmed up"),
-                // The first call that needs it says what is wrong, with the fix.
-                Err(e) => tracing::debug!("not warmed up: {e}"),
-            }
+            logs::with(log.as_ref(), || {
+                let _busy = busy;
+                let started = std::time::Instant::now();
+                // The tool most sessions call first, linked ahead; a failure is left to its first call.
+                if let Err(e) = setup.catalog.link_first_called() {
+                    tracing::debug!("first-called tool not linked ahead: {e}");
+                }
+                match warming.warm() {
+                    Ok(()) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "warmed up"),
+                    // The first call that needs it says what is wrong, with the fix.
+                    Err(e) => tracing::debug!("not warmed up: {e}"),
+                }
+            })
         });
         if let Some(loader) = self.inner.runner.loader() {
             let (server, stop) = (self.clone(), stop.clone());
-            tokio::spawn(async move { stop.run_until_cancelled(watch_tools(server, loader)).await });
+            let log = self.inner.log.clone();
+            tokio::spawn(logs::tagged(log, async move { stop.run_until_cancelled(watch_tools(server, loader)).await }));
         }
-        tokio::spawn(super::follow::watch_workspace(self.clone(), corpus, watch, stop.clone()));
+        let following = super::follow::watch_workspace(self.clone(), corpus, watch, stop.clone());
+        tokio::spawn(logs::tagged(self.inner.log.clone(), following));
     }
 
     /// The clients still connected.
@@ -193,12 +203,12 @@ impl RagboxServer {
             .acquire()
             .await
             .map_err(|e| McpError::internal_error(format!("resource slots closed: {e}"), None))?;
-        let runner = self.inner.runner.clone();
+        let (runner, log) = (self.inner.runner.clone(), self.inner.log.clone());
         let _busy = self.inner.idle.busy();
         let done = tokio::task::spawn_blocking(move || {
             let served = runner.setup().workspaces.served().to_path_buf();
             let corpus = runner.corpus(&served);
-            let done = work(&Resources::new(&served, &corpus));
+            let done = logs::with(log.as_ref(), || work(&Resources::new(&served, &corpus)));
             memory::release_thread();
             done
         })
@@ -224,19 +234,21 @@ impl RagboxServer {
         arguments: serde_json::Map<String, serde_json::Value>,
         request: Request,
     ) -> Result<Result<Called, UnknownTool>, Failure> {
-        let (runner, owned) = (self.inner.runner.clone(), name.to_string());
+        let (runner, owned, log) = (self.inner.runner.clone(), name.to_string(), self.inner.log.clone());
         let _busy = self.inner.idle.busy();
         let (called, changed) = tokio::task::spawn_blocking(move || {
-            // A tool that may write (embed_workspace, the watcher's runs, a
-            // granted third party): did the served index's generation move?
-            let setup = runner.setup();
-            let writes = setup.catalog.get(&owned).is_some_and(|t| !t.read_only());
-            let corpus = writes.then(|| runner.corpus(setup.workspaces.served()));
-            let generation = || corpus.as_ref().and_then(|c| c.stats().ok()).map(|s| s.generation);
-            let before = generation();
-            let called = runner.call(&owned, arguments, request);
-            memory::release_thread();
-            (called, writes && generation() != before)
+            logs::with(log.as_ref(), || {
+                // A tool that may write (embed_workspace, the watcher's runs, a
+                // granted third party): did the served index's generation move?
+                let setup = runner.setup();
+                let writes = setup.catalog.get(&owned).is_some_and(|t| !t.read_only());
+                let corpus = writes.then(|| runner.corpus(setup.workspaces.served()));
+                let generation = || corpus.as_ref().and_then(|c| c.stats().ok()).map(|s| s.generation);
+                let before = generation();
+                let called = runner.call(&owned, arguments, request);
+                memory::release_thread();
+                (called, writes && generation() != before)
+            })
         })
         .await
         .map_err(|e| Failure::Setup {
@@ -248,23 +260,82 @@ impl RagboxServer {
         }
         Ok(called)
     }
+    /// A client's `tools/call`, its log lines the session's (see `call_tool`).
+    async fn tool_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let (progress, forwarding) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (sink, task) = progress::forwarder(context.peer.clone(), token, context.ct.clone());
+                (Some(sink), Some(task))
+            }
+            None => (None, None),
+        };
+        let setup = self.inner.runner.setup();
+        if let Some(tool) = setup.catalog.get(&request.name).filter(|t| !offered(&self.inner.offer.tools, t)) {
+            let message = format!(
+                "tool '{}' is not offered by this server (--tools {}): start it with --tools all, or name the tool in --tools",
+                tool.name(),
+                self.inner.offer.tools.shown()
+            );
+            return Err(McpError::invalid_params(message, None));
+        }
+        let arguments = request.arguments.unwrap_or_default();
+        let call = Request { caller: Caller::Client, cancel: context.ct.clone(), progress, timings: None };
+        let started = std::time::Instant::now();
+        let called = self.call(&request.name, arguments, call).await;
+        // The call is over and its sink dropped: let the last reports go out first.
+        if let Some(task) = forwarding {
+            let _ = task.await;
+        }
+        let Called { tool, outcome } = match called {
+            Ok(Ok(called)) => called,
+            Ok(Err(unknown)) => return Err(McpError::invalid_params(unknown.to_string(), None)),
+            Err(failure) => {
+                tracing::warn!("{failure}");
+                return Ok(failed(failure).into());
+            }
+        };
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        tracing::debug!(tool = tool.name(), elapsed_ms, "call finished");
+        // A tool that heeds `cancelled()` returns normally; say so, as the host
+        // does when it has to interrupt one (no response goes out either way).
+        if context.ct.is_cancelled() && !matches!(outcome, Outcome::Failed(Failure::Cancelled { .. })) {
+            tracing::info!(
+                tool = tool.name(),
+                elapsed_ms,
+                "tool '{}' was cancelled by the client and stopped",
+                tool.name()
+            );
+        }
+        Ok(to_result(&tool, outcome).into())
+    }
 }
 
 /// Serves MCP over stdin/stdout until the client disconnects.
 pub async fn serve_stdio(server: RagboxServer, watch: bool) -> anyhow::Result<()> {
-    serve_lines(server, watch, tokio::io::stdin(), tokio::io::stdout()).await
+    serve_lines(server, watch, tokio::io::stdin(), tokio::io::stdout(), None).await
 }
 
 /// Serves MCP as stdio does, one JSON-RPC message a line, over `input` and
-/// `output` (stdin and stdout, or a relay's socket), until `input` ends.
-pub async fn serve_lines<R, W>(server: RagboxServer, watch: bool, input: R, output: W) -> anyhow::Result<()>
+/// `output` (stdin and stdout, or a relay's socket), until `input` ends; the
+/// lines `logs` brings go out too, marked as log lines (see `stdio::LOG_LINE`).
+pub async fn serve_lines<R, W>(
+    server: RagboxServer,
+    watch: bool,
+    input: R,
+    output: W,
+    logs: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+) -> anyhow::Result<()>
 where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let stop = CancellationToken::new();
     server.start_background(watch, &stop);
-    let (transport, writer) = super::stdio::framed(input, output);
+    let (transport, writer) = super::stdio::framed(input, output, logs);
     let running = server.serve(transport).await;
     let running = match running {
         Ok(running) => running,
@@ -409,51 +480,8 @@ impl ServerHandler for RagboxServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let (progress, forwarding) = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (sink, task) = progress::forwarder(context.peer.clone(), token, context.ct.clone());
-                (Some(sink), Some(task))
-            }
-            None => (None, None),
-        };
-        let setup = self.inner.runner.setup();
-        if let Some(tool) = setup.catalog.get(&request.name).filter(|t| !offered(&self.inner.offer.tools, t)) {
-            let message = format!(
-                "tool '{}' is not offered by this server (--tools {}): start it with --tools all, or name the tool in --tools",
-                tool.name(),
-                self.inner.offer.tools.shown()
-            );
-            return Err(McpError::invalid_params(message, None));
-        }
-        let arguments = request.arguments.unwrap_or_default();
-        let call = Request { caller: Caller::Client, cancel: context.ct.clone(), progress, timings: None };
-        let started = std::time::Instant::now();
-        let called = self.call(&request.name, arguments, call).await;
-        // The call is over and its sink dropped: let the last reports go out first.
-        if let Some(task) = forwarding {
-            let _ = task.await;
-        }
-        let Called { tool, outcome } = match called {
-            Ok(Ok(called)) => called,
-            Ok(Err(unknown)) => return Err(McpError::invalid_params(unknown.to_string(), None)),
-            Err(failure) => {
-                tracing::warn!("{failure}");
-                return Ok(failed(failure).into());
-            }
-        };
-        let elapsed_ms = started.elapsed().as_millis() as u64;
-        tracing::debug!(tool = tool.name(), elapsed_ms, "call finished");
-        // A tool that heeds `cancelled()` returns normally; say so, as the host
-        // does when it has to interrupt one (no response goes out either way).
-        if context.ct.is_cancelled() && !matches!(outcome, Outcome::Failed(Failure::Cancelled { .. })) {
-            tracing::info!(
-                tool = tool.name(),
-                elapsed_ms,
-                "tool '{}' was cancelled by the client and stopped",
-                tool.name()
-            );
-        }
-        Ok(to_result(&tool, outcome).into())
+        // rmcp runs this on a task of its own: what it logs is the session's.
+        logs::tagged(self.inner.log.clone(), self.tool_call(request, context)).await
     }
 
     async fn list_resources(

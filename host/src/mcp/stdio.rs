@@ -18,11 +18,21 @@ const MAX_DEPTH: usize = 127;
 /// Bytes of rmcp's pipes; a message larger than this just takes several writes.
 const PIPE_BYTES: usize = 1 << 20;
 
+/// The first byte of a log line on a relay's socket (ASCII's record
+/// separator): no JSON-RPC message starts with it, so the relay writes such
+/// lines to its stderr, the others to its stdout.
+pub const LOG_LINE: u8 = 0x1e;
+
 /// The transport to give rmcp: its input carries the checked lines of
 /// `input`, and what it writes goes out on `output`, with this layer's own
-/// error replies between its lines. Ends when `input` ends; the task returned
-/// ends once rmcp's last line is written.
-pub fn framed<R, W>(input: R, output: W) -> ((DuplexStream, DuplexStream), tokio::task::JoinHandle<()>)
+/// error replies between its lines, and the lines `logs` brings marked with
+/// [`LOG_LINE`]. Ends when `input` ends; the task returned ends once rmcp's
+/// last line is written.
+pub fn framed<R, W>(
+    input: R,
+    output: W,
+    logs: Option<mpsc::UnboundedReceiver<Vec<u8>>>,
+) -> ((DuplexStream, DuplexStream), tokio::task::JoinHandle<()>)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -30,8 +40,9 @@ where
     let (to_rmcp, rmcp_in) = tokio::io::duplex(PIPE_BYTES);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
     let (replies, replies_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    tokio::spawn(read_client(input, to_rmcp, replies));
-    let writer = tokio::spawn(write_client(from_rmcp, replies_rx, output));
+    let log = crate::logs::current();
+    tokio::spawn(crate::logs::tagged(log, read_client(input, to_rmcp, replies)));
+    let writer = tokio::spawn(write_client(from_rmcp, replies_rx, logs, output));
     ((rmcp_in, rmcp_out), writer)
 }
 
@@ -206,6 +217,7 @@ fn error(id: Value, code: i64, message: String) -> Value {
 async fn write_client<W: AsyncWrite + Unpin>(
     from_rmcp: DuplexStream,
     mut replies: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut logs: Option<mpsc::UnboundedReceiver<Vec<u8>>>,
     mut output: W,
 ) {
     let mut from_rmcp = BufReader::new(from_rmcp);
@@ -223,6 +235,16 @@ async fn write_client<W: AsyncWrite + Unpin>(
                 }
                 continue;
             }
+            Some(record) = next_log(logs.as_mut()) => {
+                let mut marked = Vec::with_capacity(record.len() + 2);
+                marked.push(LOG_LINE);
+                marked.extend_from_slice(&record);
+                marked.push(b'\n');
+                if output.write_all(&marked).await.is_err() || output.flush().await.is_err() {
+                    return;
+                }
+                continue;
+            }
         }
         if line.ends_with(b"\n") {
             if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
@@ -233,6 +255,14 @@ async fn write_client<W: AsyncWrite + Unpin>(
     }
     let _ = output.write_all(&line).await;
     let _ = output.flush().await;
+}
+
+/// The next log line, where there are any; else never.
+async fn next_log(logs: Option<&mut mpsc::UnboundedReceiver<Vec<u8>>>) -> Option<Vec<u8>> {
+    match logs {
+        Some(logs) => logs.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 use super::place::lock_file;
 use super::{Hello, Reply};
 use crate::cli::open::Hub;
+use crate::logs;
 use crate::mcp::{Offer, Profile, RagboxServer, serve_lines};
 use crate::memory::Idle;
 use crate::platform;
@@ -147,8 +148,11 @@ async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idl
     tracing::info!(workspace = %served.display(), watch = hello.watch, "session opened");
     let _open = Open::new(sessions, hub, served.clone());
     let offer = Offer { tools, output_schemas: hello.output_schemas };
-    let server = RagboxServer::sharing(Arc::new(runner), offer, idle);
-    if let Err(e) = serve_lines(server, hello.watch, read, write).await {
+    // What the session's work logs goes to its relay's stderr too.
+    let (log, logs) = tokio::sync::mpsc::unbounded_channel();
+    let server = RagboxServer::sharing(Arc::new(runner), offer, idle, Some(log.clone()));
+    let serving = logs::tagged(Some(log), serve_lines(server, hello.watch, read, write, Some(logs)));
+    if let Err(e) = serving.await {
         tracing::warn!(workspace = %served.display(), "session ended: {e:#}");
     }
 }

@@ -6,8 +6,9 @@
 
 use super::place::{Place, lock_file, log_file};
 use super::{Hello, Reply};
+use crate::mcp::LOG_LINE;
 use crate::platform;
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, BufRead as _, Read as _, Write as _};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
@@ -68,7 +69,7 @@ impl Session {
             // The service's session ends with the client's input.
             let _ = to_service.shutdown(std::net::Shutdown::Write);
         });
-        let copied = forward(&self.stream, &mut io::stdout().lock());
+        let copied = forward(&self.stream, &mut io::stdout().lock(), &mut io::stderr());
         if !client_done.load(Ordering::SeqCst) {
             anyhow::bail!(
                 "this user's ragbox service (pid {}) ended the session before the client did; its log is {}",
@@ -80,19 +81,24 @@ impl Session {
     }
 }
 
-/// Copies what `from` sends to `to` as it comes (`io::copy` would keep it in
-/// stdout's buffer until that filled), until `from` ends.
-fn forward(mut from: &UnixStream, to: &mut impl io::Write) -> io::Result<()> {
-    let mut buf = vec![0u8; 64 << 10];
+/// Copies what `from` sends, a line at a time as each comes, to `to`, but
+/// the session's log lines (marked [`LOG_LINE`]) to `log`, until `from` ends.
+fn forward(from: &UnixStream, to: &mut impl io::Write, log: &mut impl io::Write) -> io::Result<()> {
+    let mut from = io::BufReader::with_capacity(64 << 10, from);
+    let mut line = Vec::new();
     loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        to.write_all(&buf[..n])?;
-        to.flush()?;
+        line.clear();
+        if from.read_until(b'\n', &mut line)? == 0 {
+            return Ok(());
+        }
+        match line.strip_prefix(&[LOG_LINE]) {
+            // A log line that cannot be written is the relay's loss, not the session's.
+            Some(record) => drop(log.write_all(record).and_then(|()| log.flush())),
+            None => {
+                to.write_all(&line)?;
+                to.flush()?;
+            }
+        }
     }
 }
 
