@@ -395,3 +395,36 @@ pub fn peer_is_this_user(socket: &impl std::os::fd::AsRawFd) -> bool {
         false
     }
 }
+
+/// What sets this process apart from the user's others, as text for the
+/// per-user service's key: the machine's name (a home folder shared over NFS
+/// is seen from several) and, on Linux, its namespaces and whether it runs
+/// with no-new-privileges or a seccomp filter (as sandboxes such as
+/// bubblewrap, landlock rules and containers set them). A process confined
+/// otherwise is never served by a service that is not.
+#[cfg(unix)]
+pub fn confinement() -> String {
+    let mut out = String::new();
+    let mut name = [0u8; 256];
+    // SAFETY: `name` is valid for writes of its length.
+    if unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) } == 0 {
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        out.push_str(&String::from_utf8_lossy(&name[..end]));
+        out.push('\n');
+    }
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        for ns in ["mnt", "pid", "user", "net", "ipc", "uts", "cgroup"] {
+            if let Ok(link) = std::fs::read_link(format!("/proc/self/ns/{ns}")) {
+                out.push_str(&link.to_string_lossy());
+                out.push('\n');
+            }
+        }
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        for line in status.lines().filter(|l| l.starts_with("NoNewPrivs:") || l.starts_with("Seccomp:")) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}

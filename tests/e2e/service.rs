@@ -193,3 +193,46 @@ fn a_sessions_log_reaches_its_own_agent_only() {
     assert!(!a.stderr.lock().unwrap().contains('\u{1e}'), "a log line's mark reached stderr");
     a.ping(2);
 }
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_stopped_service_is_passed_by_and_only_its_own_old_files_are_tidied() {
+    let f = Fixture::cortext();
+    // The user's own files in the folder they named, old enough to look stale.
+    let dir = f.service_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    for name in ["install.log", "app.lock", "0123456789abcdef.log"] {
+        std::fs::write(dir.join(name), "x").unwrap();
+        let touched = std::process::Command::new("touch").args(["-d", "10 days ago"]).arg(dir.join(name)).status();
+        assert!(touched.unwrap().success());
+    }
+    let mut command = f.command(&["serve"]);
+    // A linger that is no number of seconds is the default's.
+    command.env("RAGBOX_SERVICE_LINGER", "nan");
+    let mut a = Raw::spawn_command(command);
+    a.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+    assert_eq!(a.recv()["id"], 0);
+    let service = service_pid(&a);
+    assert!(dir.join("install.log").exists() && dir.join("app.lock").exists(), "the user's files were removed");
+    assert!(!dir.join("0123456789abcdef.log").exists(), "a gone service's old log was kept");
+
+    // Stopped: the next agent's server does not wait on it.
+    let kill = |signal: &str| std::process::Command::new("kill").args([signal, &service.to_string()]).status().unwrap();
+    kill("-STOP");
+    let mut command = f.command(&["serve"]);
+    command.env("RAGBOX_SERVICE_LINGER", "nan");
+    let started = Instant::now();
+    let mut b = Raw::spawn_command(command);
+    b.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+    let init = b.recv_within(Duration::from_secs(30));
+    kill("-CONT");
+    assert_eq!(init["id"], 0);
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    let log = b.stderr.lock().unwrap().clone();
+    assert!(log.contains("serving in this process") && log.contains("stopped?"), "{log}");
+    a.ping(1);
+    b.ping(2);
+    // Its linger is the default's two minutes.
+    kill("-KILL");
+}

@@ -10,5 +10,9 @@ mod server;
 mod stdio;
 
 pub use profile::{Offer, Profile};
-pub use server::{RagboxServer, serve_lines, serve_stdio};
+pub use server::{RagboxServer, serve_stdio};
+// The per-user service's (Unix only).
+#[cfg(unix)]
+pub use server::serve_lines;
+#[cfg(unix)]
 pub use stdio::LOG_LINE;

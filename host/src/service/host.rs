@@ -23,6 +23,9 @@ use tokio::sync::watch;
 /// next agent (`RAGBOX_SERVICE_LINGER`, in seconds, over it).
 const LINGER: Duration = Duration::from_secs(120);
 
+/// The longest linger `RAGBOX_SERVICE_LINGER` may ask for.
+const MAX_LINGER: Duration = Duration::from_secs(24 * 3600);
+
 /// How long a relay may take to say what it serves.
 const HELLO_WAIT: Duration = Duration::from_secs(10);
 
@@ -45,8 +48,10 @@ pub fn run(socket: &Path) -> anyhow::Result<()> {
     listener.set_nonblocking(true)?;
     let linger = std::env::var("RAGBOX_SERVICE_LINGER")
         .ok()
-        .and_then(|s| s.parse().ok())
-        .map_or(LINGER, Duration::from_secs_f64);
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|secs| secs.is_finite() && *secs >= 0.0)
+        .and_then(|secs| Duration::try_from_secs_f64(secs.min(MAX_LINGER.as_secs_f64())).ok())
+        .unwrap_or(LINGER);
     tracing::info!(socket = %socket.display(), pid = std::process::id(), linger_s = linger.as_secs_f64(), "ragbox service started");
     if let Some(dir) = socket.parent() {
         tidy(dir);
@@ -90,7 +95,10 @@ async fn accept(listener: tokio::net::UnixListener, hub: Arc<Hub>, linger: Durat
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(session(stream, hub.clone(), sessions.clone(), idle.clone()));
+                    // Counted from here, not once opened: the service does not leave under a session
+                    // still opening (the first one's tools may take long to compile).
+                    let counted = Counted::new(sessions.clone());
+                    tokio::spawn(session(stream, hub.clone(), sessions.clone(), idle.clone(), counted));
                 }
                 Err(e) => {
                     tracing::warn!("cannot take a connection: {e}");
@@ -108,7 +116,7 @@ async fn accept(listener: tokio::net::UnixListener, hub: Arc<Hub>, linger: Durat
 }
 
 /// Serves one relay's session: its hello, the reply, then MCP until the relay's input ends.
-async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idle: Arc<Idle>) {
+async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idle: Arc<Idle>, _counted: Counted) {
     if !platform::peer_is_this_user(&stream) {
         return tracing::warn!("refused a connection from another user's process");
     }
@@ -119,6 +127,10 @@ async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idl
         Ok(Err(e)) => return tracing::warn!("refused a relay: {e}"),
         Err(_) => return tracing::warn!("refused a relay that said nothing for {} s", HELLO_WAIT.as_secs()),
     };
+    // At once, so that a relay can tell a service that answers from one that is stuck.
+    if let Err(e) = send(&mut write, &Reply::Opening).await {
+        return tracing::warn!("the relay left before its session began: {e}");
+    }
     let opened = match hello.tools.parse::<Profile>() {
         _ if hello.ragbox != env!("CARGO_PKG_VERSION") => {
             Err(format!("the service is ragbox {}, the relay {}", env!("CARGO_PKG_VERSION"), hello.ragbox))
@@ -167,7 +179,6 @@ struct Open {
 impl Open {
     fn new(sessions: Arc<Sessions>, hub: Arc<Hub>, served: PathBuf) -> Self {
         sessions.served.lock().unwrap_or_else(|e| e.into_inner()).push(served.clone());
-        sessions.count.send_modify(|n| *n += 1);
         Self { sessions, hub, served }
     }
 }
@@ -181,24 +192,52 @@ impl Drop for Open {
             }
             open.clone()
         };
-        self.hub.keep_only(&still);
         tracing::info!(workspace = %self.served.display(), open = still.len(), "session closed");
-        self.sessions.count.send_modify(|n| *n -= 1);
+        // A corpus let go may join its index's threads: not on a runtime thread.
+        let hub = self.hub.clone();
+        drop(tokio::task::spawn_blocking(move || hub.keep_only(&still)));
+    }
+}
+
+/// One connection counted among the open sessions until it is dropped.
+struct Counted(Arc<Sessions>);
+
+impl Counted {
+    fn new(sessions: Arc<Sessions>) -> Self {
+        sessions.count.send_modify(|n| *n += 1);
+        Self(sessions)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.count.send_modify(|n| *n -= 1);
     }
 }
 
 /// Removes the locks and logs of services gone a week (another build of
-/// ragbox, another environment): each key leaves two small files.
+/// ragbox, another environment): each key leaves two small files. Only
+/// files named as a service names them; a lock only when no relay holds it.
 fn tidy(dir: &Path) {
     const STALE: Duration = Duration::from_secs(7 * 24 * 3600);
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
-        let ours = path.extension().is_some_and(|x| x == "lock" || x == "log");
-        let stale = entry.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok()) > Some(STALE);
-        if ours && stale && !path.with_extension("sock").exists() {
-            let _ = std::fs::remove_file(&path);
+        if !super::place::is_service_file(&path) || path.with_extension("sock").exists() {
+            continue;
         }
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        let stale = meta.modified().ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > STALE);
+        if !stale || !meta.is_file() {
+            continue;
+        }
+        if path.extension().is_some_and(|x| x == "lock") {
+            let held = std::fs::File::open(&path).map(|f| f.try_lock().is_err()).unwrap_or(true);
+            if held {
+                continue;
+            }
+        }
+        let _ = std::fs::remove_file(&path);
     }
 }
 

@@ -38,6 +38,8 @@ pub struct Hello {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
+    /// The hello was read; the session is being opened (sent at once).
+    Opening,
     /// The session is open: the client's bytes may follow.
     Serving {
         /// The service's process id, for the relay's log.

@@ -56,6 +56,14 @@ impl Place {
     }
 }
 
+/// Whether `path` is named as a service's lock or log: its key (16 hex digits), `.lock` or `.log`.
+pub fn is_service_file(path: &Path) -> bool {
+    let (Some(stem), Some(ext)) = (path.file_stem().and_then(|s| s.to_str()), path.extension()) else {
+        return false;
+    };
+    stem.len() == 16 && stem.bytes().all(|b| b.is_ascii_hexdigit()) && (ext == "lock" || ext == "log")
+}
+
 /// The lock a relay holds while it starts the service at `socket`, which
 /// the service holds while it leaves.
 pub fn lock_file(socket: &Path) -> PathBuf {
@@ -87,7 +95,8 @@ fn keyed(name: &OsString) -> bool {
     (name.starts_with("RAGBOX_") && !NOT_KEYED.contains(&name.as_ref())) || KEYED.contains(&name.as_ref())
 }
 
-/// The key: this binary (path, size, time) and the variables it reads; and
+/// The key: this binary (path, size, time), the variables it reads, the
+/// machine and what confines this process (`platform::confinement`); and
 /// the current folder too where a `RAGBOX_*` variable is a path relative to it.
 fn key() -> Result<(String, Option<PathBuf>), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot tell this program's path: {e}"))?;
@@ -112,6 +121,7 @@ fn key() -> Result<(String, Option<PathBuf>), String> {
     part(exe.as_os_str().as_encoded_bytes());
     part(&meta.len().to_le_bytes());
     part(&modified.map_or(0, |d| d.as_nanos()).to_le_bytes());
+    part(platform::confinement().as_bytes());
     for (name, value) in &vars {
         part(name.as_encoded_bytes());
         part(value.as_encoded_bytes());
@@ -134,6 +144,11 @@ mod tests {
         assert!(!keyed(&"RAGBOX_STANDALONE".into()));
         assert!(!keyed(&"TERM".into()));
         assert_eq!(log_file(Path::new("/run/ragbox/ab.sock")), Path::new("/run/ragbox/ab.log"));
+        assert!(is_service_file(Path::new("/d/0123456789abcdef.lock")));
+        assert!(is_service_file(Path::new("/d/0123456789abcdef.log")));
+        assert!(!is_service_file(Path::new("/d/install.log")));
+        assert!(!is_service_file(Path::new("/d/0123456789abcdef.sock")));
+        assert!(!is_service_file(Path::new("/d/0123456789abcdeg.lock")));
         assert_eq!(lock_file(Path::new("/run/ragbox/ab.sock")), Path::new("/run/ragbox/ab.lock"));
     }
 }

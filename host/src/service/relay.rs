@@ -20,6 +20,10 @@ use std::time::{Duration, Instant};
 /// How long a service just started may take to listen.
 const START_WAIT: Duration = Duration::from_secs(20);
 
+/// How long a service may take to say it read the hello: one that does not
+/// is stopped or stuck, and this process serves instead.
+const ACK_WAIT: Duration = Duration::from_secs(5);
+
 /// How long the service may take to open a session: the first one loads
 /// the tools, compiling them where the compile cache is cold.
 const REPLY_WAIT: Duration = Duration::from_secs(300);
@@ -45,10 +49,15 @@ pub fn connect(hello: &Hello) -> Result<Session, String> {
     let socket = place.socket();
     let stream =
         reach(&place).map_err(|e| format!("cannot reach or start the service at {}: {e}", socket.display()))?;
+    // The folder is checked, but what listens must be this user's too.
+    if !platform::peer_is_this_user(&stream) {
+        return Err(format!("{} is another user's socket", socket.display()));
+    }
     let reply = ask(&stream, hello).map_err(|e| format!("the service at {} did not answer: {e}", socket.display()))?;
     match reply {
         Reply::Serving { pid } => Ok(Session { stream, pid, log: log_file(&socket) }),
         Reply::Standalone { why } => Err(why),
+        Reply::Opening => Err("the service answered out of turn".into()),
     }
 }
 
@@ -61,10 +70,10 @@ impl Session {
         let client_done = Arc::new(AtomicBool::new(false));
         let done = client_done.clone();
         std::thread::spawn(move || {
-            let copied = io::copy(&mut io::stdin().lock(), &mut to_service);
-            done.store(true, Ordering::SeqCst);
-            if let Err(e) = copied {
-                tracing::debug!("stdin or the service's socket failed: {e}");
+            match io::copy(&mut io::stdin().lock(), &mut to_service) {
+                Ok(_) => done.store(true, Ordering::SeqCst),
+                // The service's end failing is not the client ending.
+                Err(e) => tracing::debug!("stdin or the service's socket failed: {e}"),
             }
             // The service's session ends with the client's input.
             let _ = to_service.shutdown(std::net::Shutdown::Write);
@@ -111,7 +120,20 @@ fn reach(place: &Place) -> io::Result<UnixStream> {
     }
     let lock = platform::private_std_file(std::fs::OpenOptions::new().create(true).truncate(false).write(true))
         .open(lock_file(&socket))?;
-    lock.lock()?;
+    // Not forever: a relay stopped while it held the lock must not stop every other.
+    let deadline = Instant::now() + START_WAIT;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::other("another relay has held the service's lock for 20 s"));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
     if let Ok(stream) = UnixStream::connect(&socket) {
         return Ok(stream);
     }
@@ -164,13 +186,31 @@ fn start(place: &Place, socket: &Path) -> io::Result<Child> {
         .spawn()
 }
 
-/// Sends `hello` and reads the service's one-line reply.
+/// Sends `hello` and reads the service's replies: `opening` within
+/// [`ACK_WAIT`], then the answer.
 fn ask(stream: &UnixStream, hello: &Hello) -> io::Result<Reply> {
     let mut line = serde_json::to_vec(hello)?;
     line.push(b'\n');
+    stream.set_write_timeout(Some(ACK_WAIT))?;
     (&mut &*stream).write_all(&line)?;
-    stream.set_read_timeout(Some(REPLY_WAIT))?;
-    // A byte at a time: what follows the reply is the client's session.
+    stream.set_write_timeout(None)?;
+    stream.set_read_timeout(Some(ACK_WAIT))?;
+    let reply = match read_reply(stream) {
+        Ok(Reply::Opening) => {
+            stream.set_read_timeout(Some(REPLY_WAIT))?;
+            read_reply(stream)
+        }
+        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(io::Error::other(format!("nothing within {} s: is it stopped?", ACK_WAIT.as_secs())))
+        }
+        other => other,
+    };
+    stream.set_read_timeout(None)?;
+    reply
+}
+
+/// One reply line, read a byte at a time: what follows is the client's session.
+fn read_reply(stream: &UnixStream) -> io::Result<Reply> {
     let mut reply = Vec::new();
     let mut byte = [0u8];
     loop {
@@ -181,6 +221,5 @@ fn ask(stream: &UnixStream, hello: &Hello) -> io::Result<Reply> {
             _ => reply.push(byte[0]),
         }
     }
-    stream.set_read_timeout(None)?;
     Ok(serde_json::from_slice(&reply)?)
 }
