@@ -89,8 +89,8 @@ fn agents_share_one_service_and_each_session_keeps_its_workspace() {
 
 #[test]
 #[cfg(target_os = "linux")]
-fn the_service_leaves_after_its_last_session_and_a_killed_one_is_replaced() {
-    let f = Fixture::cortext();
+fn the_service_leaves_after_its_last_session_and_a_killed_ones_sessions_go_on() {
+    let f = Fixture::cortext().with_hostile();
     let mut a = Raw::start(&f);
     let first = service_pid(&a);
     a.ping(1);
@@ -104,21 +104,29 @@ fn the_service_leaves_after_its_last_session_and_a_killed_one_is_replaced() {
     let sockets = std::fs::read_dir(f.service_dir()).unwrap().flatten();
     assert!(!sockets.into_iter().any(|e| e.path().extension().is_some_and(|x| x == "sock")), "socket left behind");
 
-    // A service killed outright: its relays say so and end; the next agent's starts another.
+    // A service killed outright (as closing the terminal that started it would): its agents'
+    // sessions go on, on a new one; the call it was running gets an error.
     let mut b = Raw::start(&f);
     let second = service_pid(&b);
     assert_ne!(second, first);
-    b.ping(2);
+    b.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"loop"}}}"#);
+    std::thread::sleep(Duration::from_millis(300));
     std::process::Command::new("kill").args(["-9", &second.to_string()]).status().unwrap();
-    let started = Instant::now();
-    while !b.stderr.lock().unwrap().contains("ended the session before the client did") {
-        assert!(started.elapsed() < Duration::from_secs(10), "{}", b.stderr.lock().unwrap());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut c = Raw::start(&f);
-    let third = service_pid(&c);
+    let failed = b.recv_within(Duration::from_secs(30));
+    assert_eq!(failed["id"], 2, "{failed}");
+    assert!(failed["error"]["message"].as_str().unwrap().contains("started again"), "{failed}");
+    b.ping(3);
+    const ON: &str = "the session goes on with a new ragbox service pid=";
+    let log = b.stderr.lock().unwrap().clone();
+    let at = log.find(ON).unwrap_or_else(|| panic!("{log}")) + ON.len();
+    let third: u32 = log[at..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap();
     assert!(third != second && alive(third));
-    c.ping(3);
+    let tools = call(&mut b, 4, "search_workspace", json!({"query": "jwt"}));
+    assert!(paths(&tools).len() >= 4, "{tools}");
+    // The next agent's server joins it.
+    let mut c = Raw::start(&f);
+    assert_eq!(service_pid(&c), third);
+    c.ping(5);
 }
 
 #[test]

@@ -34,7 +34,7 @@ pub struct ServeArgs {
 pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     if args.http.is_none() && !args.standalone {
         match relay_to_service(workspace, &args) {
-            Ok(session) => return session.relay(),
+            Ok((session, hello)) => return session.relay(&hello),
             Err(why) => tracing::info!("serving in this process: {why}"),
         }
     }
@@ -111,7 +111,10 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
 /// This stdio session handed to the user's service, which serves every
 /// agent's sessions over one model and one copy of each index; `Err` says
 /// why this process serves it itself.
-fn relay_to_service(workspace: &Path, args: &ServeArgs) -> Result<crate::service::Session, String> {
+fn relay_to_service(
+    workspace: &Path,
+    args: &ServeArgs,
+) -> Result<(crate::service::Session, crate::service::Hello), String> {
     let store = super::open::store_args();
     if store.url.is_some() || store.collection.is_some() {
         return Err("--store names a shared store".into());
@@ -124,5 +127,5 @@ fn relay_to_service(workspace: &Path, args: &ServeArgs) -> Result<crate::service
         tools: args.tools.to_string(),
         output_schemas: args.output_schemas,
     };
-    crate::service::connect(&hello)
+    Ok((crate::service::connect(&hello)?, hello))
 }

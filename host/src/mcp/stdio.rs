@@ -183,7 +183,7 @@ fn depth(line: &[u8]) -> usize {
 
 /// The request's id when it can be told from its first bytes (a top-level
 /// `"id"` before anything nested); else null, as JSON-RPC says.
-fn id_in(line: &[u8]) -> Value {
+pub fn id_in(line: &[u8]) -> Value {
     let head = &line[..line.len().min(4096)];
     let text = String::from_utf8_lossy(head);
     let Some(at) = text.find("\"id\"") else { return Value::Null };

@@ -13,13 +13,15 @@ mod host;
 #[cfg(unix)]
 mod place;
 #[cfg(unix)]
+mod pump;
+#[cfg(unix)]
 mod relay;
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// What a relay asks for: one line of JSON, before the client's first byte.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Hello {
     /// The relay's version: the service serves only its own.
     pub ragbox: String,
@@ -65,7 +67,7 @@ pub enum Session {}
 #[cfg(not(unix))]
 impl Session {
     /// Never called: there is no session to relay.
-    pub fn relay(self) -> anyhow::Result<()> {
+    pub fn relay(self, _hello: &Hello) -> anyhow::Result<()> {
         match self {}
     }
 }

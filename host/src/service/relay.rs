@@ -6,15 +6,12 @@
 
 use super::place::{Place, lock_file, log_file};
 use super::{Hello, Reply};
-use crate::mcp::LOG_LINE;
 use crate::platform;
-use std::io::{self, BufRead as _, Read as _, Write as _};
+use std::io::{self, Read as _, Write as _};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a service just started may take to listen.
@@ -37,9 +34,12 @@ const MAX_LOG: u64 = 8 << 20;
 /// A session the service took.
 #[derive(Debug)]
 pub struct Session {
-    stream: UnixStream,
-    pid: u32,
-    log: std::path::PathBuf,
+    /// The connection, past the replies.
+    pub(super) stream: UnixStream,
+    /// The service's process id.
+    pub(super) pid: u32,
+    /// The service's log.
+    pub(super) log: std::path::PathBuf,
 }
 
 /// Hands `hello`'s session to the user's service; `Err` says why this
@@ -62,52 +62,10 @@ pub fn connect(hello: &Hello) -> Result<Session, String> {
 }
 
 impl Session {
-    /// Copies stdin to the service and its replies to stdout until either
-    /// side ends; an error when the service ended first.
-    pub fn relay(self) -> anyhow::Result<()> {
-        tracing::info!(pid = self.pid, log = %self.log.display(), "served by this user's ragbox service");
-        let mut to_service = self.stream.try_clone()?;
-        let client_done = Arc::new(AtomicBool::new(false));
-        let done = client_done.clone();
-        std::thread::spawn(move || {
-            match io::copy(&mut io::stdin().lock(), &mut to_service) {
-                Ok(_) => done.store(true, Ordering::SeqCst),
-                // The service's end failing is not the client ending.
-                Err(e) => tracing::debug!("stdin or the service's socket failed: {e}"),
-            }
-            // The service's session ends with the client's input.
-            let _ = to_service.shutdown(std::net::Shutdown::Write);
-        });
-        let copied = forward(&self.stream, &mut io::stdout().lock(), &mut io::stderr());
-        if !client_done.load(Ordering::SeqCst) {
-            anyhow::bail!(
-                "this user's ragbox service (pid {}) ended the session before the client did; its log is {}",
-                self.pid,
-                self.log.display()
-            );
-        }
-        Ok(copied.map(drop)?)
-    }
-}
-
-/// Copies what `from` sends, a line at a time as each comes, to `to`, but
-/// the session's log lines (marked [`LOG_LINE`]) to `log`, until `from` ends.
-fn forward(from: &UnixStream, to: &mut impl io::Write, log: &mut impl io::Write) -> io::Result<()> {
-    let mut from = io::BufReader::with_capacity(64 << 10, from);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if from.read_until(b'\n', &mut line)? == 0 {
-            return Ok(());
-        }
-        match line.strip_prefix(&[LOG_LINE]) {
-            // A log line that cannot be written is the relay's loss, not the session's.
-            Some(record) => drop(log.write_all(record).and_then(|()| log.flush())),
-            None => {
-                to.write_all(&line)?;
-                to.flush()?;
-            }
-        }
+    /// Relays the client's session until it ends (see `pump.rs`), opening it
+    /// again on a new service if this one ends first.
+    pub fn relay(self, hello: &Hello) -> anyhow::Result<()> {
+        super::pump::run(self, hello)
     }
 }
 
