@@ -21,6 +21,13 @@ fn service_pid(raw: &Raw) -> u32 {
     }
 }
 
+/// The next reply within 30 s; else the test fails with the relay's log.
+fn recv_or_say(raw: &mut Raw) -> Value {
+    let stderr = raw.stderr.clone();
+    let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| raw.recv_within(Duration::from_secs(30))));
+    reply.unwrap_or_else(|_| panic!("no reply; the relay's log:\n{}", stderr.lock().unwrap()))
+}
+
 fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
         && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
@@ -112,7 +119,7 @@ fn the_service_leaves_after_its_last_session_and_a_killed_ones_sessions_go_on() 
     b.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"loop"}}}"#);
     std::thread::sleep(Duration::from_millis(300));
     std::process::Command::new("kill").args(["-9", &second.to_string()]).status().unwrap();
-    let failed = b.recv_within(Duration::from_secs(30));
+    let failed = recv_or_say(&mut b);
     assert_eq!(failed["id"], 2, "{failed}");
     assert!(failed["error"]["message"].as_str().unwrap().contains("started again"), "{failed}");
     b.ping(3);

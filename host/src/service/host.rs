@@ -169,7 +169,8 @@ async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idl
     }
 }
 
-/// One open session, counted until it is dropped (however its task ends).
+/// One open session's workspace among those served, until it is dropped
+/// (however its task ends): then the corpora no session serves are let go.
 struct Open {
     sessions: Arc<Sessions>,
     hub: Arc<Hub>,

@@ -11,7 +11,7 @@ use super::relay::{Session, connect};
 use crate::mcp::{LOG_LINE, id_in};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
-use std::io::{self, BufRead as _, Write as _};
+use std::io::{self, BufRead as _, Read as _, Write as _};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -22,6 +22,9 @@ use std::time::{Duration, Instant};
 /// then ends the relay instead.
 const MAX_RESUMES: usize = 3;
 const RESUME_WINDOW: Duration = Duration::from_secs(60);
+
+/// How often a resume tries to reach a new service.
+const CONNECT_TRIES: usize = 10;
 
 /// How long a new service may take to answer the replayed `initialize`.
 const REPLAY_WAIT: Duration = Duration::from_secs(60);
@@ -237,7 +240,18 @@ fn send(shared: &Shared, line: &[u8], sent: &Sent) -> bool {
 /// Opens the session on a new service: the handshake replayed, the old
 /// service's unanswered requests answered with an error, then the link swapped.
 fn resume(shared: &Shared, hello: &Hello) -> Result<Session, String> {
-    let next = connect(hello)?;
+    // The old service's listener may outlive its sessions' connections by a moment
+    // (a connection then taken is reset): a few tries, a little apart.
+    let mut tries = 0;
+    let next = loop {
+        match connect(hello) {
+            Ok(next) => break next,
+            Err(why) if tries >= CONNECT_TRIES => return Err(why),
+            Err(why) => tracing::debug!("the new service is not reached yet: {why}"),
+        }
+        tries += 1;
+        std::thread::sleep(Duration::from_millis(200));
+    };
     let Handshake { initialize, initialized } = lock(&shared.handshake).clone();
     if let Some((line, id)) = initialize {
         let answered = !lock(&shared.pending).iter().any(|(p, _)| *p == id);
@@ -273,27 +287,30 @@ fn resume(shared: &Shared, hello: &Hello) -> Result<Session, String> {
 }
 
 /// Sends `line` (an `initialize` with `id`) and returns the answer, log lines passed to stderr.
+/// Read a byte at a time: what follows the answer (the session's first log lines) stays unread.
 fn replay(stream: &UnixStream, line: &[u8], id: &Value) -> io::Result<Vec<u8>> {
-    let mut writer = stream;
-    writer.write_all(line)?;
+    let mut conn = stream;
+    conn.write_all(line)?;
     stream.set_read_timeout(Some(REPLAY_WAIT))?;
-    let mut reader = io::BufReader::new(stream);
     let mut answer = Vec::new();
+    let mut byte = [0u8];
     let found = loop {
-        answer.clear();
-        if reader.read_until(b'\n', &mut answer)? == 0 {
-            break Err(io::Error::new(io::ErrorKind::UnexpectedEof, "it closed the connection"));
+        match conn.read(&mut byte) {
+            Ok(0) => break Err(io::Error::new(io::ErrorKind::UnexpectedEof, "it closed the connection")),
+            Ok(_) => answer.push(byte[0]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => break Err(e),
+        }
+        if byte[0] != b'\n' {
+            continue;
         }
         if let Some(record) = answer.strip_prefix(&[LOG_LINE]) {
             let _ = io::stderr().write_all(record);
         } else if id_in(&answer) == *id {
-            break Ok(answer.clone());
+            break Ok(std::mem::take(&mut answer));
         }
+        answer.clear();
     };
     stream.set_read_timeout(None)?;
-    // Nothing else is sent before the answer to `initialize`, so nothing read ahead is lost.
-    if !reader.buffer().is_empty() {
-        return Err(io::Error::other("it sent more than the answer to initialize"));
-    }
     found
 }
