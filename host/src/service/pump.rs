@@ -79,7 +79,8 @@ pub fn run(session: Session, hello: &Hello) -> anyhow::Result<()> {
     let ended = loop {
         let ended = forward(&stream, &shared);
         if shared.client_done.load(Ordering::SeqCst) || matches!(ended, Err(Broken::Client)) {
-            break ended;
+            // The client is gone: how the service's end went is nobody's concern.
+            break Ok(());
         }
         resumed.retain(|t| t.elapsed() < RESUME_WINDOW);
         if resumed.len() >= MAX_RESUMES {
