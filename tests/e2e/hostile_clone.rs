@@ -696,7 +696,7 @@ async fn smaller_holes_are_closed() {
 #[test]
 fn logs_stay_one_line_per_message_and_quiet_in_a_storm() {
     let f = notes().with_hostile();
-    let mut raw = Raw::start_with(&f, &["serve", "--watch", "--standalone"]);
+    let mut raw = Raw::start_with(&f, &["serve", "--watch"]);
     raw.send(
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"log_forge"}}}"#,
     );
