@@ -251,3 +251,24 @@ fn a_stopped_service_is_passed_by_and_only_its_own_old_files_are_tidied() {
     // Its linger is the default's two minutes.
     kill("-KILL");
 }
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_long_lived_services_log_is_kept_to_a_size() {
+    let f = Fixture::cortext();
+    let mut a = Raw::start(&f);
+    service_pid(&a);
+    let logs = std::fs::read_dir(f.service_dir()).unwrap().flatten();
+    let log = logs.map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "log")).unwrap();
+    let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    std::io::Write::write_all(&mut file, &vec![b'x'; 9 << 20]).unwrap();
+    let mut b = Raw::start(&f);
+    b.ping(1);
+    let size = std::fs::metadata(&log).unwrap().len();
+    assert!(size < 1 << 20, "the log is {size} bytes");
+    // Written on from where it starts again, not past a hole.
+    std::thread::sleep(Duration::from_millis(200));
+    let text = std::fs::read(&log).unwrap();
+    assert!(text.contains(&b'\n') && !text.contains(&0), "{}", String::from_utf8_lossy(&text));
+    a.ping(2);
+}

@@ -3,7 +3,7 @@
 //! config and tools, its file watch), over one engine, one model and one
 //! corpus per workspace. It leaves once no session has been open for a while.
 
-use super::place::lock_file;
+use super::place::{MAX_LOG, lock_file, log_file};
 use super::{Hello, Reply};
 use crate::cli::open::Hub;
 use crate::logs;
@@ -36,6 +36,8 @@ const MAX_HELLO: u64 = 64 << 10;
 struct Sessions {
     served: Mutex<Vec<PathBuf>>,
     count: watch::Sender<usize>,
+    /// The service's log (its stderr, opened for appending).
+    log: PathBuf,
 }
 
 /// Serves the sessions relays bring to `socket` until none has been open
@@ -68,7 +70,7 @@ pub fn run(socket: &Path) -> anyhow::Result<()> {
     crate::corpus::follow::enable();
     runtime.block_on(async {
         let listener = tokio::net::UnixListener::from_std(listener)?;
-        accept(listener, hub, linger).await;
+        accept(listener, hub, linger, log_file(socket)).await;
         // Gone from the folder before the listener closes, under the lock a
         // starting relay holds: the next relay starts a new service.
         let lock = platform::private_std_file(std::fs::OpenOptions::new().create(true).truncate(false).write(true))
@@ -86,9 +88,9 @@ pub fn run(socket: &Path) -> anyhow::Result<()> {
 }
 
 /// Takes connections until no session has been open for `linger`.
-async fn accept(listener: tokio::net::UnixListener, hub: Arc<Hub>, linger: Duration) {
+async fn accept(listener: tokio::net::UnixListener, hub: Arc<Hub>, linger: Duration, log: PathBuf) {
     let (count, mut changed) = watch::channel(0usize);
-    let sessions = Arc::new(Sessions { served: Mutex::new(Vec::new()), count });
+    let sessions = Arc::new(Sessions { served: Mutex::new(Vec::new()), count, log });
     let idle = Arc::new(Idle::default());
     loop {
         let none_open = *changed.borrow_and_update() == 0;
@@ -156,6 +158,10 @@ async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idl
     let served = runner.setup().workspaces.served().to_path_buf();
     if let Err(e) = send(&mut write, &Reply::Serving { pid: std::process::id() }).await {
         return tracing::warn!("the relay left before its session began: {e}");
+    }
+    // A long-lived service's log is kept to a size: written in append mode, it starts again.
+    if std::fs::metadata(&sessions.log).is_ok_and(|m| m.len() > MAX_LOG) {
+        let _ = std::fs::OpenOptions::new().write(true).open(&sessions.log).and_then(|f| f.set_len(0));
     }
     tracing::info!(workspace = %served.display(), watch = hello.watch, "session opened");
     let _open = Open::new(sessions, hub, served.clone());

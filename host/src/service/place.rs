@@ -17,6 +17,9 @@ const KEYED: [&str; 8] =
 /// `RAGBOX_*` variables a session carries in its hello, or only the relay reads.
 const NOT_KEYED: [&str; 3] = ["RAGBOX_TOOLS", "RAGBOX_STANDALONE", "RAGBOX_SERVICE_DIR"];
 
+/// A service's log is started afresh when it outgrows this (at a start, or a session's opening).
+pub const MAX_LOG: u64 = 8 << 20;
+
 /// Longest socket path every Unix takes (macOS: 104 bytes with the NUL).
 const MAX_SOCKET_PATH: usize = 100;
 

@@ -4,7 +4,7 @@
 //! Nothing of the client's is read before the service has taken the session,
 //! so a relay the service turns away serves in its own process instead.
 
-use super::place::{Place, lock_file, log_file};
+use super::place::{MAX_LOG, Place, lock_file, log_file};
 use super::{Hello, Reply};
 use crate::platform;
 use std::io::{self, Read as _, Write as _};
@@ -27,9 +27,6 @@ const REPLY_WAIT: Duration = Duration::from_secs(300);
 
 /// Largest reply read.
 const MAX_REPLY: usize = 64 << 10;
-
-/// A service's log is started afresh when it outgrows this.
-const MAX_LOG: u64 = 8 << 20;
 
 /// A session the service took.
 #[derive(Debug)]
