@@ -78,39 +78,8 @@ enum Command {
         /// The workspace folder (default: the current folder).
         #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
         workspace: PathBuf,
-        /// Keep the index in line with the workspace: files created, changed,
-        /// deleted or renamed are indexed within seconds (and what changed
-        /// while no server watched, at start).
-        #[arg(long)]
-        watch: bool,
-        /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio,
-        /// for several agents at once (e.g. 127.0.0.1:8765). Needs the bearer token.
-        #[arg(long, value_name = "ADDR")]
-        http: Option<std::net::SocketAddr>,
-        /// The bearer token file for --http (default: http-token in your
-        /// config folder, created with a fresh token on first start).
-        #[arg(long, value_name = "FILE", requires = "http")]
-        token_file: Option<PathBuf>,
-        /// Let --http bind an address other machines can reach.
-        #[arg(long, requires = "http")]
-        allow_public: bool,
-        /// Another Host name clients may use with --http (repeatable), e.g. this machine's name.
-        #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
-        allowed_hosts: Vec<String>,
-        /// Which tools to offer: all, core (search, search_skills, get_context,
-        /// search_similar, embed_workspace, get_embedding_status, and your own
-        /// tools), or tool names separated by commas.
-        #[arg(long, value_name = "PROFILE", default_value = "all", env = "RAGBOX_TOOLS")]
-        tools: crate::mcp::Profile,
-        /// List each tool's output schema too, for clients that validate or
-        /// type results (a model reads the result itself; it doubles the list).
-        #[arg(long)]
-        output_schemas: bool,
-        /// Serve in this process, not through this user's ragbox service (which
-        /// every stdio `serve` shares by default on Linux and macOS: one model,
-        /// one copy of each index, for every agent).
-        #[arg(long, env = "RAGBOX_STANDALONE", value_parser = clap::builder::BoolishValueParser::new())]
-        standalone: bool,
+        #[command(flatten)]
+        args: serve::ServeArgs,
     },
     /// The per-user service stdio `serve` hands its clients to (started by
     /// `serve` itself; not for people to run).
@@ -339,29 +308,7 @@ pub fn main() -> ExitCode {
     let serving = matches!(cli.command, Command::Serve { .. } | Command::Service { .. });
     init_logging(if serving { "info,rmcp=warn" } else { "warn" });
     let result = match cli.command {
-        Command::Serve {
-            workspace,
-            watch,
-            http,
-            token_file,
-            allow_public,
-            allowed_hosts,
-            tools,
-            output_schemas,
-            standalone,
-        } => {
-            let args = serve::ServeArgs {
-                watch,
-                http,
-                token_file,
-                allow_public,
-                allowed_hosts,
-                tools,
-                output_schemas,
-                standalone,
-            };
-            serve::run(&workspace, args)
-        }
+        Command::Serve { workspace, args } => serve::run(&workspace, args),
         Command::Service { socket } => crate::service::run(&socket),
         Command::Tools { action: None, workspace, json } => tools::run(&workspace, json),
         Command::Tools { action: Some(ToolsAction::Inspect { file, workspace, json }), .. } => {

@@ -8,24 +8,41 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
-/// How `serve` was asked to run.
-#[derive(Debug, Default)]
+/// How `serve` was asked to run (its command line, but the workspace).
+#[derive(Debug, Default, clap::Args)]
 pub struct ServeArgs {
-    /// Follow the workspace's changes into the index.
+    /// Keep the index in line with the workspace: files created, changed,
+    /// deleted or renamed are indexed within seconds (and what changed
+    /// while no server watched, at start).
+    #[arg(long)]
     pub watch: bool,
-    /// Serve over HTTP on this address instead of stdio.
+    /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio,
+    /// for several agents at once (e.g. 127.0.0.1:8765). Needs the bearer token.
+    #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
-    /// The bearer token file (default: `http-token` in the user's config dir).
+    /// The bearer token file for --http (default: http-token in your
+    /// config folder, created with a fresh token on first start).
+    #[arg(long, value_name = "FILE", requires = "http")]
     pub token_file: Option<PathBuf>,
-    /// Allow a non-loopback `http` address.
+    /// Let --http bind an address other machines can reach.
+    #[arg(long, requires = "http")]
     pub allow_public: bool,
-    /// Extra Host names for HTTP clients.
+    /// Another Host name clients may use with --http (repeatable), e.g. this machine's name.
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
     pub allowed_hosts: Vec<String>,
-    /// Which tools to offer.
+    /// Which tools to offer: all, core (search, search_skills, get_context,
+    /// search_similar, embed_workspace, get_embedding_status, and your own
+    /// tools), or tool names separated by commas.
+    #[arg(long, value_name = "PROFILE", default_value = "all", env = "RAGBOX_TOOLS")]
     pub tools: Profile,
-    /// List output schemas too.
+    /// List each tool's output schema too, for clients that validate or
+    /// type results (a model reads the result itself; it doubles the list).
+    #[arg(long)]
     pub output_schemas: bool,
-    /// Serve in this process even on stdio, not through the user's service.
+    /// Serve in this process, not through this user's ragbox service (which
+    /// every stdio `serve` shares by default on Linux and macOS: one model,
+    /// one copy of each index, for every agent).
+    #[arg(long, env = "RAGBOX_STANDALONE", value_parser = clap::builder::BoolishValueParser::new())]
     pub standalone: bool,
 }
 
