@@ -82,6 +82,11 @@ fn agents_share_one_service_and_each_session_keeps_its_workspace() {
     let refused = call(&mut a, 5, "search_workspace", json!({"query": "zebra", "workspace_path": other}));
     assert_eq!(refused["isError"], true, "{refused}");
 
+    // `ragbox doctor` tells where it is.
+    let doctor = f.command(&["doctor"]).output().unwrap();
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(said.contains("ok      service running at") && said.contains(".log"), "{said}");
+
     // An agent that goes away ends its session only.
     drop(a);
     b.ping(6);

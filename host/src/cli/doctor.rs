@@ -45,6 +45,16 @@ pub fn check(workspace: &Path) -> anyhow::Result<()> {
         }
     };
 
+    match crate::service::status() {
+        crate::service::Status::Running { socket, log } => {
+            say!("ok      service running at {} (its log: {})", socket.display(), log.display());
+        }
+        crate::service::Status::Stopped { socket } => {
+            say!("ok      service none running; the next stdio `ragbox serve` starts one at {}", socket.display());
+        }
+        crate::service::Status::Alone(why) => say!("note    service every stdio `ragbox serve` serves alone: {why}"),
+    }
+
     if let Some(collection) = corpus.collection() {
         broken += check_shared(&corpus, collection, model.as_ref());
     } else {

@@ -125,7 +125,8 @@ async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idl
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
     let hello = match tokio::time::timeout(HELLO_WAIT, read_hello(&mut read)).await {
-        Ok(Ok(hello)) => hello,
+        Ok(Ok(Some(hello))) => hello,
+        Ok(Ok(None)) => return tracing::debug!("a connection closed without a hello"),
         Ok(Err(e)) => return tracing::warn!("refused a relay: {e}"),
         Err(_) => return tracing::warn!("refused a relay that said nothing for {} s", HELLO_WAIT.as_secs()),
     };
@@ -248,13 +249,16 @@ fn tidy(dir: &Path) {
     }
 }
 
-async fn read_hello(read: &mut BufReader<tokio::net::unix::OwnedReadHalf>) -> anyhow::Result<Hello> {
+async fn read_hello(read: &mut BufReader<tokio::net::unix::OwnedReadHalf>) -> anyhow::Result<Option<Hello>> {
     let mut line = Vec::new();
     (&mut *read).take(MAX_HELLO).read_until(b'\n', &mut line).await?;
+    if line.is_empty() {
+        return Ok(None); // a look whether the service runs (`ragbox doctor`)
+    }
     if line.last() != Some(&b'\n') {
         anyhow::bail!("its hello ended early or is over {MAX_HELLO} bytes");
     }
-    Ok(serde_json::from_slice(&line)?)
+    Ok(Some(serde_json::from_slice(&line)?))
 }
 
 async fn send(write: &mut tokio::net::unix::OwnedWriteHalf, reply: &Reply) -> std::io::Result<()> {

@@ -59,6 +59,49 @@ pub use host::run;
 #[cfg(unix)]
 pub use relay::{Session, connect};
 
+/// Where this user's service for this environment is, for `ragbox doctor`:
+/// running (its socket and log), not running, or why every `serve` here
+/// serves alone.
+#[cfg(unix)]
+pub fn status() -> Status {
+    let place = match place::Place::find() {
+        Ok(place) => place,
+        Err(why) => return Status::Alone(why),
+    };
+    let socket = place.socket();
+    let log = place::log_file(&socket);
+    match std::os::unix::net::UnixStream::connect(&socket) {
+        Ok(stream) if crate::platform::peer_is_this_user(&stream) => Status::Running { socket, log },
+        _ => Status::Stopped { socket },
+    }
+}
+
+/// Without Unix sockets every `serve` serves alone.
+#[cfg(not(unix))]
+pub fn status() -> Status {
+    Status::Alone("the per-user service needs Unix sockets".into())
+}
+
+/// What [`status`] found.
+#[derive(Debug)]
+#[cfg_attr(not(unix), allow(dead_code))]
+pub enum Status {
+    /// A service listens at `socket`.
+    Running {
+        /// Its socket.
+        socket: PathBuf,
+        /// Its log.
+        log: PathBuf,
+    },
+    /// None listens; the next stdio `serve` starts one at `socket`.
+    Stopped {
+        /// Where it will listen.
+        socket: PathBuf,
+    },
+    /// Every stdio `serve` serves alone, and why.
+    Alone(String),
+}
+
 /// No session is ever handed over without Unix sockets.
 #[cfg(not(unix))]
 #[derive(Debug)]
