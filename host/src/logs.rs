@@ -7,10 +7,19 @@ use std::cell::RefCell;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc;
 
 /// A session's log lines, each one line without its newline.
-pub type Sink = UnboundedSender<Vec<u8>>;
+pub type Sink = mpsc::Sender<Vec<u8>>;
+
+/// What a session's sink holds: past it (its relay has stopped reading),
+/// lines are dropped rather than kept in the service every session shares.
+pub const SINK_LINES: usize = 4096;
+
+/// A session's sink and the end its writer reads.
+pub fn sink() -> (Sink, mpsc::Receiver<Vec<u8>>) {
+    mpsc::channel(SINK_LINES)
+}
 
 thread_local! {
     static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
@@ -74,7 +83,7 @@ impl io::Write for Stderr {
         io::stderr().write_all(buf)?;
         SINK.with(|s| {
             if let Some(sink) = s.borrow().as_ref() {
-                let _ = sink.send(one_line(buf));
+                let _ = sink.try_send(one_line(buf));
             }
         });
         Ok(buf.len())
@@ -109,7 +118,7 @@ mod tests {
     #[test]
     fn a_record_is_one_line_and_only_its_sessions() {
         assert_eq!(one_line(b"a\nb\r\n"), b"a\\nb\\r");
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = sink();
         with(Some(&tx), || {
             assert!(current().is_some());
             Stderr.write_all(b"in the session\n").unwrap();

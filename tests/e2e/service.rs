@@ -121,6 +121,9 @@ fn the_service_leaves_after_its_last_session_and_a_killed_ones_sessions_go_on() 
     let mut b = Raw::start(&f);
     let second = service_pid(&b);
     assert_ne!(second, first);
+    // An answer whose result has keys of a request's name is still an answer: not errored again below.
+    let context = call(&mut b, 10, "get_context", json!({"topic": "jwt"}));
+    assert!(context["structuredContent"]["method"].is_string(), "{context}");
     b.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"loop"}}}"#);
     std::thread::sleep(Duration::from_millis(300));
     std::process::Command::new("kill").args(["-9", &second.to_string()]).status().unwrap();

@@ -327,7 +327,7 @@ pub async fn serve_lines<R, W>(
     watch: bool,
     input: R,
     output: W,
-    logs: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+    logs: Option<tokio::sync::mpsc::Receiver<Vec<u8>>>,
 ) -> anyhow::Result<()>
 where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,

@@ -31,7 +31,7 @@ pub const LOG_LINE: u8 = 0x1e;
 pub fn framed<R, W>(
     input: R,
     output: W,
-    logs: Option<mpsc::UnboundedReceiver<Vec<u8>>>,
+    logs: Option<mpsc::Receiver<Vec<u8>>>,
 ) -> ((DuplexStream, DuplexStream), tokio::task::JoinHandle<()>)
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -217,7 +217,7 @@ fn error(id: Value, code: i64, message: String) -> Value {
 async fn write_client<W: AsyncWrite + Unpin>(
     from_rmcp: DuplexStream,
     mut replies: mpsc::UnboundedReceiver<Vec<u8>>,
-    mut logs: Option<mpsc::UnboundedReceiver<Vec<u8>>>,
+    mut logs: Option<mpsc::Receiver<Vec<u8>>>,
     mut output: W,
 ) {
     let mut from_rmcp = BufReader::new(from_rmcp);
@@ -258,7 +258,7 @@ async fn write_client<W: AsyncWrite + Unpin>(
 }
 
 /// The next log line, where there are any; else never.
-async fn next_log(logs: Option<&mut mpsc::UnboundedReceiver<Vec<u8>>>) -> Option<Vec<u8>> {
+async fn next_log(logs: Option<&mut mpsc::Receiver<Vec<u8>>>) -> Option<Vec<u8>> {
     match logs {
         Some(logs) => logs.recv().await,
         None => std::future::pending().await,

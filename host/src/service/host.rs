@@ -168,7 +168,7 @@ async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idl
     let _open = Open::new(sessions, hub, served.clone());
     let offer = Offer { tools, output_schemas: hello.output_schemas };
     // What the session's work logs goes to its relay's stderr too.
-    let (log, logs) = tokio::sync::mpsc::unbounded_channel();
+    let (log, logs) = logs::sink();
     let server = RagboxServer::sharing(Arc::new(runner), offer, idle, Some(log.clone()));
     let serving = logs::tagged(Some(log), serve_lines(server, hello.watch, read, write, Some(logs)));
     if let Err(e) = serving.await {

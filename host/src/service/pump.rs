@@ -97,8 +97,12 @@ pub fn run(session: Session, hello: &Hello) -> anyhow::Result<()> {
             Err(why) => break Err(Broken::Service(format!("the session could not be opened again: {why}"))),
         }
     };
-    shared.over.store(true, Ordering::SeqCst);
-    shared.relinked.notify_all();
+    {
+        // Under the lock a waiting writer checks it with: it cannot miss the wake-up.
+        let _link = lock(&shared.link);
+        shared.over.store(true, Ordering::SeqCst);
+        shared.relinked.notify_all();
+    }
     match ended {
         Ok(()) | Err(Broken::Client) => Ok(()),
         Err(Broken::Service(why)) => anyhow::bail!("{why}"),
@@ -123,6 +127,8 @@ fn forward(from: &UnixStream, shared: &Shared) -> Result<(), Broken> {
         line.clear();
         match from.read_until(b'\n', &mut line) {
             Ok(0) => return Ok(()),
+            // A line cut off by the service's end is no answer: a resume answers its request.
+            Ok(_) if !line.ends_with(b"\n") => return Ok(()),
             Ok(_) => {}
             Err(e) => return Err(Broken::Service(e.to_string())),
         }
@@ -138,14 +144,61 @@ fn forward(from: &UnixStream, shared: &Shared) -> Result<(), Broken> {
 
 /// Notes the answer `line` may be to one of the client's requests.
 fn answered(shared: &Shared, line: &[u8]) {
-    let head = &line[..line.len().min(4096)];
-    // A request or notification of the service's own is no answer.
-    if head.windows(9).any(|w| w == b"\"method\":") {
-        return;
+    if is_answer(line) {
+        let id = same_id(&id_in(line));
+        if !id.is_null() {
+            lock(&shared.pending).retain(|(pending, _)| *pending != id);
+        }
     }
-    let id = id_in(line);
-    if !id.is_null() {
-        lock(&shared.pending).retain(|(pending, _)| *pending != id);
+}
+
+/// Whether `line` is an answer (its top-level keys hold `result` or `error`
+/// before any `method`), read from its first bytes without parsing the rest:
+/// a result's own `"method"` keys are nested, and it may be megabytes long.
+fn is_answer(line: &[u8]) -> bool {
+    let (mut depth, mut in_string, mut escaped, mut key_start) = (0usize, false, false, None);
+    for (at, &b) in line.iter().enumerate().take(64 << 10) {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => {
+                    in_string = false;
+                    if let Some(start) = key_start.take() {
+                        let rest = line[at + 1..].iter().find(|c| !c.is_ascii_whitespace());
+                        if rest == Some(&b':') {
+                            match &line[start..at] {
+                                b"result" | b"error" => return true,
+                                b"method" => return false,
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = true;
+                key_start = (depth == 1).then_some(at + 1);
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// A JSON-RPC id as rmcp reads it: a number written `7.0` or `7e0` is the integer 7.
+fn same_id(id: &Value) -> Value {
+    match id.as_f64() {
+        Some(f) if id.is_number() && !id.is_i64() && !id.is_u64() && f.fract() == 0.0 && f.abs() < 9.0e15 => {
+            Value::from(f as i64)
+        }
+        _ => id.clone(),
     }
 }
 
@@ -157,6 +210,8 @@ enum Sent {
     Initialized,
     /// Another request, with its id.
     Request(Value),
+    /// A cancellation of the request with this id (which may get no answer).
+    Cancelled(Value),
     /// A notification, an answer, or what does not parse (the service answers that).
     Other,
 }
@@ -164,10 +219,14 @@ enum Sent {
 impl Sent {
     fn of(line: &[u8]) -> Self {
         let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(line) else { return Sent::Other };
-        let id = message.get("id").filter(|id| id.is_string() || id.is_number()).cloned();
+        let id = message.get("id").filter(|id| id.is_string() || id.is_number()).map(same_id);
         match (message.get("method").and_then(Value::as_str), id) {
             (Some("initialize"), Some(id)) => Sent::Initialize(id),
             (Some("notifications/initialized"), None) => Sent::Initialized,
+            (Some("notifications/cancelled"), None) => {
+                let cancelled = message.get("params").and_then(|p| p.get("requestId")).map(same_id);
+                cancelled.map_or(Sent::Other, Sent::Cancelled)
+            }
             (Some(_), Some(id)) => Sent::Request(id),
             _ => Sent::Other,
         }
@@ -186,17 +245,28 @@ fn from_client(shared: &Shared) {
         }
         let sent = Sent::of(&line);
         match &sent {
-            Sent::Initialize(id) => lock(&shared.handshake).initialize = Some((line.clone(), id.clone())),
-            Sent::Initialized => lock(&shared.handshake).initialized = Some(line.clone()),
+            // Under the link's lock, which a resume holds while it copies and replays the
+            // handshake: kept before it (and replayed), or sent on the new link after it.
+            Sent::Initialize(id) => {
+                let _link = lock(&shared.link);
+                lock(&shared.handshake).initialize = Some((line.clone(), id.clone()));
+            }
+            Sent::Initialized => {
+                let _link = lock(&shared.link);
+                lock(&shared.handshake).initialized = Some(line.clone());
+            }
+            Sent::Cancelled(id) => lock(&shared.pending).retain(|(pending, _)| pending != id),
             _ => {}
         }
         if !send(shared, &line, &sent) {
             break;
         }
     }
+    // The service's session ends with the client's input; under the link's lock, so
+    // that a resume under way shuts its new link too.
+    let link = lock(&shared.link);
     shared.client_done.store(true, Ordering::SeqCst);
-    // The service's session ends with the client's input.
-    let _ = lock(&shared.link).stream.shutdown(std::net::Shutdown::Write);
+    let _ = link.stream.shutdown(std::net::Shutdown::Write);
 }
 
 /// Sends one client line on the link in use, and again on the next one if
@@ -253,6 +323,8 @@ fn resume(shared: &Shared, hello: &Hello) -> Result<Session, String> {
         tries += 1;
         std::thread::sleep(Duration::from_millis(200));
     };
+    // Held from the handshake's copy to the swap (see `from_client`).
+    let mut link = lock(&shared.link);
     let Handshake { initialize, initialized } = lock(&shared.handshake).clone();
     if let Some((line, id)) = initialize {
         let answered = !lock(&shared.pending).iter().any(|(p, _)| *p == id);
@@ -268,7 +340,6 @@ fn resume(shared: &Shared, hello: &Hello) -> Result<Session, String> {
         (&next.stream).write_all(&line).map_err(|e| e.to_string())?;
     }
     let stream = next.stream.try_clone().map_err(|e| e.to_string())?;
-    let mut link = lock(&shared.link);
     let old = link.generation;
     {
         let mut pending = lock(&shared.pending);
@@ -281,6 +352,9 @@ fn resume(shared: &Shared, hello: &Hello) -> Result<Session, String> {
         pending.retain(|(_, g)| *g != old);
     }
     *link = Link { generation: old + 1, stream };
+    if shared.client_done.load(Ordering::SeqCst) {
+        let _ = link.stream.shutdown(std::net::Shutdown::Write);
+    }
     drop(link);
     shared.relinked.notify_all();
     tracing::info!(pid = next.pid, "the session goes on with a new ragbox service");
@@ -307,11 +381,36 @@ fn replay(stream: &UnixStream, line: &[u8], id: &Value) -> io::Result<Vec<u8>> {
         }
         if let Some(record) = answer.strip_prefix(&[LOG_LINE]) {
             let _ = io::stderr().write_all(record);
-        } else if id_in(&answer) == *id {
+        } else if same_id(&id_in(&answer)) == *id {
             break Ok(std::mem::take(&mut answer));
         }
         answer.clear();
     };
     stream.set_read_timeout(None)?;
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_told_by_their_top_level_keys() {
+        assert!(is_answer(br#"{"jsonrpc":"2.0","id":1,"result":{"method":"keyword"}}"#));
+        assert!(is_answer(br#"{"jsonrpc":"2.0","result":{"structuredContent":{"method":"x"}},"id":"a"}"#));
+        assert!(is_answer(br#"{"id":2,"error":{"code":-32603,"message":"\"method\": no"}}"#));
+        assert!(!is_answer(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#));
+        assert!(!is_answer(br#"{"jsonrpc":"2.0","id":3,"method":"roots/list","params":{"result":1}}"#));
+        assert!(!is_answer(b"not json"));
+    }
+
+    #[test]
+    fn ids_are_compared_as_rmcp_reads_them() {
+        assert_eq!(same_id(&json!(7.0)), json!(7));
+        assert_eq!(same_id(&json!(7)), json!(7));
+        assert_eq!(same_id(&json!(7.5)), json!(7.5));
+        assert_eq!(same_id(&json!("7")), json!("7"));
+        let parsed: Value = serde_json::from_str("1e2").unwrap();
+        assert_eq!(same_id(&parsed), json!(100));
+    }
 }
