@@ -14,9 +14,11 @@ pub type Sink = mpsc::Sender<Vec<u8>>;
 
 /// What a session's sink holds: past it (its relay has stopped reading),
 /// lines are dropped rather than kept in the service every session shares.
+#[cfg(unix)]
 pub const SINK_LINES: usize = 4096;
 
-/// A session's sink and the end its writer reads.
+/// A session's sink and the end its writer reads (the per-user service's: Unix only).
+#[cfg(unix)]
 pub fn sink() -> (Sink, mpsc::Receiver<Vec<u8>>) {
     mpsc::channel(SINK_LINES)
 }
@@ -116,6 +118,7 @@ mod tests {
     use std::io::Write as _;
 
     #[test]
+    #[cfg(unix)]
     fn a_record_is_one_line_and_only_its_sessions() {
         assert_eq!(one_line(b"a\nb\r\n"), b"a\\nb\\r");
         let (tx, mut rx) = sink();
