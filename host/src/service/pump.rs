@@ -244,19 +244,8 @@ fn from_client(shared: &Shared) {
             Ok(_) => {}
         }
         let sent = Sent::of(&line);
-        match &sent {
-            // Under the link's lock, which a resume holds while it copies and replays the
-            // handshake: kept before it (and replayed), or sent on the new link after it.
-            Sent::Initialize(id) => {
-                let _link = lock(&shared.link);
-                lock(&shared.handshake).initialize = Some((line.clone(), id.clone()));
-            }
-            Sent::Initialized => {
-                let _link = lock(&shared.link);
-                lock(&shared.handshake).initialized = Some(line.clone());
-            }
-            Sent::Cancelled(id) => lock(&shared.pending).retain(|(pending, _)| pending != id),
-            _ => {}
+        if let Sent::Cancelled(id) = &sent {
+            lock(&shared.pending).retain(|(pending, _)| pending != id);
         }
         if !send(shared, &line, &sent) {
             break;
@@ -279,12 +268,21 @@ fn send(shared: &Shared, line: &[u8], sent: &Sent) -> bool {
     };
     loop {
         let (generation, stream) = {
+            // The handshake is kept under the link's lock, with the link it goes on: a resume
+            // (which holds that lock from its copy of the handshake to the swap) either
+            // replays it, or comes before it and this sends it on the new link, never both.
             let link = lock(&shared.link);
+            match sent {
+                Sent::Initialize(id) => lock(&shared.handshake).initialize = Some((line.to_vec(), id.clone())),
+                Sent::Initialized => lock(&shared.handshake).initialized = Some(line.to_vec()),
+                _ => {}
+            }
+            // Unanswered from here, as the resume sees it.
+            if let Some(id) = id {
+                lock(&shared.pending).push((id.clone(), link.generation));
+            }
             (link.generation, link.stream.try_clone())
         };
-        if let Some(id) = id {
-            lock(&shared.pending).push((id.clone(), generation));
-        }
         if stream.and_then(|mut s| s.write_all(line)).is_ok() {
             return true;
         }
