@@ -1,8 +1,8 @@
 //! The stdio side of a session: `ragbox serve` reaches the user's service
-//! (starting it if none runs), says what it serves, and once the service has
-//! taken the session copies the client's bytes to it and its replies back.
-//! Nothing of the client's is read before the service has taken the session,
-//! so a relay the service turns away serves in its own process instead.
+//! (starting it if none runs) and says what it serves; once the service has
+//! taken the session, `pump.rs` carries the client's bytes to it and its
+//! replies back. Nothing of the client's is read before the service has taken
+//! the session, so a relay the service turns away serves in its own process.
 
 use super::place::{MAX_LOG, Place, lock_file, log_file};
 use super::{Hello, Reply};
