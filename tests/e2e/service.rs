@@ -280,3 +280,89 @@ fn a_long_lived_services_log_is_kept_to_a_size() {
     assert!(text.contains(&b'\n') && !text.contains(&0), "{}", String::from_utf8_lossy(&text));
     a.ping(2);
 }
+
+/// What `dir` holds: each entry's path and size, links not followed.
+fn tree(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+            out.push((entry.path(), meta.len()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_clones_data_dir_reaches_no_further_than_its_own_session() {
+    use std::os::unix::fs::symlink;
+    let f = Fixture::cortext();
+    let indexed = f.command(&["index"]).output().unwrap();
+    assert!(indexed.status.success(), "{}", String::from_utf8_lossy(&indexed.stderr));
+    let mut clean = Raw::start(&f);
+    let service = service_pid(&clean);
+    let out = f.dir.path().join("outside");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("secret.txt"), "TOP SECRET outside the workspace\n").unwrap();
+    let store = f.workspace.join(".ragbox/store.redb");
+    type Plant = fn(&std::path::Path, &std::path::Path, &std::path::Path);
+    let cases: [(&str, Plant); 9] = [
+        ("a store linked out", |d, out, _| symlink(out.join("x.redb"), d.join("store.redb")).unwrap()),
+        ("a keyword index linked out", |d, out, _| symlink(out, d.join("keyword")).unwrap()),
+        ("vectors linked out", |d, out, _| symlink(out, d.join("vectors")).unwrap()),
+        ("a config of /dev/zero", |d, _, _| symlink("/dev/zero", d.join("config.toml")).unwrap()),
+        ("a config linked to a secret", |d, out, _| symlink(out.join("secret.txt"), d.join("config.toml")).unwrap()),
+        ("an owner stamp of /dev/zero", |d, _, _| symlink("/dev/zero", d.join("owner")).unwrap()),
+        ("a store that is a FIFO", |d, _, _| {
+            assert!(std::process::Command::new("mkfifo").arg(d.join("store.redb")).status().unwrap().success())
+        }),
+        ("a lock that is a FIFO", |d, _, _| {
+            assert!(std::process::Command::new("mkfifo").arg(d.join("lock")).status().unwrap().success())
+        }),
+        // Made for another folder (this user's own, indexed): shipped, it is not this one's.
+        ("a store made elsewhere", |d, _, store| drop(std::fs::copy(store, d.join("store.redb")).unwrap())),
+    ];
+    let before = tree(&out);
+    for (i, (case, plant)) in cases.into_iter().enumerate() {
+        let clone = f.dir.path().join(format!("clone{i}"));
+        std::fs::create_dir_all(clone.join(".ragbox")).unwrap();
+        std::fs::write(clone.join("notes.md"), "Zebras and JWT in a cloned repository.\n").unwrap();
+        plant(&clone.join(".ragbox"), &out, &store);
+        let args = ["serve", "-w", clone.to_str().unwrap()];
+        if case.starts_with("a config") {
+            // A config that is not a plain file stops the server, with the fix, in either mode.
+            let mut refused = Raw::spawn(&f, &args);
+            refused.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+            let started = Instant::now();
+            while !refused.stderr.lock().unwrap().contains("ragbox: error:") {
+                assert!(started.elapsed() < Duration::from_secs(20), "{case}: {}", refused.stderr.lock().unwrap());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let said = refused.stderr.lock().unwrap().clone();
+            assert!(said.contains(".ragbox/config.toml") && said.contains("doctor --reset"), "{case}: {said}");
+            assert!(!said.contains("TOP SECRET"), "{case}: {said}");
+            clean.ping(100 + i as u64);
+            continue;
+        }
+        let mut session = Raw::start_with(&f, &args);
+        assert_eq!(service_pid(&session), service, "{case}");
+        let id = 10 * i as u64;
+        let semantic = call(&mut session, id + 1, "search", json!({"query": "auth ideas", "search_type": "semantic"}));
+        let said = semantic.to_string();
+        assert!(!said.contains("TOP SECRET") && !said.contains("auth-ideas"), "{case}: {said}");
+        let keyword = call(&mut session, id + 2, "search_workspace", json!({"query": "zebras"}));
+        assert_eq!(paths(&keyword), ["notes.md"], "{case}: {keyword}");
+        // The other agent's session, and the service, go on as before.
+        let theirs = call(&mut clean, id + 3, "search", json!({"query": "auth ideas", "search_type": "semantic"}));
+        assert!(theirs.to_string().contains("001-auth-ideas"), "{case}: {theirs}");
+        assert_eq!(tree(&out), before, "{case}: something outside changed");
+        drop(session);
+    }
+    assert!(alive(service));
+}
