@@ -326,7 +326,9 @@ fn a_clones_data_dir_reaches_no_further_than_its_own_session() {
             assert!(std::process::Command::new("mkfifo").arg(d.join("lock")).status().unwrap().success())
         }),
         // Made for another folder (this user's own, indexed): shipped, it is not this one's.
-        ("a store made elsewhere", |d, _, store| drop(std::fs::copy(store, d.join("store.redb")).unwrap())),
+        ("a store made elsewhere", |d, _, store| {
+            std::fs::copy(store, d.join("store.redb")).unwrap();
+        }),
     ];
     let before = tree(&out);
     for (i, (case, plant)) in cases.into_iter().enumerate() {
