@@ -32,12 +32,7 @@ pub async fn watch_workspace(server: RagboxServer, corpus: Arc<Corpus>, index: b
     let root = server.workspaces().served().to_path_buf();
     let memo = corpus.clone();
     let on_change: OnChange = Arc::new(move || memo.memo().changed());
-    // What starting the watch logs (falling back to polling) is the session's too.
-    let log = crate::logs::current();
-    let watcher = tokio::task::spawn_blocking(move || {
-        crate::logs::with(log.as_ref(), || Watcher::start(&root, index, Some(on_change)))
-    })
-    .await;
+    let watcher = server.blocking(move || Watcher::start(&root, index, Some(on_change))).await;
     let mut watcher = match watcher {
         Ok(Ok(w)) => w,
         Ok(Err(e)) if index => {

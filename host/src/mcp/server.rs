@@ -135,29 +135,38 @@ impl RagboxServer {
         let warming = corpus.clone();
         let setup = self.inner.runner.setup();
         let busy = self.inner.idle.busy();
-        let log = self.inner.log.clone();
-        tokio::task::spawn_blocking(move || {
-            logs::with(log.as_ref(), || {
-                let _busy = busy;
-                let started = std::time::Instant::now();
-                // The tool most sessions call first, linked ahead; a failure is left to its first call.
-                if let Err(e) = setup.catalog.link_first_called() {
-                    tracing::debug!("first-called tool not linked ahead: {e}");
-                }
-                match warming.warm() {
-                    Ok(()) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "warmed up"),
-                    // The first call that needs it says what is wrong, with the fix.
-                    Err(e) => tracing::debug!("not warmed up: {e}"),
-                }
-            })
-        });
+        drop(self.blocking(move || {
+            let _busy = busy;
+            let started = std::time::Instant::now();
+            // The tool most sessions call first, linked ahead; a failure is left to its first call.
+            if let Err(e) = setup.catalog.link_first_called() {
+                tracing::debug!("first-called tool not linked ahead: {e}");
+            }
+            match warming.warm() {
+                Ok(()) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "warmed up"),
+                // The first call that needs it says what is wrong, with the fix.
+                Err(e) => tracing::debug!("not warmed up: {e}"),
+            }
+        }));
         if let Some(loader) = self.inner.runner.loader() {
             let (server, stop) = (self.clone(), stop.clone());
-            let log = self.inner.log.clone();
-            tokio::spawn(logs::tagged(log, async move { stop.run_until_cancelled(watch_tools(server, loader)).await }));
+            self.spawn(async move { stop.run_until_cancelled(watch_tools(server, loader)).await });
         }
-        let following = super::follow::watch_workspace(self.clone(), corpus, watch, stop.clone());
-        tokio::spawn(logs::tagged(self.inner.log.clone(), following));
+        self.spawn(super::follow::watch_workspace(self.clone(), corpus, watch, stop.clone()));
+    }
+
+    /// Runs `work` on a blocking thread, what it logs the session's (see `logs.rs`).
+    pub(crate) fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> tokio::task::JoinHandle<T> {
+        let log = self.inner.log.clone();
+        tokio::task::spawn_blocking(move || logs::with(log.as_ref(), work))
+    }
+
+    /// Runs `task` beside the clients, what it logs the session's.
+    fn spawn<F: Future<Output: Send + 'static> + Send + 'static>(&self, task: F) {
+        tokio::spawn(logs::tagged(self.inner.log.clone(), task));
     }
 
     /// The clients still connected.
@@ -203,17 +212,18 @@ impl RagboxServer {
             .acquire()
             .await
             .map_err(|e| McpError::internal_error(format!("resource slots closed: {e}"), None))?;
-        let (runner, log) = (self.inner.runner.clone(), self.inner.log.clone());
+        let runner = self.inner.runner.clone();
         let _busy = self.inner.idle.busy();
-        let done = tokio::task::spawn_blocking(move || {
-            let served = runner.setup().workspaces.served().to_path_buf();
-            let corpus = runner.corpus(&served);
-            let done = logs::with(log.as_ref(), || work(&Resources::new(&served, &corpus)));
-            memory::release_thread();
-            done
-        })
-        .await
-        .map_err(|e| McpError::internal_error(format!("resource task failed: {e}"), None))?;
+        let done = self
+            .blocking(move || {
+                let served = runner.setup().workspaces.served().to_path_buf();
+                let corpus = runner.corpus(&served);
+                let done = work(&Resources::new(&served, &corpus));
+                memory::release_thread();
+                done
+            })
+            .await
+            .map_err(|e| McpError::internal_error(format!("resource task failed: {e}"), None))?;
         done.map_err(|e| match e {
             ResourceError::Invalid(m) => McpError::invalid_params(m, None),
             ResourceError::NotFound(m) => McpError::resource_not_found(m, None),
@@ -234,10 +244,10 @@ impl RagboxServer {
         arguments: serde_json::Map<String, serde_json::Value>,
         request: Request,
     ) -> Result<Result<Called, UnknownTool>, Failure> {
-        let (runner, owned, log) = (self.inner.runner.clone(), name.to_string(), self.inner.log.clone());
+        let (runner, owned) = (self.inner.runner.clone(), name.to_string());
         let _busy = self.inner.idle.busy();
-        let (called, changed) = tokio::task::spawn_blocking(move || {
-            logs::with(log.as_ref(), || {
+        let (called, changed) = self
+            .blocking(move || {
                 // A tool that may write (embed_workspace, the watcher's runs, a
                 // granted third party): did the served index's generation move?
                 let setup = runner.setup();
@@ -249,12 +259,11 @@ impl RagboxServer {
                 memory::release_thread();
                 (called, writes && generation() != before)
             })
-        })
-        .await
-        .map_err(|e| Failure::Setup {
-            tool: name.to_string(),
-            reason: format!("the call failed inside the host: {e}"),
-        })?;
+            .await
+            .map_err(|e| Failure::Setup {
+                tool: name.to_string(),
+                reason: format!("the call failed inside the host: {e}"),
+            })?;
         if changed {
             self.notify_resource_list_changed().await;
         }
@@ -359,7 +368,8 @@ where
 async fn watch_tools(server: RagboxServer, loader: Arc<dyn Reload>) {
     let fingerprint = |l: &Arc<dyn Reload>| {
         let l = l.clone();
-        async move { tokio::task::spawn_blocking(move || l.fingerprint()).await.unwrap_or_default() }
+        let looked = server.blocking(move || l.fingerprint());
+        async move { looked.await.unwrap_or_default() }
     };
     let mut seen = fingerprint(&loader).await;
     loop {
@@ -375,7 +385,7 @@ async fn watch_tools(server: RagboxServer, loader: Arc<dyn Reload>) {
         }
         seen = settled;
         let s = server.clone();
-        let changed = tokio::task::spawn_blocking(move || s.reload()).await.unwrap_or(false);
+        let changed = server.blocking(move || s.reload()).await.unwrap_or(false);
         if changed {
             server.notify_tool_list_changed().await;
         }
