@@ -354,9 +354,14 @@ pub fn private_folder(dir: &std::path::Path) -> Result<(), String> {
 /// this user (false where the OS cannot say).
 #[cfg(unix)]
 pub fn peer_is_this_user(socket: &impl std::os::fd::AsRawFd) -> bool {
-    let fd = socket.as_raw_fd();
     // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    peer_uid(socket.as_raw_fd()) == Some(unsafe { libc::geteuid() })
+}
+
+/// The user id the process at the other end of the Unix socket `fd` runs as.
+#[cfg(unix)]
+#[allow(unreachable_code)] // one of the OS blocks returns
+fn peer_uid(fd: std::os::fd::RawFd) -> Option<u32> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         let mut cred = libc::ucred { pid: 0, uid: u32::MAX, gid: u32::MAX };
@@ -364,7 +369,7 @@ pub fn peer_is_this_user(socket: &impl std::os::fd::AsRawFd) -> bool {
         // SAFETY: `cred` and `len` are valid for writes of the sizes given.
         let rc =
             unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, (&raw mut cred).cast(), &raw mut len) };
-        rc == 0 && cred.uid == me
+        return (rc == 0).then_some(cred.uid);
     }
     #[cfg(any(
         target_os = "macos",
@@ -378,22 +383,10 @@ pub fn peer_is_this_user(socket: &impl std::os::fd::AsRawFd) -> bool {
         let (mut uid, mut gid) = (u32::MAX, u32::MAX);
         // SAFETY: `uid` and `gid` are valid for writes.
         let rc = unsafe { libc::getpeereid(fd, &raw mut uid, &raw mut gid) };
-        rc == 0 && uid == me
+        return (rc == 0).then_some(uid);
     }
-    #[cfg(not(any(
-        target_os = "linux",
-        target_os = "android",
-        target_os = "macos",
-        target_os = "ios",
-        target_os = "freebsd",
-        target_os = "openbsd",
-        target_os = "netbsd",
-        target_os = "dragonfly"
-    )))]
-    {
-        let _ = (fd, me);
-        false
-    }
+    let _ = fd;
+    None
 }
 
 /// What sets this process apart from the user's others, as text for the
