@@ -5,6 +5,7 @@
 //! found"). Replies from rmcp and from here share stdout a whole line at a time.
 
 use serde_json::{Value, json};
+use std::ops::ControlFlow;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 
@@ -154,31 +155,68 @@ fn check(line: &[u8]) -> Result<(), Value> {
 
 /// How deep the brackets of `line` nest, strings skipped; stops counting past the limit.
 fn depth(line: &[u8]) -> usize {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in line {
-        if in_string {
+    let mut deepest = 0;
+    walk(line, |piece| {
+        if let Piece::Open(depth) = piece {
+            deepest = deepest.max(depth);
+            if deepest > MAX_DEPTH {
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    deepest
+}
+
+/// One piece of a JSON line's structure, as [`walk`] meets it.
+#[cfg_attr(not(unix), allow(dead_code))] // a string's parts: the relay's (Unix only)
+pub enum Piece<'a> {
+    /// A `{` or `[`, and the depth it opens.
+    Open(usize),
+    /// A string at `depth` (its bytes as written, escapes and all), and the line after it.
+    Str {
+        /// How deep it is: 1 for a top-level object's keys and values.
+        depth: usize,
+        /// Between its quotes.
+        text: &'a [u8],
+        /// What follows its closing quote.
+        after: &'a [u8],
+    },
+}
+
+/// Walks `line`'s brackets and strings (what a string holds is no
+/// structure) without parsing it, calling `visit` on each until it breaks.
+pub fn walk<'a, T>(line: &'a [u8], mut visit: impl FnMut(Piece<'a>) -> ControlFlow<T>) -> Option<T> {
+    let (mut depth, mut string, mut escaped) = (0usize, None::<usize>, false);
+    for (at, &b) in line.iter().enumerate() {
+        if let Some(from) = string {
             match b {
                 _ if escaped => escaped = false,
                 b'\\' => escaped = true,
-                b'"' => in_string = false,
+                b'"' => {
+                    string = None;
+                    let piece = Piece::Str { depth, text: &line[from..at], after: &line[at + 1..] };
+                    if let ControlFlow::Break(found) = visit(piece) {
+                        return Some(found);
+                    }
+                }
                 _ => {}
             }
             continue;
         }
         match b {
-            b'"' => in_string = true,
+            b'"' => string = Some(at + 1),
             b'[' | b'{' => {
                 depth += 1;
-                deepest = deepest.max(depth);
-                if deepest > MAX_DEPTH {
-                    break;
+                if let ControlFlow::Break(found) = visit(Piece::Open(depth)) {
+                    return Some(found);
                 }
             }
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
     }
-    deepest
+    None
 }
 
 /// The request's id when it can be told from its first bytes (a top-level

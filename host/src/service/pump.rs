@@ -8,10 +8,11 @@
 
 use super::Hello;
 use super::relay::{Session, connect};
-use crate::mcp::{LOG_LINE, id_in};
+use crate::mcp::{LOG_LINE, Piece, id_in, walk};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::io::{self, BufRead as _, Read as _, Write as _};
+use std::ops::ControlFlow;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -156,40 +157,18 @@ fn answered(shared: &Shared, line: &[u8]) {
 /// before any `method`), read from its first bytes without parsing the rest:
 /// a result's own `"method"` keys are nested, and it may be megabytes long.
 fn is_answer(line: &[u8]) -> bool {
-    let (mut depth, mut in_string, mut escaped, mut key_start) = (0usize, false, false, None);
-    for (at, &b) in line.iter().enumerate().take(64 << 10) {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => {
-                    in_string = false;
-                    if let Some(start) = key_start.take() {
-                        let rest = line[at + 1..].iter().find(|c| !c.is_ascii_whitespace());
-                        if rest == Some(&b':') {
-                            match &line[start..at] {
-                                b"result" | b"error" => return true,
-                                b"method" => return false,
-                                _ => {}
-                            }
-                        }
-                    }
-                }
-                _ => {}
+    let head = &line[..line.len().min(64 << 10)];
+    let told = walk(head, |piece| match piece {
+        Piece::Str { depth: 1, text, after } if after.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b':') => {
+            match text {
+                b"result" | b"error" => ControlFlow::Break(true),
+                b"method" => ControlFlow::Break(false),
+                _ => ControlFlow::Continue(()),
             }
-            continue;
         }
-        match b {
-            b'"' => {
-                in_string = true;
-                key_start = (depth == 1).then_some(at + 1);
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
+        _ => ControlFlow::Continue(()),
+    });
+    told.unwrap_or(false)
 }
 
 /// A JSON-RPC id as rmcp reads it: a number written `7.0` or `7e0` is the integer 7.
