@@ -4,7 +4,7 @@
 //! someone else's choosing in its data dir, folders nested 1,700 deep,
 //! megabyte arguments.
 
-use ragbox_tests::{Fixture, Raw, call, hostile_wasm, is_error, ok, shared_cache_dir, text};
+use ragbox_tests::{Fixture, Raw, call, hostile_wasm, is_error, ok, shared_cache_dir, text, tree};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -63,23 +63,6 @@ fn copy_cache_without(to: &Path, sha: &str) {
             }
         }
     }
-}
-
-/// Every path under `dir` with its size: what must not change.
-fn tree(dir: &Path) -> Vec<(PathBuf, u64)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
-            if meta.is_dir() {
-                stack.push(entry.path());
-            }
-            out.push((entry.path(), meta.len()));
-        }
-    }
-    out.sort();
-    out
 }
 
 fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) {

@@ -2,7 +2,7 @@
 //! hands its client to one process, which serves each session as a process
 //! of its own would, and leaves after the last.
 
-use ragbox_tests::{Fixture, Raw};
+use ragbox_tests::{Fixture, Raw, tree};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -279,23 +279,6 @@ fn a_long_lived_services_log_is_kept_to_a_size() {
     let text = std::fs::read(&log).unwrap();
     assert!(text.contains(&b'\n') && !text.contains(&0), "{}", String::from_utf8_lossy(&text));
     a.ping(2);
-}
-
-/// What `dir` holds: each entry's path and size, links not followed.
-fn tree(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
-            if meta.is_dir() {
-                stack.push(entry.path());
-            }
-            out.push((entry.path(), meta.len()));
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]
