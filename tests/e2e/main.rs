@@ -19,6 +19,7 @@ mod sandbox;
 mod schemas;
 mod search_workspace;
 mod service;
+mod sessions;
 mod skills;
 mod third_party;
 mod watch;

@@ -52,6 +52,7 @@ impl From<FulltextError> for Error {
         let code = match &e {
             FulltextError::Busy(_) => ErrorCode::Busy,
             FulltextError::Query { .. } => ErrorCode::Invalid,
+            FulltextError::Stopped => ErrorCode::Cancelled,
             FulltextError::Index { .. } | FulltextError::Panicked => ErrorCode::Internal,
         };
         error(code, e.to_string())

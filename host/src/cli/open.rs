@@ -231,12 +231,15 @@ impl Hub {
         Ok(Runner::new(setup, Some(loader), corpora.clone()))
     }
 
-    /// Lets go of every workspace's corpus but those in `served` (a call may
-    /// have opened another the user allows). With none served, all stay warm
-    /// for the next session while the service lingers.
+    /// Closes every workspace's corpus but those in `served` (a call may
+    /// have opened another the user allows) and returns once none of them
+    /// writes to its workspace any more: a workspace no session serves may
+    /// be deleted as soon as its agent's server exits (a removed worktree, a
+    /// temporary folder). The model stays loaded for the next session; a
+    /// corpus opens again in milliseconds.
     pub fn keep_only(&self, served: &[PathBuf]) {
-        let kept = self.corpora.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(corpora) = kept.as_ref().filter(|_| !served.is_empty()) {
+        let corpora = self.corpora.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(corpora) = corpora {
             corpora.retain(|workspace| served.iter().any(|s| s == workspace));
         }
     }

@@ -72,6 +72,8 @@ pub fn stop() {
 pub(super) struct Follower {
     state: Mutex<State>,
     idle: Condvar,
+    /// Its corpus was closed: no step starts, and one under way gives up.
+    closed: AtomicBool,
 }
 
 #[derive(Default)]
@@ -93,6 +95,26 @@ impl Follower {
         state.running = false;
         self.idle.notify_all();
     }
+
+    /// Whether its steps must stop: its corpus was closed, or the process is ending.
+    pub(super) fn stopping(&self) -> bool {
+        self.closed.load(Ordering::Relaxed) || !ENABLED.load(Ordering::Relaxed)
+    }
+
+    /// Follows no more writes: a step under way gives up before it commits,
+    /// and this returns once its thread has ended.
+    pub(super) fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        {
+            // Under the lock a pause checks `stopping` with: it cannot miss the wake-up.
+            let _threads = lock(&THREADS);
+            WAKE.notify_all();
+        }
+        let mut state = lock(&self.state);
+        while state.running {
+            state = self.idle.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
 }
 
 /// Marks the follower idle if its thread panics, so the next write starts
@@ -110,11 +132,11 @@ impl Drop for Running<'_> {
 }
 
 /// Waits `time` between two steps, or until a search hurries the followers
-/// on or following stops.
-fn pause(time: Duration) {
+/// on or `follower` must stop.
+fn pause(time: Duration, follower: &Follower) {
     let threads = lock(&THREADS);
-    // Checked under the lock `stop` and `hurry` notify under: no signal is missed.
-    if ENABLED.load(Ordering::Relaxed) && !HURRY.swap(false, Ordering::Relaxed) {
+    // Checked under the lock `stop`, `close` and `hurry` notify under: no signal is missed.
+    if !follower.stopping() && !HURRY.swap(false, Ordering::Relaxed) {
         drop(WAKE.wait_timeout(threads, time).unwrap_or_else(|p| p.into_inner()));
     }
     HURRY.store(false, Ordering::Relaxed);
@@ -125,7 +147,7 @@ impl Corpus {
     /// when this process follows its writes (and the corpus is shared:
     /// [`Corpus::into_shared`]).
     pub(super) fn follow_keywords(&self) {
-        if !ENABLED.load(Ordering::Relaxed) {
+        if self.follower.stopping() {
             return;
         }
         let Some(corpus) = self.me.upgrade() else { return };
@@ -141,8 +163,8 @@ impl Corpus {
             let follower = &corpus.follower;
             let mut running = Running(Some(follower));
             loop {
-                if !ENABLED.load(Ordering::Relaxed) {
-                    // The process is ending: the rest is the next process's to index.
+                if follower.stopping() {
+                    // The process is ending or the corpus closed: the rest is the next one's to index.
                     follower.stop(&mut lock(&follower.state));
                     running.0 = None;
                     return;
@@ -164,7 +186,7 @@ impl Corpus {
                 drop(state);
                 // Writes meanwhile are taken in the next step, together: each step
                 // commits, and many small commits cost merges (5 % of an embedding run's CPU).
-                pause(STEP_EVERY.saturating_sub(started.elapsed()));
+                pause(STEP_EVERY.saturating_sub(started.elapsed()), follower);
             }
         });
         if let Err(e) = spawned {

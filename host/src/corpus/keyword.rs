@@ -38,9 +38,10 @@ pub(super) struct Step {
 impl Step {
     /// Applies what changed in `store` since the index's generation; the
     /// store generation the index then reflects.
-    pub(super) fn run(&self, store: &dyn Records) -> Result<u64, CorpusError> {
+    /// Given up before it commits once `stop` says so.
+    pub(super) fn run(&self, store: &dyn Records, stop: &dyn Fn() -> bool) -> Result<u64, CorpusError> {
         let delta = store.text_delta(self.behind)?;
-        self.fulltext.apply(&delta)?;
+        self.fulltext.apply_until(&delta, stop)?;
         Ok(delta.generation)
     }
 }
@@ -105,7 +106,9 @@ impl Keyword {
                 self.indexed = applied.min(self.generation);
                 Ok(())
             }
-            Err(CorpusError::Fulltext(FulltextError::Busy(_))) => Ok(self.fulltext.refresh()?),
+            Err(CorpusError::Fulltext(FulltextError::Busy(_) | FulltextError::Stopped)) => {
+                Ok(self.fulltext.refresh()?)
+            }
             Err(e) => Err(e),
         }
     }

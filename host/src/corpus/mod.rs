@@ -456,7 +456,8 @@ impl Corpus {
             return Ok(());
         };
         drop(slot);
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| step.run(store.as_ref())))
+        let stop = || self.follower.stopping();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| step.run(store.as_ref(), &stop)))
             .unwrap_or_else(|_| Err(FulltextError::Panicked.into()));
         let mut slot = lock(&self.keyword);
         let finished = match slot.as_mut() {
@@ -506,6 +507,24 @@ impl Corpus {
         self.with_text(hits)
     }
 
+    /// Stops all this corpus does in the background and waits until it
+    /// writes nothing more to the data dir: the keyword follower (a step
+    /// under way gives up uncommitted), and the vector index (its pending
+    /// saves get up to [`CLOSE_SAVES`]); the indexes and the store are let
+    /// go. For a workspace no session serves any more, which may be deleted
+    /// the moment its agent's server has exited. A call that still holds the
+    /// corpus may use it again: what it opens then is its own.
+    pub fn close(&self) {
+        self.follower.close();
+        let vectors = lock(&self.vectors).take();
+        if let Some(index) = vectors {
+            index.close(CLOSE_SAVES);
+        }
+        drop(lock(&self.keyword).take());
+        drop(lock(&self.store).take());
+        drop(lock(&self.data).take());
+    }
+
     /// Loads now what a first search would wait for: the model, the keyword
     /// index and the vector index, when anything is embedded. Run in the
     /// background at start-up; a call meanwhile waits only for the piece it
@@ -552,6 +571,10 @@ impl FullVectors for Store {
     }
 }
 
+/// Longest a closing corpus waits for its vector index's queued saves: a
+/// save takes milliseconds, unless it waits behind a graph build.
+const CLOSE_SAVES: Duration = Duration::from_secs(1);
+
 /// Longest a search waits for the follower before it searches what the
 /// keyword index has committed: the step after a few writes takes
 /// milliseconds, one of a first index's seconds.
@@ -582,10 +605,20 @@ impl Corpora {
         &self.embedder
     }
 
-    /// Lets go of the corpora of the workspaces `keep` refuses (calls that
-    /// hold one finish with it; the next opens it anew).
+    /// Lets go of the corpora of the workspaces `keep` refuses and closes
+    /// them ([`Corpus::close`]); the next call there opens its corpus anew.
     pub fn retain(&self, keep: impl Fn(&Path) -> bool) {
-        lock(&self.open).retain(|workspace, _| keep(workspace));
+        let mut gone = Vec::new();
+        lock(&self.open).retain(|workspace, corpus| {
+            let kept = keep(workspace);
+            if !kept {
+                gone.push(corpus.clone());
+            }
+            kept
+        });
+        for corpus in gone {
+            corpus.close();
+        }
     }
 
     /// The corpus of `workspace` (data in `<workspace>/.ragbox/`).

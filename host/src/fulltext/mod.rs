@@ -44,6 +44,10 @@ pub enum FulltextError {
     /// Updating the index panicked (a bug); the next search tries again.
     #[error("updating the keyword index failed unexpectedly; the next search tries again")]
     Panicked,
+    /// Updating the index was stopped before it committed (its workspace is
+    /// no longer served); the next process to search it catches up.
+    #[error("updating the keyword index was stopped; the next search catches up")]
+    Stopped,
     /// The query cannot be run (query syntax the index does not support).
     #[error("cannot search for {query:?}: {message}. Search with plain words (and \"quoted phrases\")")]
     Query {
@@ -63,6 +67,9 @@ pub enum FulltextError {
         message: String,
     },
 }
+
+/// Documents added between two looks at whether an update must stop.
+const STOP_EVERY: usize = 64;
 
 /// One hit: a chunk and its BM25 score.
 #[derive(Debug, Clone, PartialEq)]
@@ -174,6 +181,13 @@ impl Fulltext {
     /// [`crate::store::Store::text_delta`] at [`Self::generation`]) in one
     /// commit. Re-applying a delta is harmless: each changed path is replaced whole.
     pub fn apply(&self, delta: &TextDelta) -> Result<(), FulltextError> {
+        self.apply_until(delta, &|| false)
+    }
+
+    /// [`Self::apply`], given up before it commits once `stop` says so
+    /// (asked every [`STOP_EVERY`] documents): nothing it wrote is then
+    /// searched, and its files are removed by the next writer.
+    pub fn apply_until(&self, delta: &TextDelta, stop: &dyn Fn() -> bool) -> Result<(), FulltextError> {
         let part = &self.documents;
         let writer = part.writer(self.wait)?;
         if delta.full {
@@ -182,8 +196,14 @@ impl Fulltext {
         for path in delta.removed.iter().chain(delta.documents.iter().map(|(doc, _)| &doc.path)) {
             writer.delete_term(Term::from_field_text(part.fields.path, path));
         }
-        for (doc, records) in &delta.documents {
+        for (at, (doc, records)) in delta.documents.iter().enumerate() {
+            if at % STOP_EVERY == 0 && stop() {
+                return Err(FulltextError::Stopped);
+            }
             part.add_document(&writer, doc, records)?;
+        }
+        if stop() {
+            return Err(FulltextError::Stopped);
         }
         part.commit(writer, delta.generation)?;
         self.refresh()

@@ -50,6 +50,18 @@ struct Shared {
     running: Mutex<Option<String>>,
     /// The index is gone: builds and merges still queued are skipped.
     closed: std::sync::atomic::AtomicBool,
+    /// Held while a job writes to the folder; [`Worker::close`] takes it to
+    /// set `shut`, after which nothing is written there.
+    writes: Mutex<()>,
+    shut: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    /// Runs `write` unless the worker was shut (see [`Worker::close`]).
+    fn write<T>(&self, write: impl FnOnce() -> T) -> Option<T> {
+        let _writing = lock(&self.writes);
+        (!self.shut.load(Ordering::Acquire)).then(write)
+    }
 }
 
 /// The worker of one index; its thread starts with the first job and ends
@@ -167,6 +179,25 @@ impl Worker {
         lock(&self.shared.running).clone()
     }
 
+    /// Writes nothing more to the folder, from the moment a write under way
+    /// (waited for) ends: queued saves get up to `saves` to run first; builds
+    /// and merges queued are skipped, one running writes nothing when done.
+    /// (Its folder may be about to be deleted: its workspace is no longer served.)
+    pub(super) fn close(&mut self, saves: std::time::Duration) {
+        self.shared.closed.store(true, Ordering::Release);
+        let deadline = std::time::Instant::now() + saves;
+        let mut pending = lock(&self.shared.pending);
+        while self.shared.saves.load(Ordering::Acquire) > 0 && *pending > 0 {
+            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else { break };
+            pending = self.shared.idle.wait_timeout(pending, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        drop(pending);
+        let _writing = lock(&self.shared.writes);
+        self.shared.shut.store(true, Ordering::Release);
+        // The thread ends once it has passed over what is queued.
+        self.sender = None;
+    }
+
     /// Blocks until every queued job is done.
     pub(super) fn wait(&self) {
         let mut pending = lock(&self.shared.pending);
@@ -189,7 +220,7 @@ fn run(job: Job, shared: &Shared, save: Option<&SaveDir>, params: GraphParams) {
     let set_running = |what: Option<String>| *lock(&shared.running) = what;
     match job {
         Job::Persist(segment) => {
-            if let Some(Err(e)) = save.map(|s| s.write_segment(&segment)) {
+            if let Some(Some(Err(e))) = save.map(|s| shared.write(|| s.write_segment(&segment))) {
                 tracing::warn!("cannot save vector segment {}: {e}", segment.id);
             }
         }
@@ -202,7 +233,7 @@ fn run(job: Job, shared: &Shared, save: Option<&SaveDir>, params: GraphParams) {
             let started = std::time::Instant::now();
             let graph = segment.build_graph(params);
             tracing::info!(chunks = segment.len(), ms = started.elapsed().as_millis() as u64, "built a vector graph");
-            if let Some(Err(e)) = save.map(|s| s.write_graph(segment.id, graph)) {
+            if let Some(Some(Err(e))) = save.map(|s| shared.write(|| s.write_graph(segment.id, graph))) {
                 tracing::warn!("cannot save the graph of vector segment {}: {e}", segment.id);
             }
             shared.built.fetch_add(1, Ordering::AcqRel);
@@ -216,10 +247,11 @@ fn run(job: Job, shared: &Shared, save: Option<&SaveDir>, params: GraphParams) {
             if let Some(segment) = &segment {
                 segment.build_graph(params);
                 if let Some(save) = save {
-                    let written = save
-                        .write_segment(segment)
-                        .and_then(|()| save.write_graph(segment.id, segment.graph.get().expect("built above")));
-                    if let Err(e) = written {
+                    let written = shared.write(|| {
+                        save.write_segment(segment)
+                            .and_then(|()| save.write_graph(segment.id, segment.graph.get().expect("built above")))
+                    });
+                    if let Some(Err(e)) = written {
                         tracing::warn!("cannot save merged vector segment {id}: {e}");
                     }
                 }
@@ -236,7 +268,7 @@ fn run(job: Job, shared: &Shared, save: Option<&SaveDir>, params: GraphParams) {
         }
         Job::Save(mut saving) => {
             let started = std::time::Instant::now();
-            match save.map(|s| s.write_manifest(&mut saving)) {
+            match save.and_then(|s| shared.write(|| s.write_manifest(&mut saving))) {
                 Some(Ok(())) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "saved the vector index"),
                 Some(Err(e)) => tracing::warn!("cannot save the vector index: {e}"),
                 None => {}

@@ -486,6 +486,16 @@ impl VectorIndex {
         self.save();
     }
 
+    /// Stops writing to its folder (its workspace is no longer served): what
+    /// changed is queued for saving, saves get up to `saves` to run, and
+    /// from then on nothing is written there (see `jobs::Worker::close`).
+    pub fn close(mut self, saves: std::time::Duration) {
+        if self.unsaved {
+            self.save();
+        }
+        self.worker.close(saves);
+    }
+
     /// Waits until what this process queued for saving is written (not for
     /// graph builds, which the next process resumes).
     pub fn wait_saved(&self) {

@@ -38,6 +38,38 @@ pub struct RagboxServer {
 /// Resource requests served at once (the rest wait their turn).
 const RESOURCE_SLOTS: usize = 4;
 
+/// Longest a session whose client left waits for its work (cancelled calls,
+/// the warm-up) to end before it ends anyway.
+const FINISH_WAIT: Duration = Duration::from_secs(60);
+
+/// What a session has running (calls, resource reads, the warm-up, the
+/// watch and the tools poll), counted so that it can wait for all of it
+/// once its client is gone: a session that ended leaves nothing running.
+#[derive(Default)]
+struct Running(tokio::sync::watch::Sender<usize>);
+
+/// One piece of a session's work, counted until dropped.
+struct Held(Arc<Running>);
+
+impl Running {
+    fn hold(self: &Arc<Self>) -> Held {
+        self.0.send_modify(|n| *n += 1);
+        Held(self.clone())
+    }
+
+    /// Returns once nothing is running (false when `within` passed first).
+    async fn finished(&self, within: Duration) -> bool {
+        let mut count = self.0.subscribe();
+        tokio::time::timeout(within, count.wait_for(|n| *n == 0)).await.is_ok()
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.0.send_modify(|n| *n -= 1);
+    }
+}
+
 struct Inner {
     runner: Arc<Runner>,
     /// What `tools/list` offers (`--tools`, `--output-schemas`).
@@ -55,6 +87,8 @@ struct Inner {
     idle: Arc<Idle>,
     /// Where the session's log lines also go (a per-user service's session: its relay).
     log: Option<logs::Sink>,
+    /// The session's work in flight.
+    running: Arc<Running>,
 }
 
 /// The `tools/list` entries and the setup they were made from.
@@ -95,6 +129,7 @@ impl RagboxServer {
                 listing: Mutex::default(),
                 idle,
                 log,
+                running: Arc::default(),
             }),
         }
     }
@@ -160,13 +195,29 @@ impl RagboxServer {
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> tokio::task::JoinHandle<T> {
-        let log = self.inner.log.clone();
-        tokio::task::spawn_blocking(move || logs::with(log.as_ref(), work))
+        let (log, held) = (self.inner.log.clone(), self.inner.running.hold());
+        tokio::task::spawn_blocking(move || {
+            let _held = held;
+            logs::with(log.as_ref(), work)
+        })
     }
 
     /// Runs `task` beside the clients, what it logs the session's.
     fn spawn<F: Future<Output: Send + 'static> + Send + 'static>(&self, task: F) {
-        tokio::spawn(logs::tagged(self.inner.log.clone(), task));
+        let held = self.inner.running.hold();
+        tokio::spawn(logs::tagged(self.inner.log.clone(), async move {
+            let _held = held;
+            task.await
+        }));
+    }
+
+    /// Returns once the session's work has ended (its calls were cancelled
+    /// with its client's leaving, its background stopped), or [`FINISH_WAIT`]
+    /// has passed.
+    async fn finish(&self) {
+        if !self.inner.running.finished(FINISH_WAIT).await {
+            tracing::warn!("work of a session whose client left was still running after {} s", FINISH_WAIT.as_secs());
+        }
     }
 
     /// The clients still connected.
@@ -206,6 +257,7 @@ impl RagboxServer {
         &self,
         work: impl FnOnce(&Resources<'_>) -> Result<T, ResourceError> + Send + 'static,
     ) -> Result<T, McpError> {
+        let _held = self.inner.running.hold();
         let _slot = self
             .inner
             .resource_slots
@@ -344,17 +396,21 @@ where
 {
     let stop = CancellationToken::new();
     server.start_background(watch, &stop);
+    let session = server.clone();
     let (transport, writer) = super::stdio::framed(input, output, logs);
     let running = server.serve(transport).await;
     let running = match running {
         Ok(running) => running,
         Err(e) => {
             stop.cancel();
+            session.finish().await;
             return Err(e.into());
         }
     };
     let reason = running.waiting().await;
     stop.cancel();
+    // Nothing of the session's goes on once it has ended.
+    session.finish().await;
     let reason = reason?;
     // The last replies out before the process ends.
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
@@ -490,6 +546,7 @@ impl ServerHandler for RagboxServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let _held = self.inner.running.hold();
         // rmcp runs this on a task of its own: what it logs is the session's.
         logs::tagged(self.inner.log.clone(), self.tool_call(request, context)).await
     }

@@ -122,7 +122,14 @@ async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idl
     if !platform::peer_is_this_user(&stream) {
         return tracing::warn!("refused a connection from another user's process");
     }
-    let (read, mut write) = stream.into_split();
+    // The relay's connection stays open through this second handle until the
+    // session's work has ended and its corpora no session serves are closed:
+    // the relay exits (and its agent may delete the workspace) only then.
+    // (The halves are tokio's generic split: dropping one shuts nothing down.)
+    let Ok((stream, held_open)) = hold_open(stream) else {
+        return tracing::warn!("cannot take a connection: its socket could not be duplicated");
+    };
+    let (read, mut write) = tokio::io::split(stream);
     let mut read = BufReader::new(read);
     let hello = match tokio::time::timeout(HELLO_WAIT, read_hello(&mut read)).await {
         Ok(Ok(Some(hello))) => hello,
@@ -165,7 +172,7 @@ async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idl
         let _ = std::fs::OpenOptions::new().write(true).open(&sessions.log).and_then(|f| f.set_len(0));
     }
     tracing::info!(workspace = %served.display(), watch = hello.watch, "session opened");
-    let _open = Open::new(sessions, hub, served.clone());
+    let open = Open::new(sessions, hub, served.clone());
     let offer = Offer { tools, output_schemas: hello.output_schemas };
     // What the session's work logs goes to its relay's stderr too.
     let (log, logs) = logs::sink();
@@ -174,6 +181,19 @@ async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idl
     if let Err(e) = serving.await {
         tracing::warn!(workspace = %served.display(), "session ended: {e:#}");
     }
+    // Its work is over (`serve_lines` waits for it); what no session serves now is closed.
+    if tokio::task::spawn_blocking(move || open.close()).await.is_err() {
+        tracing::warn!(workspace = %served.display(), "closing the session's indexes failed");
+    }
+    drop(held_open);
+}
+
+/// `stream` and a second handle to its socket, which keeps the connection
+/// open after the first (and the halves made of it) are dropped.
+fn hold_open(stream: UnixStream) -> std::io::Result<(UnixStream, std::os::unix::net::UnixStream)> {
+    let stream = stream.into_std()?;
+    let second = stream.try_clone()?;
+    Ok((UnixStream::from_std(stream)?, second))
 }
 
 /// One open session's workspace among those served, until it is dropped
@@ -182,17 +202,26 @@ struct Open {
     sessions: Arc<Sessions>,
     hub: Arc<Hub>,
     served: PathBuf,
+    /// [`Open::close`] ran.
+    closed: bool,
 }
 
 impl Open {
     fn new(sessions: Arc<Sessions>, hub: Arc<Hub>, served: PathBuf) -> Self {
         sessions.served.lock().unwrap_or_else(|e| e.into_inner()).push(served.clone());
-        Self { sessions, hub, served }
+        Self { sessions, hub, served, closed: false }
     }
-}
 
-impl Drop for Open {
-    fn drop(&mut self) {
+    /// Takes the session out of those served and closes the corpora no open
+    /// session serves, waiting until they write nothing more. Blocks.
+    fn close(mut self) {
+        self.closed = true;
+        let still = self.leave();
+        self.hub.keep_only(&still);
+    }
+
+    /// Takes the session out of those served: the workspaces still served.
+    fn leave(&self) -> Vec<PathBuf> {
         let still: Vec<PathBuf> = {
             let mut open = self.sessions.served.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(at) = open.iter().position(|w| *w == self.served) {
@@ -201,7 +230,18 @@ impl Drop for Open {
             open.clone()
         };
         tracing::info!(workspace = %self.served.display(), open = still.len(), "session closed");
-        // A corpus let go may join its index's threads: not on a runtime thread.
+        still
+    }
+}
+
+impl Drop for Open {
+    /// A session task that ended without [`Open::close`] (it panicked): the
+    /// same, in the background.
+    fn drop(&mut self) {
+        if self.closed {
+            return;
+        }
+        let still = self.leave();
         let hub = self.hub.clone();
         drop(tokio::task::spawn_blocking(move || hub.keep_only(&still)));
     }
@@ -249,7 +289,7 @@ fn tidy(dir: &Path) {
     }
 }
 
-async fn read_hello(read: &mut BufReader<tokio::net::unix::OwnedReadHalf>) -> anyhow::Result<Option<Hello>> {
+async fn read_hello(read: &mut BufReader<tokio::io::ReadHalf<UnixStream>>) -> anyhow::Result<Option<Hello>> {
     let mut line = Vec::new();
     (&mut *read).take(MAX_HELLO).read_until(b'\n', &mut line).await?;
     if line.is_empty() {
@@ -261,7 +301,7 @@ async fn read_hello(read: &mut BufReader<tokio::net::unix::OwnedReadHalf>) -> an
     Ok(Some(serde_json::from_slice(&line)?))
 }
 
-async fn send(write: &mut tokio::net::unix::OwnedWriteHalf, reply: &Reply) -> std::io::Result<()> {
+async fn send(write: &mut tokio::io::WriteHalf<UnixStream>, reply: &Reply) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(reply)?;
     line.push(b'\n');
     write.write_all(&line).await?;
