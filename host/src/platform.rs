@@ -421,3 +421,33 @@ pub fn confinement() -> String {
     }
     out
 }
+
+/// Eight random bytes, for names of temporary files (from the OS; a
+/// hash of the process id if it has none to give).
+pub fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        use std::hash::BuildHasher as _;
+        return std::collections::hash_map::RandomState::new().hash_one(std::process::id());
+    }
+    u64::from_le_bytes(bytes)
+}
+
+/// Flushes `dir`'s entries (files made, renamed or removed in it) to disk.
+/// Windows needs nothing: a file's entry is durable with the file.
+pub fn sync_dir(dir: &cap_std::fs::Dir) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::{Mode, OFlags};
+        // A held folder may be open for paths only (Linux's O_PATH), which cannot be synced.
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let opened = rustix::fs::openat(dir, ".", flags, Mode::empty())?;
+        rustix::fs::fsync(&opened)?;
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}

@@ -1,10 +1,13 @@
 //! What one session may cost the process that serves every agent, and what it
 //! leaves behind: a session that ended leaves nothing running in its
-//! workspace. Each runs through the per-user service and standalone, where
-//! both apply.
+//! workspace, a data dir swapped while served is never written through, a
+//! client that reads nothing cannot grow the process, and what cannot be
+//! read as a message gets JSON-RPC's own errors. Each runs through the
+//! per-user service and standalone, where both apply.
 
-use ragbox_tests::{Fixture, Raw};
+use ragbox_tests::{Fixture, Raw, tree};
 use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// `serve` with `args`, through the per-user service or in its own process.
@@ -24,6 +27,18 @@ fn wait_for(what: &str, within: Duration, done: impl Fn() -> bool) {
         assert!(started.elapsed() < within, "{what} did not happen within {within:?}");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Every file under `dir` with its bytes, links not followed.
+fn contents(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    tree(dir)
+        .into_iter()
+        .filter(|(p, _)| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+        .map(|(p, _)| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect()
 }
 
 /// Calls `tool` with `arguments`; the reply's `result`.
@@ -79,5 +94,49 @@ fn a_workspace_can_be_deleted_the_moment_its_agent_has_exited() {
             std::thread::sleep(Duration::from_millis(150 * round));
             delete_after_exit(&f, raw, standalone, round);
         }
+    }
+}
+
+#[test]
+#[cfg(unix)]
+fn a_data_dir_swapped_for_a_link_while_served_is_never_written_through() {
+    for standalone in [false, true] {
+        let f = Fixture::tldr(10);
+        // Another workspace of the same user's, indexed: what a link could lead to.
+        let other = f.dir.path().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        for i in 0..5 {
+            std::fs::write(other.join(format!("note-{i}.md")), format!("Other notes, page {i}: pelicans.\n")).unwrap();
+        }
+        for dir in [&f.workspace, &other] {
+            let out = f.command(&["index", "-w", dir.to_str().unwrap()]).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+        let mut raw = serve(&f, &["--watch"], standalone);
+        let found = call(&mut raw, 1, "search", json!({"query": "tar", "search_type": "fulltext"}));
+        assert_ne!(found["isError"], true, "{found}");
+        let before = contents(&other.join(".ragbox"));
+
+        // What a `git pull` that tracks a link there does: the folder goes, a link comes.
+        let data = f.workspace.join(".ragbox");
+        std::fs::rename(&data, f.dir.path().join("moved-away")).unwrap();
+        std::os::unix::fs::symlink(other.join(".ragbox"), &data).unwrap();
+        // The watch indexes these; a search follows.
+        for i in 0..40 {
+            f.write(&format!("new/page-{i}.md"), &format!("# New page {i}\n\nPelicans and tar archives, {i}.\n"));
+        }
+        std::thread::sleep(Duration::from_secs(5));
+        assert!(
+            contents(&other.join(".ragbox")) == before,
+            "standalone={standalone}: the other workspace's data dir was written through the link"
+        );
+        // The session says what happened, naming the folder.
+        let refused = call(&mut raw, 2, "search", json!({"query": "pelicans", "search_type": "fulltext"}));
+        assert_eq!(refused["isError"], true, "standalone={standalone}: {refused}");
+        let said = refused.to_string();
+        assert!(said.contains(&data.display().to_string()) && said.contains("replaced"), "{said}");
+        std::thread::sleep(Duration::from_secs(1));
+        assert!(contents(&other.join(".ragbox")) == before, "standalone={standalone}: written after the call");
+        drop(raw);
     }
 }

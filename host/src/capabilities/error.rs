@@ -34,7 +34,9 @@ impl From<StoreError> for Error {
             StoreError::Busy(_) | StoreError::Unreachable { .. } | StoreError::Conflict { .. } => ErrorCode::Busy,
             StoreError::Corrupt { .. }
             | StoreError::Schema { .. }
-            | StoreError::DataDir(DataDirError::NotPlain { .. } | DataDirError::TooLarge { .. }) => ErrorCode::Corrupt,
+            | StoreError::DataDir(
+                DataDirError::NotPlain { .. } | DataDirError::TooLarge { .. } | DataDirError::Replaced { .. },
+            ) => ErrorCode::Corrupt,
             StoreError::ModelMismatch { .. } => ErrorCode::ModelMismatch,
             StoreError::Dimension { .. } | StoreError::Invalid { .. } => ErrorCode::Invalid,
             StoreError::Io { .. }

@@ -47,9 +47,10 @@ impl Step {
 }
 
 impl Keyword {
-    /// The keyword index kept in `dir`; the records are read on first search.
-    pub(super) fn open(dir: &Path) -> Result<Self, CorpusError> {
-        let fulltext = Arc::new(Fulltext::open(dir)?);
+    /// The keyword index kept in the folder `dir` (held open; shown as
+    /// `shown`); the records are read on first search.
+    pub(super) fn open(dir: &cap_std::fs::Dir, shown: &Path) -> Result<Self, CorpusError> {
+        let fulltext = Arc::new(Fulltext::open_in(dir, shown)?);
         Ok(Self { fulltext, documents: HashMap::new(), generation: 0, indexed: 0, applying: false })
     }
 

@@ -183,6 +183,16 @@ impl Corpus {
         Ok(slot.clone())
     }
 
+    /// `Err` once the data dir held open is no longer the one at its path
+    /// (see [`DataDir::in_place`]): asked before writes and at each call's start.
+    fn in_place(&self) -> Result<(), CorpusError> {
+        let held = lock(&self.data).clone();
+        match held {
+            Some(data) => Ok(data.in_place()?),
+            None => Ok(()),
+        }
+    }
+
     /// Where the store is: the redb file, or the shared collection as
     /// `postgres://user@host:port/db#collection` (never a password).
     pub fn location(&self) -> String {
@@ -238,6 +248,7 @@ impl Corpus {
     /// dropped: one call's operations then share one open of the file.
     /// (A shared store needs no holding: `None`.)
     pub fn hold(&self) -> Result<Option<Store>, CorpusError> {
+        self.in_place()?;
         if self.shared.is_some() {
             return Ok(None);
         }
@@ -292,6 +303,7 @@ impl Corpus {
             true => None,
             false => Some(self.embedder.get()?.info().clone()),
         };
+        self.in_place()?;
         let now = now_millis();
         for doc in &mut docs {
             doc.record.embedded_at = now;
@@ -310,6 +322,7 @@ impl Corpus {
 
     /// Removes the document at `path`; false when it was not stored.
     pub fn remove(&self, path: &str) -> Result<bool, CorpusError> {
+        self.in_place()?;
         let Some(store) = self.reader()? else { return Ok(false) };
         let removed = store.remove_document(path)?;
         if removed {
@@ -449,6 +462,7 @@ impl Corpus {
     /// One step of the follower: the changes the keyword index lacks,
     /// applied without holding its lock (searches go on meanwhile).
     fn follow_step(&self) -> Result<(), CorpusError> {
+        self.in_place()?;
         let Some((store, mut slot)) = self.open_keyword()? else { return Ok(()) };
         let Some(step) = slot.as_mut().map(|(_, keyword)| keyword.step(store.as_ref())).transpose()?.flatten() else {
             // Up to date: a search waiting for it looks again.
@@ -492,7 +506,8 @@ impl Corpus {
                     data.remove_index_dir(&format!("{SHARED_DIR}/{name}"))?;
                 }
             }
-            let keyword = Keyword::open(&data.index_dir(&rel)?)?;
+            let (dir, shown) = data.index_dir(&rel)?;
+            let keyword = Keyword::open(&dir, &shown)?;
             *slot = Some((rel, keyword));
         }
         Ok(Some((store, slot)))

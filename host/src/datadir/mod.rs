@@ -119,12 +119,24 @@ pub enum DataDirError {
     /// The user's key cannot be had.
     #[error(transparent)]
     Key(#[from] KeyError),
+    /// The folder was replaced (by a link, or another folder) since it was opened.
+    #[error(
+        "{path} was replaced since this ragbox opened it (by a link or another folder): nothing more is \
+         read or written there through this server. Restart the agent's server (or `ragbox serve`) to use \
+         what is there now"
+    )]
+    Replaced {
+        /// The data dir.
+        path: PathBuf,
+    },
 }
 
 /// A workspace's data dir, held open.
 pub struct DataDir {
     path: PathBuf,
     dir: Dir,
+    /// The folder's identity when it was opened (see [`DataDir::in_place`]).
+    identity: FileId,
     /// The key stamps are checked with; the user's unless a test gave one.
     key: OnceLock<Arc<Key>>,
     /// The store file's identity (0: no store) this process has found
@@ -220,7 +232,21 @@ impl DataDir {
             // Through the handle held, never by name: the name may be a link by now.
             platform::make_dir_private(&dir).map_err(io)?;
         }
-        Ok(Self { path, dir, key: OnceLock::new(), vouched: Mutex::new(None) })
+        Ok(Self { path, dir, identity: platform::file_id(&meta), key: OnceLock::new(), vouched: Mutex::new(None) })
+    }
+
+    /// `Err` once the folder at its path is no longer the one held (it was
+    /// swapped for a link, or another folder, as a `git pull` that tracks a
+    /// link there does): a server then stops using it, so that nothing of its
+    /// workspace's goes into another's data dir, and says so. Costs a few
+    /// system calls; asked before each write and each call's first read.
+    pub fn in_place(&self) -> Result<(), DataDirError> {
+        let here = self.path.parent().zip(self.path.file_name().and_then(|n| n.to_str()));
+        let now = here.and_then(|(parent, name)| platform::dir_identity(&open_workspace(parent).ok()?, name));
+        match now {
+            Some(now) if now == self.identity => Ok(()),
+            _ => Err(DataDirError::Replaced { path: self.path.clone() }),
+        }
     }
 
     /// This data dir, its stamps checked with `key` instead of the user's.
@@ -553,8 +579,9 @@ impl DataDir {
 
     /// The folder `rel` (`keyword`, `shared/<name>`) checked and made, for a
     /// tantivy index: every entry in it a plain file or folder, the files
-    /// tantivy reads whole within their cap. Returns its path.
-    pub fn index_dir(&self, rel: &str) -> Result<PathBuf, DataDirError> {
+    /// tantivy reads whole within their cap. Returns it held open, and its path
+    /// (for messages: the index is reached through the handle alone).
+    pub fn index_dir(&self, rel: &str) -> Result<(Dir, PathBuf), DataDirError> {
         self.vouch()?;
         let mut dir = self.dir.try_clone().map_err(self.io(""))?;
         let mut shown = PathBuf::new();
@@ -572,7 +599,7 @@ impl DataDir {
             dir = dir.open_dir_nofollow(part).map_err(|source| DataDirError::Io { path, source })?;
         }
         self.check_tree(&dir, &shown, 0)?;
-        Ok(self.path.join(shown))
+        Ok((dir, self.path.join(shown)))
     }
 
     /// Refuses a link or special file anywhere in `dir` (`shown` from the
@@ -766,7 +793,7 @@ impl DataDir {
     fn remove_in(&self, parent: &Dir, shown: &str, name: &str) -> Result<(), DataDirError> {
         let path = self.path.join(shown).join(name);
         let io = |source| DataDirError::Io { path: path.clone(), source };
-        let first = format!("{DISCARD_PREFIX}{:016x}", random_u64());
+        let first = format!("{DISCARD_PREFIX}{:016x}", platform::random_u64());
         match parent.rename(name, &self.dir, &first) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -782,7 +809,7 @@ impl DataDir {
             for entry in dir.entries().map_err(io)? {
                 let entry = entry.map_err(io)?;
                 if entry.file_type().map_err(io)?.is_dir() {
-                    let moved = format!("{DISCARD_PREFIX}{:016x}", random_u64());
+                    let moved = format!("{DISCARD_PREFIX}{:016x}", platform::random_u64());
                     dir.rename(entry.file_name(), &self.dir, &moved).map_err(io)?;
                     queue.push(moved);
                 } else {
@@ -838,7 +865,7 @@ impl DataDir {
     /// Writes `name` in `dir` through a temporary file, so a reader sees the
     /// old content or the new.
     fn write_atomically(&self, dir: &Dir, name: &str, bytes: &[u8]) -> Result<(), DataDirError> {
-        let tmp = format!(".{name}-{:016x}", random_u64());
+        let tmp = format!(".{name}-{:016x}", platform::random_u64());
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
         platform::no_follow_no_block(platform::private_file(&mut options));
@@ -894,13 +921,4 @@ fn kind_of(dir: &Dir, name: &Path, path: &Path) -> Result<Kind, DataDirError> {
 fn open_workspace(workspace: &Path) -> Result<Dir, DataDirError> {
     Dir::open_ambient_dir(workspace, ambient_authority())
         .map_err(|source| DataDirError::Io { path: workspace.to_path_buf(), source })
-}
-
-fn random_u64() -> u64 {
-    let mut bytes = [0u8; 8];
-    if getrandom::fill(&mut bytes).is_err() {
-        use std::hash::BuildHasher as _;
-        return std::collections::hash_map::RandomState::new().hash_one(std::process::id());
-    }
-    u64::from_le_bytes(bytes)
 }

@@ -16,8 +16,12 @@
 //! lock is retried, as the store does.
 
 mod analyzer;
+mod held;
 
 use crate::store::{ChunkRecord, DocumentRecord, TextDelta};
+use cap_fs_ext::DirExt as _;
+use cap_std::fs::Dir;
+use held::HeldDirectory;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -31,6 +35,11 @@ use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermSetQuery};
 use tantivy::schema::{FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::TokenizerManager;
 use tantivy::{DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, Term, doc};
+
+/// The index's folder in its keyword folder.
+const DOCUMENTS: &str = "documents";
+/// Where an older ragbox indexed chunks apart (removed when found).
+const OLD_CHUNKS: &str = "chunks";
 
 /// Memory the writer may buffer before flushing a segment.
 const WRITER_BUDGET: usize = 50 << 20;
@@ -160,16 +169,24 @@ pub struct Fulltext {
 }
 
 impl Fulltext {
-    /// Opens (creating if needed) the index in `dir`.
-    pub fn open(dir: &Path) -> Result<Self, FulltextError> {
+    /// Opens (creating if needed) the index in the folder `dir`, held open
+    /// (shown as `shown`): every file of it is reached through that handle.
+    pub fn open_in(dir: &Dir, shown: &Path) -> Result<Self, FulltextError> {
         // Chunks were once indexed apart, in `chunks/`: derived data nothing reads now.
-        let older = dir.join("chunks");
-        if std::fs::symlink_metadata(&older).is_ok_and(|m| m.is_dir())
-            && let Err(e) = std::fs::remove_dir_all(&older)
+        if dir.symlink_metadata(OLD_CHUNKS).is_ok_and(|m| m.is_dir())
+            && let Err(e) = dir.remove_dir_all(OLD_CHUNKS)
         {
-            tracing::warn!("could not remove the older keyword index {}: {e}", older.display());
+            tracing::warn!("could not remove the older keyword index {}: {e}", shown.join(OLD_CHUNKS).display());
         }
-        Ok(Self { documents: Part::open(&dir.join("documents"))?, wait: Duration::from_secs(30) })
+        Ok(Self { documents: Part::open(dir, DOCUMENTS, &shown.join(DOCUMENTS))?, wait: Duration::from_secs(30) })
+    }
+
+    /// [`Self::open_in`] the folder at `dir`, made when missing (tests and tools).
+    pub fn open(dir: &Path) -> Result<Self, FulltextError> {
+        let fail = |e: std::io::Error| FulltextError::Index { path: dir.to_path_buf(), message: brief(&e) };
+        std::fs::create_dir_all(dir).map_err(fail)?;
+        let held = Dir::open_ambient_dir(dir, cap_std::ambient_authority()).map_err(fail)?;
+        Self::open_in(&held, dir)
     }
 
     /// The store generation the index reflects (0 for a new index).
@@ -357,10 +374,16 @@ fn brief(e: &dyn std::fmt::Display) -> String {
 }
 
 impl Part {
-    /// Opens the index in `dir`.
-    fn open(dir: &Path) -> Result<Self, FulltextError> {
+    /// Opens the index in the folder `name` of `parent` (made when missing; shown as `dir`).
+    fn open(parent: &Dir, name: &str, dir: &Path) -> Result<Self, FulltextError> {
         let fail = |e: &dyn std::fmt::Display| FulltextError::Index { path: dir.to_path_buf(), message: brief(e) };
-        std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
+        let folder = || -> std::io::Result<Dir> {
+            match parent.create_dir_with(name, &crate::platform::private_dir()) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+                _ => {}
+            }
+            parent.open_dir_nofollow(name)
+        };
         let mut schema = Schema::builder();
         let analyzed = TextOptions::default().set_indexing_options(
             TextFieldIndexing::default().set_tokenizer(analyzer::NAME).set_index_option(
@@ -378,16 +401,15 @@ impl Part {
             chunk_ends: schema.add_u64_field("chunk_ends", FAST),
         };
         let schema = schema.build();
-        let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| fail(&e))?;
+        let directory = HeldDirectory::new(folder().map_err(|e| fail(&e))?, dir);
         let index = match Index::open_or_create(directory, schema.clone()) {
             Ok(index) => index,
             // Written by an older ragbox with another schema or analyzer: the
             // index is derived, so start it over and let the store fill it.
             Err(tantivy::TantivyError::SchemaError(why)) => {
                 tracing::warn!("keyword index {} has an older format ({why}); rebuilding it", dir.display());
-                std::fs::remove_dir_all(dir).map_err(|e| fail(&e))?;
-                std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
-                let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| fail(&e))?;
+                parent.remove_dir_all(name).map_err(|e| fail(&e))?;
+                let directory = HeldDirectory::new(folder().map_err(|e| fail(&e))?, dir);
                 Index::create(directory, schema, tantivy::IndexSettings::default()).map_err(|e| fail(&e))?
             }
             Err(e) => return Err(fail(&e)),
