@@ -671,6 +671,20 @@ async fn smaller_holes_are_closed() {
     raw.send(&nested(2, 128));
     let refused = raw.recv();
     assert_eq!((&refused["id"], &refused["error"]["code"]), (&json!(2), &json!(-32600)), "{refused}");
+    // Its id after the nesting: the refusal carries it too.
+    let after = |id: u64, levels: usize| {
+        let inner = levels - 2;
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"ping","params":{{"x":{}1{}}},"id":{id}}}"#,
+            "[".repeat(inner),
+            "]".repeat(inner)
+        )
+    };
+    raw.send(&after(4, 127));
+    assert_eq!(raw.recv()["id"], 4);
+    raw.send(&after(5, 128));
+    let refused = raw.recv();
+    assert_eq!((&refused["id"], &refused["error"]["code"]), (&json!(5), &json!(-32600)), "{refused}");
     raw.ping(3);
 }
 

@@ -7,15 +7,18 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 #[test]
-fn malformed_lines_are_ignored_and_the_server_stays_up() {
+fn what_is_not_json_gets_a_parse_error_and_the_server_stays_up() {
     let f = Fixture::cortext();
-    let mut raw = Raw::start(&f);
-    for junk in ["{not json", "]]]", "\u{1}\u{2}binary", "{\"jsonrpc\":\"2.0\",\"id\":"] {
-        raw.send(junk);
+    for standalone in [false, true] {
+        let mut raw = if standalone { Raw::start_standalone(&f) } else { Raw::start(&f) };
+        for junk in ["{not json", "]]]", "\u{1}\u{2}binary", "{\"jsonrpc\":\"2.0\",\"id\":"] {
+            raw.send(junk);
+            // JSON-RPC's parse error; its id cannot be told, so it is null.
+            let reply = raw.recv();
+            assert_eq!((&reply["id"], &reply["error"]["code"]), (&Value::Null, &json!(-32700)), "{junk}: {reply}");
+        }
+        raw.ping(1);
     }
-    // Unparsable input has no id to answer (the official SDKs ignore it too).
-    raw.silent_for(Duration::from_millis(300));
-    raw.ping(1);
 }
 
 #[test]

@@ -140,3 +140,74 @@ fn a_data_dir_swapped_for_a_link_while_served_is_never_written_through() {
         drop(raw);
     }
 }
+
+/// The peak resident memory of process `pid` so far (`VmHWM`), in MiB.
+#[cfg(target_os = "linux")]
+fn peak_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
+    line.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()).expect("kB") >> 10
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_client_that_reads_no_answers_cannot_grow_the_process() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    for standalone in [false, true] {
+        let f = Fixture::empty();
+        // The largest file a resource read returns whole.
+        f.write("big.txt", &"pelican ".repeat(1 << 20));
+        let big = std::fs::canonicalize(f.workspace.join("big.txt")).unwrap();
+        let uri = url::Url::from_file_path(&big).unwrap().to_string();
+        let mut args = vec!["serve"];
+        if standalone {
+            args.push("--standalone");
+        }
+        // Its stdout is a pipe nobody reads.
+        let mut child =
+            f.command(&args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = said.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let mut input = child.stdin.take().unwrap();
+        let mut lines = vec![
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"0"}}}"#.to_string(),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+        ];
+        for id in 1..=150 {
+            lines.push(
+                json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}}).to_string(),
+            );
+        }
+        // Small lines: all fit in the pipes, whether or not the server reads them.
+        input.write_all((lines.join("\n") + "\n").as_bytes()).unwrap();
+        input.flush().unwrap();
+        std::thread::sleep(Duration::from_secs(8));
+        let pid = if standalone {
+            child.id()
+        } else {
+            const SAID: &str = "served by this user's ragbox service pid=";
+            let log = said.lock().unwrap().clone();
+            let at = log.find(SAID).unwrap_or_else(|| panic!("not handed to the service: {log}"));
+            log[at + SAID.len()..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
+        };
+        // Another agent's session is served meanwhile (by the same service).
+        let mut other = serve(&f, &[], standalone);
+        other.ping(1);
+        let found = call(&mut other, 2, "search_workspace", json!({"query": "pelican"}));
+        assert_ne!(found["isError"], true, "{found}");
+        let peak = peak_mib(pid);
+        // 150 answers of 8 MiB each would be over 1.2 GB; a few at a time wait.
+        assert!(peak < 500, "standalone={standalone}: the serving process reached {peak} MiB");
+        drop(other);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

@@ -15,4 +15,4 @@ pub use server::{RagboxServer, serve_stdio};
 #[cfg(unix)]
 pub use server::serve_lines;
 #[cfg(unix)]
-pub use stdio::{LOG_LINE, Piece, id_in, walk};
+pub use stdio::{LOG_LINE, id_in, is_answer, same_id};

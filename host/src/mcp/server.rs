@@ -7,6 +7,7 @@
 use super::profile::{Offer, Profile};
 use super::progress;
 use super::reply::{failed, to_result};
+use super::stdio::Flow;
 use crate::logs;
 use crate::memory::{self, Idle};
 use crate::resources::{Body, ResourceError, Resources};
@@ -17,7 +18,7 @@ use crate::workspace::Workspaces;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
+    RequestId, Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -75,8 +76,11 @@ struct Inner {
     /// What `tools/list` offers (`--tools`, `--output-schemas`).
     offer: Offer,
     /// Resource reads and lists at once: each may hold a file of up to
-    /// `MAX_READ_BYTES` (and its JSON) in memory.
-    resource_slots: tokio::sync::Semaphore,
+    /// `MAX_READ_BYTES` (and its JSON) in memory, until its answer is
+    /// written (over stdio: see `stdio::Flow`).
+    resource_slots: Arc<tokio::sync::Semaphore>,
+    /// The stdio session's requests in flight (none over HTTP).
+    flow: std::sync::OnceLock<Arc<Flow>>,
     /// Every client that finished `initialize`, told when the tool list changes.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     /// The `tools/list` entries, made once per setup: HTTP asks for a tool's
@@ -124,7 +128,8 @@ impl RagboxServer {
             inner: Arc::new(Inner {
                 runner,
                 offer,
-                resource_slots: tokio::sync::Semaphore::new(RESOURCE_SLOTS),
+                resource_slots: Arc::new(tokio::sync::Semaphore::new(RESOURCE_SLOTS)),
+                flow: std::sync::OnceLock::new(),
                 peers: Mutex::new(Vec::new()),
                 listing: Mutex::default(),
                 idle,
@@ -253,15 +258,19 @@ impl RagboxServer {
 
     /// Runs `work` on the served workspace's resources on a blocking thread
     /// (the index is read from disk), its error made MCP's.
+    /// Over stdio its slot is kept until the answer to request `id` is
+    /// written: a client that reads nothing stops being served after a few.
     async fn with_resources<T: Send + 'static>(
         &self,
+        id: &RequestId,
         work: impl FnOnce(&Resources<'_>) -> Result<T, ResourceError> + Send + 'static,
     ) -> Result<T, McpError> {
         let _held = self.inner.running.hold();
-        let _slot = self
+        let slot = self
             .inner
             .resource_slots
-            .acquire()
+            .clone()
+            .acquire_owned()
             .await
             .map_err(|e| McpError::internal_error(format!("resource slots closed: {e}"), None))?;
         let runner = self.inner.runner.clone();
@@ -276,6 +285,9 @@ impl RagboxServer {
             })
             .await
             .map_err(|e| McpError::internal_error(format!("resource task failed: {e}"), None))?;
+        if let Some(flow) = self.inner.flow.get() {
+            flow.hold_until_answered(id, slot);
+        }
         done.map_err(|e| match e {
             ResourceError::Invalid(m) => McpError::invalid_params(m, None),
             ResourceError::NotFound(m) => McpError::resource_not_found(m, None),
@@ -397,7 +409,9 @@ where
     let stop = CancellationToken::new();
     server.start_background(watch, &stop);
     let session = server.clone();
-    let (transport, writer) = super::stdio::framed(input, output, logs);
+    let flow = Arc::new(Flow::default());
+    let _ = server.inner.flow.set(flow.clone());
+    let (transport, writer) = super::stdio::framed(input, output, logs, flow);
     let running = server.serve(transport).await;
     let running = match running {
         Ok(running) => running,
@@ -554,10 +568,10 @@ impl ServerHandler for RagboxServer {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let cursor = request.and_then(|r| r.cursor);
-        let page = self.with_resources(move |r| r.list(cursor.as_deref())).await?;
+        let page = self.with_resources(&context.id, move |r| r.list(cursor.as_deref())).await?;
         let resources = page
             .entries
             .into_iter()
@@ -594,10 +608,10 @@ impl ServerHandler for RagboxServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
-        let contents = self.with_resources(move |r| r.read(&uri)).await?;
+        let contents = self.with_resources(&context.id, move |r| r.read(&uri)).await?;
         let item = match contents.body {
             Body::Text(text) => ResourceContents::text(text, contents.uri),
             Body::Binary(bytes) => {

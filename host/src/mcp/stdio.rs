@@ -1,13 +1,22 @@
 //! The stdio framing in front of rmcp: every line from the client is checked
-//! before rmcp sees it, so a message that is too large, nested too deep, or a
-//! `tools/call` whose `arguments` is not an object gets a JSON-RPC error reply
-//! (rmcp would drop the first two silently and answer the last "method not
-//! found"). Replies from rmcp and from here share stdout a whole line at a time.
+//! before rmcp sees it, so a message that is not JSON, too large, nested too
+//! deep, not a message rmcp can read, or a `tools/call` whose `arguments` is
+//! not an object gets a JSON-RPC error reply (rmcp would drop all but the
+//! last silently, and answer that one "method not found"). Replies from rmcp
+//! and from here share stdout a whole line at a time.
+//!
+//! A client that sends requests and reads no answers is held back here: at
+//! most [`MAX_IN_FLIGHT`] of its requests are read ahead of their answers
+//! being written ([`Flow`]); past that no more of its input is read, so
+//! answers waiting for it cannot pile up in a process every session shares.
 
+use rmcp::model::{ClientJsonRpcMessage, NumberOrString};
 use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
+use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, OwnedSemaphorePermit, mpsc};
 
 /// Largest message accepted, in bytes (rmcp's own limit).
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
@@ -19,20 +28,107 @@ const MAX_DEPTH: usize = 127;
 /// Bytes of rmcp's pipes; a message larger than this just takes several writes.
 const PIPE_BYTES: usize = 1 << 20;
 
+/// A client's requests read and not yet answered on its output, at most:
+/// past it, its input waits. Agents send a few at a time.
+pub const MAX_IN_FLIGHT: usize = 16;
+
 /// The first byte of a log line on a relay's socket (ASCII's record
 /// separator): no JSON-RPC message starts with it, so the relay writes such
 /// lines to its stderr, the others to its stdout.
 pub const LOG_LINE: u8 = 0x1e;
 
+/// A session's requests in flight: read from the client, not yet answered on
+/// its output. Handlers may hold something back until their answer is out
+/// ([`Flow::hold_until_answered`]): a resource read's slot, so that a client
+/// that reads nothing has at most a few answers waiting in memory.
+#[derive(Default)]
+pub struct Flow {
+    state: Mutex<FlowState>,
+    /// Signalled when a request leaves the set.
+    room: Notify,
+}
+
+#[derive(Default)]
+struct FlowState {
+    pending: HashSet<String>,
+    held: HashMap<String, OwnedSemaphorePermit>,
+}
+
+impl Flow {
+    fn state(&self) -> std::sync::MutexGuard<'_, FlowState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The request `id` was read and handed on.
+    fn request(&self, id: &Value) {
+        self.state().pending.insert(id_key(id));
+    }
+
+    /// The request `id` was answered, or cancelled (rmcp answers none then).
+    fn settled(&self, id: &Value) {
+        let key = id_key(id);
+        let released = {
+            let mut state = self.state();
+            state.pending.remove(&key);
+            state.held.remove(&key)
+        };
+        drop(released);
+        self.room.notify_waiters();
+    }
+
+    /// Keeps `permit` until the answer to request `id` is written (or the
+    /// request is cancelled); at once if it is not in flight.
+    pub fn hold_until_answered(&self, id: &NumberOrString, permit: OwnedSemaphorePermit) {
+        let key = match id {
+            NumberOrString::Number(n) => n.to_string(),
+            NumberOrString::String(s) => Value::from(&**s).to_string(),
+        };
+        let mut state = self.state();
+        if state.pending.contains(&key) {
+            state.held.insert(key, permit);
+        }
+    }
+
+    /// Returns once fewer than `most` requests are in flight.
+    async fn room_for(&self, most: usize) {
+        loop {
+            let notified = self.room.notified();
+            tokio::pin!(notified);
+            // Registered before looking: a request settled meanwhile wakes it.
+            notified.as_mut().enable();
+            if self.state().pending.len() < most {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// A request id as one string, numbers as rmcp reads them (`7.0` is `7`).
+fn id_key(id: &Value) -> String {
+    same_id(id).to_string()
+}
+
+/// A JSON-RPC id as rmcp reads it: a number written `7.0` or `7e0` is the integer 7.
+pub fn same_id(id: &Value) -> Value {
+    match id.as_f64() {
+        Some(f) if id.is_number() && !id.is_i64() && !id.is_u64() && f.fract() == 0.0 && f.abs() < 9.0e15 => {
+            Value::from(f as i64)
+        }
+        _ => id.clone(),
+    }
+}
+
 /// The transport to give rmcp: its input carries the checked lines of
 /// `input`, and what it writes goes out on `output`, with this layer's own
 /// error replies between its lines, and the lines `logs` brings marked with
-/// [`LOG_LINE`]. Ends when `input` ends; the task returned ends once rmcp's
-/// last line is written.
+/// [`LOG_LINE`]. `flow` counts the requests in flight. Ends when `input`
+/// ends; the task returned ends once rmcp's last line is written.
 pub fn framed<R, W>(
     input: R,
     output: W,
     logs: Option<mpsc::Receiver<Vec<u8>>>,
+    flow: Arc<Flow>,
 ) -> ((DuplexStream, DuplexStream), tokio::task::JoinHandle<()>)
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -42,20 +138,24 @@ where
     let (rmcp_out, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
     let (replies, replies_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let log = crate::logs::current();
-    tokio::spawn(crate::logs::tagged(log, read_client(input, to_rmcp, replies)));
-    let writer = tokio::spawn(write_client(from_rmcp, replies_rx, logs, output));
+    tokio::spawn(crate::logs::tagged(log, read_client(input, to_rmcp, replies, flow.clone())));
+    let writer = tokio::spawn(write_client(from_rmcp, replies_rx, logs, output, flow));
     ((rmcp_in, rmcp_out), writer)
 }
 
 /// Reads the client's lines: good ones go to rmcp, bad ones get a reply.
+/// While [`MAX_IN_FLIGHT`] of its requests wait for their answers to be
+/// written, the next line is not read.
 async fn read_client<R: AsyncRead + Unpin>(
     input: R,
     mut to_rmcp: DuplexStream,
     replies: mpsc::UnboundedSender<Vec<u8>>,
+    flow: Arc<Flow>,
 ) {
     let mut input = BufReader::new(input);
     let mut line = Vec::new();
     loop {
+        flow.room_for(MAX_IN_FLIGHT).await;
         line.clear();
         let oversized = match read_line(&mut input, &mut line).await {
             Ok(Some(oversized)) => oversized,
@@ -63,25 +163,32 @@ async fn read_client<R: AsyncRead + Unpin>(
             Err(e) => return tracing::error!("cannot read stdin: {e}"),
         };
         let verdict = if oversized {
-            Err(error(
+            Err(Some(error(
                 id_in(&line),
                 -32600,
                 format!("message over the {} MiB limit; not read", MAX_MESSAGE_BYTES >> 20),
-            ))
+            )))
         } else {
             check(&line)
         };
         match verdict {
-            Ok(()) => {
+            Ok(sent) => {
+                match sent {
+                    Sent::Request(id) => flow.request(&id),
+                    Sent::Cancelled(id) => flow.settled(&id),
+                    Sent::Other => {}
+                }
                 line.push(b'\n');
                 if to_rmcp.write_all(&line).await.is_err() {
                     return;
                 }
             }
-            Err(reply) => {
+            Err(Some(reply)) => {
                 tracing::warn!("refused a client message: {}", reply["error"]["message"]);
                 let _ = replies.send(reply.to_string().into_bytes());
             }
+            // A notification gets no reply, not even an error.
+            Err(None) => tracing::warn!("ignored a client notification rmcp cannot read"),
         }
     }
 }
@@ -116,23 +223,62 @@ async fn read_line<R: AsyncRead + Unpin>(
     }
 }
 
-/// `Ok` for a line rmcp should see; else the error reply to send instead.
-fn check(line: &[u8]) -> Result<(), Value> {
+/// What a line that goes on to rmcp is, as far as [`Flow`] counts it.
+#[derive(Debug, PartialEq)]
+enum Sent {
+    /// A request: an answer will be written for it.
+    Request(Value),
+    /// `notifications/cancelled` for this request id: rmcp then answers nothing.
+    Cancelled(Value),
+    /// A notification, or a client's answer.
+    Other,
+}
+
+/// What a line rmcp should see is; else the error reply to send instead
+/// (none for a notification, which never gets one).
+fn check(line: &[u8]) -> Result<Sent, Option<Value>> {
     if line.iter().all(u8::is_ascii_whitespace) {
-        return Ok(());
+        return Ok(Sent::Other);
     }
     let too_deep = depth(line) > MAX_DEPTH;
     if too_deep {
-        return Err(error(id_in(line), -32600, format!("message nested deeper than {MAX_DEPTH} levels; not read")));
+        let id = id_in(line);
+        return Err(Some(error(id, -32600, format!("message nested deeper than {MAX_DEPTH} levels; not read"))));
     }
-    // What does not parse is left to rmcp, which ignores it (answering garbage can start an error storm).
-    let Ok(message) = serde_json::from_slice::<Value>(line) else { return Ok(()) };
-    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
-        return Ok(());
+    // As rmcp reads it (a byte-order mark is allowed).
+    let bare = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let message = match serde_json::from_slice::<Value>(bare) {
+        Ok(message) => message,
+        Err(e) => return Err(Some(error(Value::Null, -32700, format!("Parse error: not JSON ({e})")))),
+    };
+    let id = message.get("id").filter(|id| id.is_number() || id.is_string()).cloned();
+    let method = message.get("method").and_then(Value::as_str);
+    if method == Some("tools/call")
+        && let Some(problem) = call_problem(message.get("params"))
+    {
+        return Err(Some(error(id.unwrap_or(Value::Null), -32602, problem)));
     }
-    let id = message.get("id").cloned().unwrap_or(Value::Null);
-    let params = message.get("params");
-    let problem = match params {
+    if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(bare) {
+        return match (method, &id) {
+            (Some(_), None) => Err(None),
+            _ => Err(Some(error(id.unwrap_or(Value::Null), -32600, format!("Invalid Request: {e}")))),
+        };
+    }
+    Ok(match (method, id) {
+        (Some("notifications/cancelled"), None) => {
+            match message.get("params").and_then(|p| p.get("requestId")).filter(|r| r.is_number() || r.is_string()) {
+                Some(cancelled) => Sent::Cancelled(cancelled.clone()),
+                None => Sent::Other,
+            }
+        }
+        (Some(_), Some(id)) => Sent::Request(id),
+        _ => Sent::Other,
+    })
+}
+
+/// Why a `tools/call`'s `params` cannot be a call, in words; `None` when it can.
+fn call_problem(params: Option<&Value>) -> Option<String> {
+    match params {
         Some(Value::Object(p)) => match (p.get("name"), p.get("arguments")) {
             (Some(Value::String(_)), None | Some(Value::Null | Value::Object(_))) => None,
             (Some(Value::String(_)), Some(other)) => {
@@ -146,10 +292,6 @@ fn check(line: &[u8]) -> Result<(), Value> {
             "`params` must be an object with `name` and `arguments`, not {}",
             other.map_or("missing", kind)
         )),
-    };
-    match problem {
-        Some(message) => Err(error(id, -32602, message)),
-        None => Ok(()),
     }
 }
 
@@ -169,7 +311,6 @@ fn depth(line: &[u8]) -> usize {
 }
 
 /// One piece of a JSON line's structure, as [`walk`] meets it.
-#[cfg_attr(not(unix), allow(dead_code))] // a string's parts: the relay's (Unix only)
 pub enum Piece<'a> {
     /// A `{` or `[`, and the depth it opens.
     Open(usize),
@@ -219,17 +360,19 @@ pub fn walk<'a, T>(line: &'a [u8], mut visit: impl FnMut(Piece<'a>) -> ControlFl
     None
 }
 
-/// The request's id when it can be told from its first bytes (a top-level
-/// `"id"` before anything nested); else null, as JSON-RPC says.
+/// The message's id: the value of its top-level `"id"`, wherever it stands
+/// (after a deeply nested `params` too); else null, as JSON-RPC says. Read
+/// without parsing the rest of the line.
 pub fn id_in(line: &[u8]) -> Value {
-    let head = &line[..line.len().min(4096)];
-    let text = String::from_utf8_lossy(head);
-    let Some(at) = text.find("\"id\"") else { return Value::Null };
-    if depth(&head[..at]) > 1 || text[..at].matches('{').count() != 1 {
-        return Value::Null;
-    }
-    let rest = text[at + 4..].trim_start().strip_prefix(':').unwrap_or("").trim_start();
-    let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+    let found = walk(line, |piece| match piece {
+        Piece::Str { depth: 1, text: b"id", after } => match after.trim_ascii_start().strip_prefix(b":") {
+            Some(value) => ControlFlow::Break(value),
+            None => ControlFlow::Continue(()),
+        },
+        _ => ControlFlow::Continue(()),
+    });
+    let Some(value) = found else { return Value::Null };
+    let mut stream = serde_json::Deserializer::from_slice(value.trim_ascii_start()).into_iter::<Value>();
     match stream.next() {
         Some(Ok(id @ (Value::Number(_) | Value::String(_)))) => id,
         _ => Value::Null,
@@ -251,12 +394,32 @@ fn error(id: Value, code: i64, message: String) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
-/// Copies rmcp's lines and this layer's replies to the client, whole lines only.
+/// Whether `line` is an answer (its top-level keys hold `result` or `error`
+/// before any `method`), read from its first bytes without parsing the rest:
+/// a result's own `"method"` keys are nested, and it may be megabytes long.
+pub fn is_answer(line: &[u8]) -> bool {
+    let head = &line[..line.len().min(64 << 10)];
+    let told = walk(head, |piece| match piece {
+        Piece::Str { depth: 1, text, after } if after.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b':') => {
+            match text {
+                b"result" | b"error" => ControlFlow::Break(true),
+                b"method" => ControlFlow::Break(false),
+                _ => ControlFlow::Continue(()),
+            }
+        }
+        _ => ControlFlow::Continue(()),
+    });
+    told.unwrap_or(false)
+}
+
+/// Copies rmcp's lines and this layer's replies to the client, whole lines
+/// only; each answer written settles its request in `flow`.
 async fn write_client<W: AsyncWrite + Unpin>(
     from_rmcp: DuplexStream,
     mut replies: mpsc::UnboundedReceiver<Vec<u8>>,
     mut logs: Option<mpsc::Receiver<Vec<u8>>>,
     mut output: W,
+    flow: Arc<Flow>,
 ) {
     let mut from_rmcp = BufReader::new(from_rmcp);
     let mut line = Vec::new();
@@ -288,6 +451,9 @@ async fn write_client<W: AsyncWrite + Unpin>(
             if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
                 return;
             }
+            if is_answer(&line) {
+                flow.settled(&id_in(&line));
+            }
             line.clear();
         }
     }
@@ -314,12 +480,31 @@ mod tests {
                 r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"search","arguments":{args}}}}}"#
             )
         };
-        assert_eq!(check(call(r#"{"query":"x"}"#).as_bytes()), Ok(()));
-        let reply = check(call("[1,2]").as_bytes()).unwrap_err();
+        assert_eq!(check(call(r#"{"query":"x"}"#).as_bytes()), Ok(Sent::Request(json!(7))));
+        let reply = check(call("[1,2]").as_bytes()).unwrap_err().unwrap();
         assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!(7), &json!(-32602)));
         assert!(reply["error"]["message"].as_str().unwrap().contains("not an array"), "{reply}");
-        assert_eq!(check(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), Ok(()));
-        assert_eq!(check(b"not json at all"), Ok(()), "left to rmcp");
+        assert_eq!(check(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), Ok(Sent::Other));
+        let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#;
+        assert_eq!(check(cancel), Ok(Sent::Cancelled(json!("a"))));
+    }
+
+    #[test]
+    fn what_is_not_a_message_gets_json_rpcs_errors() {
+        let reply = check(b"not json at all").unwrap_err().unwrap();
+        assert_eq!((&reply["id"], &reply["error"]["code"]), (&Value::Null, &json!(-32700)));
+        // JSON, but no JSON-RPC message: rmcp would drop it unanswered.
+        let reply = check(br#"{"jsonrpc":"2.0","id":"q","params":{}}"#).unwrap_err().unwrap();
+        assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!("q"), &json!(-32600)));
+        let reply = check(b"[1,2,3]").unwrap_err().unwrap();
+        assert_eq!(reply["error"]["code"], -32600);
+        // A notification gets no reply, even when it cannot be read.
+        assert_eq!(check(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":7}"#), Err(None));
+        // A byte-order mark is read past, as rmcp does.
+        assert_eq!(
+            check(b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"),
+            Ok(Sent::Request(json!(1)))
+        );
     }
 
     #[test]
@@ -329,10 +514,9 @@ mod tests {
             "[".repeat(200),
             "]".repeat(200)
         );
-        let reply = check(deep.as_bytes()).unwrap_err();
+        let reply = check(deep.as_bytes()).unwrap_err().unwrap();
         assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!("x1"), &json!(-32600)));
         assert_eq!(depth(br#"{"a":"[[[[","b":[1]}"#), 2, "brackets in strings do not count");
-        // Every line let through is one serde_json (so rmcp) reads, the deepest included.
         let at = |levels: usize| {
             let inner = levels - 2; // the message object and `params`
             format!(
@@ -341,12 +525,74 @@ mod tests {
                 "]".repeat(inner)
             )
         };
-        assert_eq!(depth(at(MAX_DEPTH).as_bytes()), MAX_DEPTH);
-        assert_eq!(check(at(MAX_DEPTH).as_bytes()), Ok(()));
-        assert!(serde_json::from_str::<Value>(&at(MAX_DEPTH)).is_ok(), "the deepest accepted line parses");
-        let reply = check(at(MAX_DEPTH + 1).as_bytes()).unwrap_err();
-        assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!(9), &json!(-32600)));
-        assert_eq!(id_in(br#"{"params":{"id":3},"id":4}"#), Value::Null, "a nested id is not the request's");
+        // Every depth up to the limit gets an answer: rmcp's, or this layer's error with the id.
+        for levels in [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1] {
+            assert_eq!(depth(at(levels).as_bytes()), levels);
+            match check(at(levels).as_bytes()) {
+                Ok(sent) => assert_eq!(sent, Sent::Request(json!(9))),
+                Err(reply) => {
+                    let reply = reply.expect("a request gets a reply");
+                    assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!(9), &json!(-32600)), "{levels}");
+                }
+            }
+        }
+        assert_eq!(id_in(br#"{"params":{"id":3},"id":4}"#), json!(4), "a nested id is not the request's");
+        assert_eq!(id_in(br#"{"params":{"id":3}}"#), Value::Null);
         assert_eq!(id_in(br#"{"jsonrpc":"2.0","id": 12,"#), json!(12));
+        assert_eq!(id_in(br#"{"x":"\"id\":5","id" : "a"}"#), json!("a"), "an id in a string is not the request's");
+        // A line too deep for rmcp, its id after the nesting: the refusal carries it.
+        let deep_first = format!(
+            r#"{{"jsonrpc":"2.0","method":"ping","params":{{"x":{}1{}}},"id":77}}"#,
+            "[".repeat(300),
+            "]".repeat(300)
+        );
+        let reply = check(deep_first.as_bytes()).unwrap_err().unwrap();
+        assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!(77), &json!(-32600)));
+    }
+
+    #[test]
+    fn answers_are_told_by_their_top_level_keys() {
+        assert!(is_answer(br#"{"jsonrpc":"2.0","id":1,"result":{"method":"keyword"}}"#));
+        assert!(is_answer(br#"{"jsonrpc":"2.0","result":{"structuredContent":{"method":"x"}},"id":"a"}"#));
+        assert!(is_answer(br#"{"id":2,"error":{"code":-32603,"message":"\"method\": no"}}"#));
+        assert!(!is_answer(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#));
+        assert!(!is_answer(br#"{"jsonrpc":"2.0","id":3,"method":"roots/list","params":{"result":1}}"#));
+        assert!(!is_answer(b"not json"));
+    }
+
+    #[test]
+    fn ids_are_compared_as_rmcp_reads_them() {
+        assert_eq!(same_id(&json!(7.0)), json!(7));
+        assert_eq!(same_id(&json!(7)), json!(7));
+        assert_eq!(same_id(&json!(7.5)), json!(7.5));
+        assert_eq!(same_id(&json!("7")), json!("7"));
+        let parsed: Value = serde_json::from_str("1e2").unwrap();
+        assert_eq!(same_id(&parsed), json!(100));
+        assert_eq!(id_key(&json!(7.0)), id_key(&json!(7)));
+        assert_ne!(id_key(&json!("7")), id_key(&json!(7)));
+    }
+
+    #[tokio::test]
+    async fn a_client_that_reads_no_answers_is_read_no_further() {
+        let flow = Arc::new(Flow::default());
+        for id in 0..MAX_IN_FLIGHT {
+            flow.request(&json!(id));
+        }
+        let waiting = tokio::spawn({
+            let flow = flow.clone();
+            async move { flow.room_for(MAX_IN_FLIGHT).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "input is read while {MAX_IN_FLIGHT} answers wait");
+        // A slot held until the answer is out goes with the answer.
+        let slots = Arc::new(tokio::sync::Semaphore::new(1));
+        flow.hold_until_answered(&NumberOrString::Number(3), slots.clone().try_acquire_owned().unwrap());
+        assert_eq!(slots.available_permits(), 0);
+        flow.settled(&json!(3.0));
+        assert_eq!(slots.available_permits(), 1);
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiting).await.unwrap().unwrap();
+        // Nothing is held for a request no longer in flight.
+        flow.hold_until_answered(&NumberOrString::Number(3), slots.clone().try_acquire_owned().unwrap());
+        assert_eq!(slots.available_permits(), 1);
     }
 }

@@ -8,11 +8,10 @@
 
 use super::Hello;
 use super::relay::{Session, connect};
-use crate::mcp::{LOG_LINE, Piece, id_in, walk};
+use crate::mcp::{LOG_LINE, id_in, is_answer, same_id};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::io::{self, BufRead as _, Read as _, Write as _};
-use std::ops::ControlFlow;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -150,34 +149,6 @@ fn answered(shared: &Shared, line: &[u8]) {
         if !id.is_null() {
             lock(&shared.pending).retain(|(pending, _)| *pending != id);
         }
-    }
-}
-
-/// Whether `line` is an answer (its top-level keys hold `result` or `error`
-/// before any `method`), read from its first bytes without parsing the rest:
-/// a result's own `"method"` keys are nested, and it may be megabytes long.
-fn is_answer(line: &[u8]) -> bool {
-    let head = &line[..line.len().min(64 << 10)];
-    let told = walk(head, |piece| match piece {
-        Piece::Str { depth: 1, text, after } if after.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b':') => {
-            match text {
-                b"result" | b"error" => ControlFlow::Break(true),
-                b"method" => ControlFlow::Break(false),
-                _ => ControlFlow::Continue(()),
-            }
-        }
-        _ => ControlFlow::Continue(()),
-    });
-    told.unwrap_or(false)
-}
-
-/// A JSON-RPC id as rmcp reads it: a number written `7.0` or `7e0` is the integer 7.
-fn same_id(id: &Value) -> Value {
-    match id.as_f64() {
-        Some(f) if id.is_number() && !id.is_i64() && !id.is_u64() && f.fract() == 0.0 && f.abs() < 9.0e15 => {
-            Value::from(f as i64)
-        }
-        _ => id.clone(),
     }
 }
 
@@ -365,29 +336,4 @@ fn replay(stream: &UnixStream, line: &[u8], id: &Value) -> io::Result<Vec<u8>> {
     };
     stream.set_read_timeout(None)?;
     found
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn answers_are_told_by_their_top_level_keys() {
-        assert!(is_answer(br#"{"jsonrpc":"2.0","id":1,"result":{"method":"keyword"}}"#));
-        assert!(is_answer(br#"{"jsonrpc":"2.0","result":{"structuredContent":{"method":"x"}},"id":"a"}"#));
-        assert!(is_answer(br#"{"id":2,"error":{"code":-32603,"message":"\"method\": no"}}"#));
-        assert!(!is_answer(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#));
-        assert!(!is_answer(br#"{"jsonrpc":"2.0","id":3,"method":"roots/list","params":{"result":1}}"#));
-        assert!(!is_answer(b"not json"));
-    }
-
-    #[test]
-    fn ids_are_compared_as_rmcp_reads_them() {
-        assert_eq!(same_id(&json!(7.0)), json!(7));
-        assert_eq!(same_id(&json!(7)), json!(7));
-        assert_eq!(same_id(&json!(7.5)), json!(7.5));
-        assert_eq!(same_id(&json!("7")), json!("7"));
-        let parsed: Value = serde_json::from_str("1e2").unwrap();
-        assert_eq!(same_id(&parsed), json!(100));
-    }
 }
