@@ -173,6 +173,15 @@ pub enum Grant {
     CorpusWrite,
 }
 
+impl Grant {
+    /// Its name in a config file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Grant::CorpusWrite => "corpus-write",
+        }
+    }
+}
+
 /// What one tool may do beyond reading the workspace and the index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grants {
@@ -222,6 +231,26 @@ impl Config {
     /// missing file gives the defaults.
     pub fn load(workspace: &Path) -> Result<Self, ConfigError> {
         Self::load_with(user_config_dir().map(|d| d.join(CONFIG_FILE)), workspace)
+    }
+
+    /// The user's config alone (no workspace's), for what is the user's
+    /// own to decide wherever they are, such as `ragbox tools trust`.
+    pub fn user_only() -> Result<Self, ConfigError> {
+        let user_file = user_config_dir().map(|d| d.join(CONFIG_FILE));
+        let folder = user_file.as_ref().and_then(|f| f.parent()).map(Path::to_path_buf).unwrap_or_default();
+        let user = match &user_file {
+            Some(path) => match read_user_file(path)? {
+                Some(text) => parse(&text, path, &folder)?,
+                None => ConfigFile::default(),
+            },
+            None => ConfigFile::default(),
+        };
+        Ok(Self { user, workspace: ConfigFile::default(), user_file, ignored: Vec::new() })
+    }
+
+    /// What the user's own config says of `tool` (`[tools.NAME]`), if anything.
+    pub fn user_tool(&self, tool: &str) -> Option<&ToolOverrides> {
+        self.user.tools.get(tool)
     }
 
     /// As [`Config::load`], with the user's config file given.

@@ -5,7 +5,7 @@
 //! pins and grants, the workspace's only switches off and lowers;
 //! `ragbox tools inspect` says what a component is.
 
-use ragbox_tests::{Fixture, Raw, call, example_tool_wasm, hostile_wasm, is_error, repo_root, text};
+use ragbox_tests::{Fixture, Raw, call, example_tool_wasm, hostile_named, hostile_wasm, is_error, repo_root, text};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -202,6 +202,58 @@ fn the_policy_pins_switches_off_and_inspect_explains() {
     let out = f.command(&["tools"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("64 hex digits"));
+}
+
+#[test]
+fn a_clones_component_cannot_take_the_name_and_grants_of_the_users_own_tool() {
+    let f = Fixture::empty();
+    // The user's own tool, granted a private folder and writes to the index.
+    let private = f.dir.path().join("private");
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::write(private.join("keys.txt"), "the user's secret").unwrap();
+    let tools = f.config_dir.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::copy(example_tool_wasm(), tools.join("find_todos.wasm")).unwrap();
+    let config =
+        format!("[tools.find_todos]\ngrants = [\"corpus-write\"]\nread_dirs = [{:?}]\n", private.display().to_string());
+    f.write_user_config(&config);
+    // A clone ships a component that calls itself by that name.
+    let shipped = f.workspace.join(".ragbox/tools/helper.wasm");
+    std::fs::create_dir_all(shipped.parent().unwrap()).unwrap();
+    std::fs::copy(hostile_named("find_todos"), &shipped).unwrap();
+
+    let out = f.command(&["tools", "trust", ".ragbox/tools/helper.wasm"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "trusted a component under the user's tool's name: {said}");
+    assert!(
+        said.contains("'find_todos'")
+            && said.contains(&tools.join("find_todos.wasm").display().to_string())
+            && said.contains("corpus-write")
+            && said.contains("--replace"),
+        "{said}"
+    );
+    // Nothing was pinned: the user's own tool still loads, with its grants.
+    assert_eq!(std::fs::read_to_string(f.config_dir.join("config.toml")).unwrap(), config);
+    let listed = tools_json(&f);
+    let mine = listed["tools"].as_array().unwrap().iter().find(|t| t["name"] == "find_todos").expect("listed");
+    assert!(mine["source"].as_str().unwrap().contains("user-config"), "{mine}");
+    assert!(rejected_reason(&listed, "helper.wasm").is_some_and(|r| r.contains("not trusted")), "{listed}");
+
+    // Replacing it is a choice that says what the bytes take over.
+    let out = f.command(&["tools", "trust", "--replace", ".ragbox/tools/helper.wasm"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        said.contains("corpus-write") && said.contains(&private.display().to_string()) && said.contains("trusted"),
+        "{said}"
+    );
+
+    // A new tool cannot be made under a built-in's name.
+    let out =
+        f.command(&["tools", "new", "search", "--dir", f.dir.path().join("new").to_str().unwrap()]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("built-in"), "{out:?}");
+    assert!(!f.dir.path().join("new").exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]

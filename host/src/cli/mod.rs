@@ -273,6 +273,11 @@ enum ToolsAction {
     Trust {
         /// The component file (`.wasm`).
         file: PathBuf,
+        /// Trust it even where its tool name is already another component's
+        /// (a tool in your tools folder, or one your config pins or grants
+        /// something to): it takes that one's place and grants, which are printed.
+        #[arg(long)]
+        replace: bool,
     },
     /// Make a new tool component project that builds with `make` and passes
     /// `make test`, against this ragbox's WIT contract.
@@ -314,9 +319,9 @@ pub fn main() -> ExitCode {
         Command::Tools { action: Some(ToolsAction::Inspect { file, workspace, json }), .. } => {
             tools::inspect(&file, &workspace, json)
         }
-        Command::Tools { action: Some(ToolsAction::Trust { file }), .. } => tools::trust(&file),
+        Command::Tools { action: Some(ToolsAction::Trust { file, replace }), .. } => tools::trust(&file, replace),
         Command::Tools { action: Some(ToolsAction::New { name, lang, dir }), .. } => {
-            scaffold::new(&name, lang, dir.as_deref())
+            tools::refuse_builtin_name(&name).and_then(|()| scaffold::new(&name, lang, dir.as_deref()))
         }
         Command::Tools { action: Some(ToolsAction::Call { name, arguments, workspace }), .. } => {
             tools::call(&workspace, &name, arguments.as_deref())

@@ -226,23 +226,35 @@ fn describe(
     load_one(engine, cache, Source::File(file.to_path_buf()), bytes, sha256, &describe_limits())
 }
 
-/// Records `file`'s sha256 under its tool name in the user's config.
-pub fn trust(file: &Path) -> anyhow::Result<()> {
+/// The built-in components, described (from the compile cache where it is warm).
+fn shipped(engine: &wasmtime::Engine, cache: &CompileCache) -> Catalog {
+    Catalog::load(engine, cache, &builtins::components(), Vec::new(), &describe_limits(), &|_, _, _| Ok(()), &|_| true)
+}
+
+/// Refuses a built-in's name for a new tool (`ragbox tools new`): it could never load.
+pub fn refuse_builtin_name(name: &str) -> anyhow::Result<()> {
+    let engine = new_engine()?;
+    let cache = CompileCache::new(&engine, CompileCache::default_dir());
+    if shipped(&engine, &cache).is_builtin_name(name) {
+        anyhow::bail!("'{name}' is a built-in tool's name, and built-ins are never replaced: pick another name");
+    }
+    Ok(())
+}
+
+/// Records `file`'s sha256 under its tool name in the user's config. Grants
+/// belong to the bytes they were given to: a name that is already another
+/// component's (a built-in; a tool in the user's tools folder; one that
+/// `[tools.NAME]` pins other bytes for or gives grants) is refused, since
+/// these bytes would take its place and what it was given. With `replace`,
+/// the pin is written after every such thing is printed.
+pub fn trust(file: &Path, replace: bool) -> anyhow::Result<()> {
     let bytes = read_component(file)?;
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let engine = new_engine()?;
     let cache = CompileCache::new(&engine, CompileCache::default_dir());
     let loaded = load_component(&engine, &cache, Source::File(file.to_path_buf()), &bytes, &sha256, &describe_limits())
         .map_err(anyhow::Error::msg)?;
-    let shipped = Catalog::load(
-        &engine,
-        &cache,
-        &builtins::components(),
-        Vec::new(),
-        &describe_limits(),
-        &|_, _, _| Ok(()),
-        &|_| true,
-    );
+    let shipped = shipped(&engine, &cache);
     let (name, what) = match &loaded {
         Loaded::Tool(tool) => {
             // Pinned or not, a built-in's name is never another component's.
@@ -259,6 +271,26 @@ pub fn trust(file: &Path) -> anyhow::Result<()> {
             (extractor.name().to_string(), "extractor")
         }
     };
+    let config = Config::user_only().context("cannot read your config")?;
+    let given = config.user_tool(&name).cloned().unwrap_or_default();
+    if given.sha256.as_deref() == Some(sha256.as_str()) {
+        say!("{what} '{name}' ({sha256}) is trusted already");
+        return Ok(());
+    }
+    let taken = taken(&engine, &cache, &name, &sha256, &given);
+    if !taken.is_empty() && !replace {
+        anyhow::bail!(
+            "{}: it calls itself '{name}', and that name is already {}. Trusting it would give these bytes that \
+             component's place and everything granted to '{name}'. Rename the component, or, if it is meant to \
+             replace that one, run `ragbox tools trust --replace {}` (which prints what it takes over)",
+            file.display(),
+            taken.join("; "),
+            file.display()
+        );
+    }
+    for line in &taken {
+        say!("'{name}' replaces what is {line}");
+    }
     let dir = user_config_dir().context("no config dir for this user: set RAGBOX_CONFIG_DIR")?;
     let path = dir.join(CONFIG_FILE);
     let text = match std::fs::read_to_string(&path) {
@@ -284,8 +316,47 @@ pub fn trust(file: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     std::fs::write(&path, doc.to_string()).with_context(|| format!("cannot write {}", path.display()))?;
     say!("trusted {what} '{name}' ({sha256}) in {}", path.display());
-    say!("it loads from a workspace's {DATA_DIR}/tools/ while its bytes stay these; grants are still yours to give");
+    if taken.is_empty() {
+        say!(
+            "it loads from a workspace's {DATA_DIR}/tools/ while its bytes stay these; grants are still yours to give"
+        );
+    }
     Ok(())
+}
+
+/// Whose `name` is, besides the component with bytes `sha256`: a tool in
+/// the user's tools folder, and what `[tools.NAME]` (`given`) pins or grants.
+fn taken(
+    engine: &wasmtime::Engine,
+    cache: &CompileCache,
+    name: &str,
+    sha256: &str,
+    given: &crate::config::ToolOverrides,
+) -> Vec<String> {
+    let mut taken = Vec::new();
+    for path in user_config_dir().map(|d| crate::runtime::wasm_files(&d.join("tools"))).unwrap_or_default() {
+        let Ok(bytes) = read_component(&path) else { continue };
+        let theirs = hex::encode(Sha256::digest(&bytes));
+        if theirs == sha256 {
+            continue; // these very bytes, copied there
+        }
+        let described = load_one(engine, cache, Source::File(path.clone()), &bytes, &theirs, &describe_limits());
+        if described.is_ok_and(|tool| tool.name() == name) {
+            taken.push(format!("the name of your tool {}", path.display()));
+        }
+    }
+    if let Some(pin) = &given.sha256 {
+        taken.push(format!("pinned to other bytes ({pin}) by [tools.{name}] sha256 in your config"));
+    }
+    if let Some(grants) = given.grants.as_ref().filter(|g| !g.is_empty()) {
+        let names: Vec<&str> = grants.iter().map(|g| g.name()).collect();
+        taken.push(format!("granted {} by [tools.{name}] grants in your config", names.join(", ")));
+    }
+    if !given.read_dirs.is_empty() {
+        let dirs: Vec<String> = given.read_dirs.iter().map(|d| d.display().to_string()).collect();
+        taken.push(format!("allowed to read {} by [tools.{name}] read_dirs in your config", dirs.join(", ")));
+    }
+    taken
 }
 
 /// Runs the tool `name` once in `workspace` on `arguments` (a JSON object;
