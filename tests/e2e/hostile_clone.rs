@@ -4,7 +4,7 @@
 //! someone else's choosing in its data dir, folders nested 1,700 deep,
 //! megabyte arguments.
 
-use ragbox_tests::{Fixture, Raw, call, hostile_wasm, is_error, ok, shared_cache_dir, text, tree};
+use ragbox_tests::{Fixture, Raw, call, hostile_wasm, is_error, ok, peak_mib, shared_cache_dir, text, tree};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -79,13 +79,6 @@ fn notes() -> Fixture {
     f.write("notes/pelicans.md", "# Pelicans\n\nPelicans scoop fish with their throat pouch.\n");
     f.write("notes/herons.md", "# Herons\n\nHerons stand still in shallow water to hunt.\n");
     f
-}
-
-/// The peak memory of process `pid` so far, MiB (VmHWM).
-fn peak_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
-    line.split_whitespace().nth(1).and_then(|kib| kib.parse::<u64>().ok()).expect("kB") / 1024
 }
 
 /// 1–2. A link or special file where ragbox keeps something is refused with

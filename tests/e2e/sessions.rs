@@ -5,7 +5,7 @@
 //! read as a message gets JSON-RPC's own errors. Each runs through the
 //! per-user service and standalone, where both apply.
 
-use ragbox_tests::{Fixture, Raw, tree};
+use ragbox_tests::{Fixture, Raw, peak_mib, tree};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -139,14 +139,6 @@ fn a_data_dir_swapped_for_a_link_while_served_is_never_written_through() {
         assert!(contents(&other.join(".ragbox")) == before, "standalone={standalone}: written after the call");
         drop(raw);
     }
-}
-
-/// The peak resident memory of process `pid` so far (`VmHWM`), in MiB.
-#[cfg(target_os = "linux")]
-fn peak_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
-    line.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()).expect("kB") >> 10
 }
 
 #[test]
