@@ -451,3 +451,30 @@ pub fn sync_dir(dir: &cap_std::fs::Dir) -> std::io::Result<()> {
         Ok(())
     }
 }
+
+/// Raises this process's soft limit on open files to its hard limit (on
+/// macOS, to at most `OPEN_MAX`, which is all it grants): the per-user
+/// service holds a socket, a file watch and a store for each session, and
+/// 1,000 idle sessions reached Linux's default soft limit of 1,024. Returns
+/// the limit in force.
+#[cfg(unix)]
+pub fn raise_open_file_limit() -> std::io::Result<u64> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `limit` is valid for writes.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    #[cfg(target_os = "macos")]
+    let want = limit.rlim_max.min(libc::OPEN_MAX as libc::rlim_t);
+    #[cfg(not(target_os = "macos"))]
+    let want = limit.rlim_max;
+    if want > limit.rlim_cur {
+        let raised = libc::rlimit { rlim_cur: want, rlim_max: limit.rlim_max };
+        // SAFETY: `raised` is a valid rlimit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        limit.rlim_cur = want;
+    }
+    Ok(limit.rlim_cur as u64)
+}

@@ -203,3 +203,34 @@ fn a_client_that_reads_no_answers_cannot_grow_the_process() {
         let _ = child.wait();
     }
 }
+
+#[test]
+#[cfg(target_os = "linux")]
+fn the_service_takes_the_open_files_its_user_may_have() {
+    use std::os::unix::process::CommandExt as _;
+    let f = Fixture::cortext();
+    let mut command = f.command(&["serve"]);
+    // An agent started with a low soft limit (as many shells and launchers give): the service inherits it.
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        command.pre_exec(|| {
+            let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+            limit.rlim_cur = 256;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            Ok(())
+        });
+    }
+    let mut raw = Raw::spawn_command(command);
+    raw.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+    assert_eq!(raw.recv()["id"], 0);
+    const SAID: &str = "served by this user's ragbox service pid=";
+    let log = raw.stderr.lock().unwrap().clone();
+    let at = log.find(SAID).unwrap_or_else(|| panic!("not handed to the service: {log}"));
+    let pid: u32 = log[at + SAID.len()..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap();
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).unwrap();
+    let numbers: Vec<&str> = line.split_whitespace().skip(3).take(2).collect();
+    assert_eq!(numbers[0], numbers[1], "the service's soft limit is its hard one: {line}");
+    assert_ne!(numbers[0], "256", "{line}");
+}

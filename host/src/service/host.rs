@@ -54,7 +54,10 @@ pub fn run(socket: &Path) -> anyhow::Result<()> {
         .filter(|secs| secs.is_finite() && *secs >= 0.0)
         .and_then(|secs| Duration::try_from_secs_f64(secs.min(MAX_LINGER.as_secs_f64())).ok())
         .unwrap_or(LINGER);
-    tracing::info!(socket = %socket.display(), pid = std::process::id(), linger_s = linger.as_secs_f64(), "ragbox service started");
+    let open_files = platform::raise_open_file_limit()
+        .inspect_err(|e| tracing::warn!("cannot raise the limit on open files: {e}"))
+        .unwrap_or(0);
+    tracing::info!(socket = %socket.display(), pid = std::process::id(), linger_s = linger.as_secs_f64(), open_files, "ragbox service started");
     if let Some(dir) = socket.parent() {
         tidy(dir);
     }
