@@ -10,6 +10,8 @@
 //!
 //! ```toml
 //! allowed_workspaces = ["/home/me/notes"]   # user's file only: other folders `workspace_path` may name
+//! index_secrets = [".env.example"]    # user's file only: files named like credentials (.env, *.pem, …)
+//!                                      # that may be indexed after all (patterns as in .gitignore)
 //! model = "/models/bge-small-en-v1.5"  # user's file only: a sentence-transformers folder
 //!                                      # (relative to this file's folder; default: all-MiniLM-L6-v2)
 //!
@@ -93,6 +95,10 @@ pub struct ConfigFile {
     /// Folders besides the served workspace that a call's `workspace_path` may name.
     #[serde(default)]
     pub allowed_workspaces: Vec<PathBuf>,
+    /// Files whose names mark them secret that may be indexed after all
+    /// (user's config only), as `.gitignore` patterns.
+    #[serde(default)]
+    pub index_secrets: Vec<String>,
     /// Default limits for every tool call.
     #[serde(default)]
     pub limits: LimitsFile,
@@ -296,6 +302,10 @@ impl Config {
         if !ws.allowed_workspaces.is_empty() {
             out.push(ignored("allowed_workspaces".into()));
         }
+        if !ws.index_secrets.is_empty() {
+            // A clone would have the user's credentials indexed.
+            out.push(ignored("index_secrets".into()));
+        }
         if ws.store.is_some() {
             // It would send this folder's text to a server the folder names.
             out.push(ignored("[store] (or pass `--store URL`)".into()));
@@ -323,6 +333,11 @@ impl Config {
     /// Folders besides the served one that `workspace_path` may name (user's config only).
     pub fn allowed_workspaces(&self) -> &[PathBuf] {
         &self.user.allowed_workspaces
+    }
+
+    /// The files named like credentials that the user lets be indexed (user's config only).
+    pub fn index_secrets(&self) -> &[String] {
+        &self.user.index_secrets
     }
 
     /// The shared store, when the user's config names one.

@@ -8,7 +8,11 @@
 //! goes from folder to folder through held handles, never following a symlink
 //! (a folder swapped for a link mid-walk is refused), reads an ignore file
 //! only when it is a regular file of at most [`MAX_IGNORE_FILE_BYTES`] (and
-//! at most [`MAX_IGNORE_BYTES_PER_WALK`] of them in all), never reads `.git`
+//! at most [`MAX_IGNORE_BYTES_PER_WALK`] of them in all) and lists nothing of
+//! a folder whose ignore file it could not read (its rules might exclude
+//! anything there), lists no file whose name marks it secret
+//! (`ragbox_protocol::walk::SECRET_FILES`) unless the user's config lets it
+//! in, never reads `.git`
 //! (so `.git/info/exclude`, which git lets point anywhere, is not honoured),
 //! keeps no recursion (a tree of any depth cannot exhaust the stack; past
 //! [`MAX_DEPTH`] levels it reports instead of listing), and stops when the
@@ -22,17 +26,14 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, FileType, OpenOptions};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use ragbox_protocol::walk::{IGNORE_FILES, SKIPPED_DIRS};
+use ragbox_protocol::walk::{IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, SKIPPED_DIRS, is_secret};
 use std::ffi::OsString;
 use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 
-/// Larger ignore files are not read (and say so). Compiling rules costs
-/// about 10 µs a byte and cannot be stopped halfway, so this bounds how late
-/// a walk stops when told to; real ignore files have a few KiB.
-const MAX_IGNORE_FILE_BYTES: u64 = 64 << 10;
 /// Ignore rules read in one walk, all files together; past it, further
-/// ignore files are not read (and say so). Real trees have tens of KiB.
+/// ignore files are not read, and their folders not listed (which it says).
+/// Real trees have tens of KiB.
 const MAX_IGNORE_BYTES_PER_WALK: u64 = 1 << 20;
 /// Folders nested deeper than this are not listed (and say so); no real
 /// tree goes near it (git's own default limit is 4,096).
@@ -82,16 +83,50 @@ pub enum WalkFailed {
     Stopped,
 }
 
+/// Files the user's own config lets in although their names mark them
+/// secret (`index_secrets`: patterns as in an ignore file, from the
+/// workspace folder). A workspace's config cannot.
+pub struct SecretsLetIn(Option<Gitignore>);
+
+impl SecretsLetIn {
+    /// None let in.
+    pub fn none() -> Self {
+        Self(None)
+    }
+
+    /// Those `patterns` match in the workspace at `workspace`.
+    pub fn new(workspace: &Path, patterns: &[String]) -> Self {
+        if patterns.is_empty() {
+            return Self(None);
+        }
+        let mut builder = GitignoreBuilder::new(workspace);
+        for pattern in patterns {
+            // A bad pattern lets nothing in.
+            let _ = builder.add_line(None, pattern);
+        }
+        Self(builder.build().ok())
+    }
+
+    /// Whether the file at `path` (absolute) is kept out: its name marks it
+    /// secret, and no pattern lets it in.
+    pub fn keeps_out(&self, path: &Path) -> bool {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        is_secret(name) && !self.0.as_ref().is_some_and(|g| g.matched(path, false).is_ignore())
+    }
+}
+
 /// The files at or under `root` (workspace-relative, `.` for all) of the
 /// workspace at `workspace`, in path order, and what could not be listed.
 /// Ignore files of every folder from the workspace down apply, none above
-/// it. Folders in `hidden` (absolute) are passed over like data dirs.
-/// `stop` is asked as the walk goes: when it says so, the walk ends with
+/// it. Folders in `hidden` (absolute) are passed over like data dirs; files
+/// whose names mark them secret, unless `secrets` lets them in. `stop` is
+/// asked as the walk goes: when it says so, the walk ends with
 /// [`WalkFailed::Stopped`].
 pub fn files(
     workspace: &Path,
     root: &str,
     hidden: &[PathBuf],
+    secrets: &SecretsLetIn,
     stop: &dyn Fn() -> bool,
 ) -> Result<(Vec<FileEntry>, Vec<WalkError>), WalkFailed> {
     let mut target = Vec::new();
@@ -105,8 +140,16 @@ pub fn files(
     let top = Dir::open_ambient_dir(workspace, ambient_authority())
         .map_err(|e| WalkFailed::Workspace(workspace.to_path_buf(), e))?;
     let reached = target.is_empty() || top.symlink_metadata(target.join("/")).is_ok();
-    let mut walk =
-        Walk { workspace, hidden, target, levels: Vec::new(), found: Vec::new(), errors: Vec::new(), ignore_bytes: 0 };
+    let mut walk = Walk {
+        workspace,
+        hidden,
+        secrets,
+        target,
+        levels: Vec::new(),
+        found: Vec::new(),
+        errors: Vec::new(),
+        ignore_bytes: 0,
+    };
     walk.run(top, stop)?;
     if walk.found.is_empty() && walk.errors.is_empty() && !reached {
         walk.errors.push(WalkError { path: Some(root.to_string()), message: "no such file or folder".into() });
@@ -117,6 +160,7 @@ pub fn files(
 struct Walk<'a> {
     workspace: &'a Path,
     hidden: &'a [PathBuf],
+    secrets: &'a SecretsLetIn,
     /// The root asked for, as path components (empty: everything).
     target: Vec<String>,
     /// The ignore rules of each folder from the workspace down to the current one.
@@ -217,6 +261,13 @@ impl Walk<'_> {
                     Err(e) => self.error(&child_rel, format!("cannot list it: {e}")),
                 }
             } else if kind.is_file() && (on_the_way || !self.ignored(&child_abs, false)) {
+                if self.secrets.keeps_out(&child_abs) {
+                    // Left out quietly, as ignored files are, unless it was asked for by name.
+                    if on_the_way {
+                        self.error(&child_rel, SECRET_LEFT_OUT.into());
+                    }
+                    continue;
+                }
                 match dir.symlink_metadata(name) {
                     Ok(meta) if meta.is_file() => self.found.push(entry(child_rel, &meta)),
                     Ok(_) => {}
@@ -229,12 +280,21 @@ impl Walk<'_> {
         Ok(())
     }
 
-    /// The frame of the folder `dir` (`rel` from the workspace), its ignore rules pushed.
+    /// The frame of the folder `dir` (`rel` from the workspace), its ignore
+    /// rules pushed; none of its entries when an ignore file of it could not
+    /// be read (its rules might exclude any of them).
     fn enter(&mut self, dir: Dir, rel: String) -> Frame {
-        let rules = IGNORE_FILES.map(|name| self.ignore_file(&dir, &rel, name));
+        let mut unread = false;
+        let rules = IGNORE_FILES.map(|name| {
+            self.ignore_file(&dir, &rel, name).unwrap_or_else(|()| {
+                unread = true;
+                None
+            })
+        });
         self.levels.push(rules);
         let mut children = Vec::new();
         match dir.entries() {
+            _ if unread => {}
             Ok(entries) => {
                 for entry in entries {
                     match entry.and_then(|e| Ok((e.file_name(), e.file_type()?))) {
@@ -264,27 +324,34 @@ impl Walk<'_> {
         false
     }
 
-    /// The rules of `name` in `dir` (`rel` from the workspace), when it is
-    /// a regular file small enough to read.
-    fn ignore_file(&mut self, dir: &Dir, rel: &str, name: &str) -> Option<Gitignore> {
+    /// The rules of `name` in `dir` (`rel` from the workspace): none when
+    /// there is no such file; `Err` (said) when there is one whose rules
+    /// cannot be read: not a regular file, too large, or unreadable.
+    fn ignore_file(&mut self, dir: &Dir, rel: &str, name: &str) -> Result<Option<Gitignore>, ()> {
         let shown = if rel.is_empty() { name.to_string() } else { format!("{rel}/{name}") };
-        let meta = dir.symlink_metadata(name).ok()?;
+        let folder = if rel.is_empty() { "the workspace" } else { "its folder" };
+        let closed = format!("so nothing in {folder} is indexed (its rules might exclude any of it)");
+        let Ok(meta) = dir.symlink_metadata(name) else { return Ok(None) };
         if !meta.is_file() {
-            self.error(&shown, "not a regular file, so its rules are not read".into());
-            return None;
+            self.error(&shown, format!("not a regular file: its rules are not read, {closed}; make it a plain file"));
+            return Err(());
         }
         if meta.len() > MAX_IGNORE_FILE_BYTES {
-            let message = format!("over {} KiB, so its rules are not read", MAX_IGNORE_FILE_BYTES >> 10);
+            let message = format!(
+                "over {} KiB: its rules are not read, {closed}; make it smaller (rules can move to the ignore \
+                 files of the folders they are about)",
+                MAX_IGNORE_FILE_BYTES >> 10
+            );
             self.error(&shown, message);
-            return None;
+            return Err(());
         }
         if self.ignore_bytes + meta.len() > MAX_IGNORE_BYTES_PER_WALK {
             let message = format!(
-                "its rules are not read: the ignore files read before it already hold {} MiB of rules",
+                "its rules are not read (the ignore files read before it already hold {} MiB of rules), {closed}",
                 MAX_IGNORE_BYTES_PER_WALK >> 20
             );
             self.error(&shown, message);
-            return None;
+            return Err(());
         }
         // No link followed, nothing that can block: what was checked is what is opened.
         let opened = dir.open_with(name, platform::no_follow_no_block(OpenOptions::new().read(true)));
@@ -296,8 +363,8 @@ impl Walk<'_> {
             f.take(MAX_IGNORE_FILE_BYTES).read_to_string(&mut text)
         });
         if let Err(e) = read {
-            self.error(&shown, format!("cannot read its rules: {e}"));
-            return None;
+            self.error(&shown, format!("cannot read its rules ({e}), {closed}"));
+            return Err(());
         }
         self.ignore_bytes += text.len() as u64;
         let folder = self.workspace.join(rel);
@@ -307,7 +374,7 @@ impl Walk<'_> {
             // A bad pattern is skipped, as git does.
             let _ = builder.add_line(Some(from.clone()), line);
         }
-        builder.build().ok()
+        Ok(builder.build().ok())
     }
 
     fn error(&mut self, rel: &str, message: String) {
@@ -389,7 +456,7 @@ mod tests {
         std::os::unix::fs::symlink(ws.join("notes/a.md"), ws.join("link.md")).unwrap();
         std::os::unix::fs::symlink(ws.join("notes"), ws.join("linked-dir")).unwrap();
 
-        let (found, errors) = files(ws, ".", &[], &|| false).unwrap();
+        let (found, errors) = files(ws, ".", &[], &SecretsLetIn::none(), &|| false).unwrap();
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(
             paths(&found),
@@ -406,17 +473,20 @@ mod tests {
         assert_eq!(found[3].size, 1);
         assert!(found[3].mtime > 0);
 
-        let (found, _) = files(ws, "notes/sub", &[], &|| false).unwrap();
+        let (found, _) = files(ws, "notes/sub", &[], &SecretsLetIn::none(), &|| false).unwrap();
         assert_eq!(paths(&found), ["notes/sub/.gitignore", "notes/sub/c.log"]);
-        let (found, _) = files(ws, "./notes/a.md", &[], &|| false).unwrap();
+        let (found, _) = files(ws, "./notes/a.md", &[], &SecretsLetIn::none(), &|| false).unwrap();
         assert_eq!(paths(&found), ["notes/a.md"]);
         // Asked for by name, an ignored file is listed (as a walk from it would).
-        assert_eq!(paths(&files(ws, "build/out.md", &[], &|| false).unwrap().0), ["build/out.md"]);
-        assert!(files(ws, ".ragbox", &[], &|| false).unwrap().0.is_empty());
-        let (found, errors) = files(ws, "nowhere", &[], &|| false).unwrap();
+        assert_eq!(
+            paths(&files(ws, "build/out.md", &[], &SecretsLetIn::none(), &|| false).unwrap().0),
+            ["build/out.md"]
+        );
+        assert!(files(ws, ".ragbox", &[], &SecretsLetIn::none(), &|| false).unwrap().0.is_empty());
+        let (found, errors) = files(ws, "nowhere", &[], &SecretsLetIn::none(), &|| false).unwrap();
         assert!(found.is_empty() && errors.len() == 1, "{errors:?}");
-        assert!(files(ws, "../x", &[], &|| false).is_err());
-        assert!(files(ws, "/etc", &[], &|| false).is_err());
+        assert!(files(ws, "../x", &[], &SecretsLetIn::none(), &|| false).is_err());
+        assert!(files(ws, "/etc", &[], &SecretsLetIn::none(), &|| false).is_err());
     }
 
     #[cfg(unix)]
@@ -434,11 +504,12 @@ mod tests {
         std::fs::write(ws.join("c/.ignore"), "#".repeat(MAX_IGNORE_FILE_BYTES as usize + 1)).unwrap();
         std::fs::write(ws.join(std::ffi::OsStr::from_bytes(b"m-\xff.md")), "x").unwrap();
 
-        let (found, errors) = files(ws, "c", &[], &|| false).unwrap();
-        assert_eq!(paths(&found), ["c/.ignore", "c/z.md"]);
+        // Rules that cannot be read might exclude anything in their folder: nothing of it is listed.
+        let (found, errors) = files(ws, "c", &[], &SecretsLetIn::none(), &|| false).unwrap();
+        assert_eq!(paths(&found), [] as [&str; 0]);
         assert_eq!(errors.len(), 1, "only what lies on the way or under it: {errors:?}");
-        let (found, errors) = files(ws, ".", &[], &|| false).unwrap();
-        assert_eq!(paths(&found), ["a/x.md", "b/y.md", "c/.ignore", "c/z.md"]);
+        let (found, errors) = files(ws, ".", &[], &SecretsLetIn::none(), &|| false).unwrap();
+        assert_eq!(paths(&found), [] as [&str; 0]);
         let said: Vec<String> =
             errors.iter().map(|e| format!("{}: {}", e.path.as_deref().unwrap(), e.message)).collect();
         assert_eq!(said.len(), 4, "{said:?}");
@@ -446,6 +517,30 @@ mod tests {
         assert!(said.iter().any(|s| s.starts_with("a/.gitignore: not a regular file")), "{said:?}");
         assert!(said.iter().any(|s| s.starts_with("b/.gitignore: not a regular file")), "{said:?}");
         assert!(said.iter().any(|s| s.starts_with("c/.ignore: over 64 KiB")), "{said:?}");
+        assert!(said.iter().all(|s| s.contains("nothing in its folder is indexed") || s.contains("UTF-8")), "{said:?}");
+    }
+
+    #[test]
+    fn files_named_as_secrets_are_left_out_unless_the_user_lets_them_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        for (rel, text) in [
+            (".env", "KEY=1"),
+            ("deploy/.env.production", "KEY=2"),
+            ("certs/server.pem", "x"),
+            ("notes/a.md", "a"),
+            (".gitignore", "!.env\n"),
+        ] {
+            write(ws, rel, text);
+        }
+        // Whatever the ignore files say.
+        let (found, _) = files(ws, ".", &[], &SecretsLetIn::none(), &|| false).unwrap();
+        assert_eq!(paths(&found), [".gitignore", "notes/a.md"]);
+        // Asked for by name, too.
+        assert!(files(ws, ".env", &[], &SecretsLetIn::none(), &|| false).unwrap().0.is_empty());
+        let mine = SecretsLetIn::new(ws, &["/.env".to_string(), "*.pem".to_string()]);
+        let (found, _) = files(ws, ".", &[], &mine, &|| false).unwrap();
+        assert_eq!(paths(&found), [".env", ".gitignore", "certs/server.pem", "notes/a.md"]);
     }
 
     #[test]
@@ -462,7 +557,7 @@ mod tests {
         write(ws, "d/top.md", "x");
         write(ws, "config/ragbox/owner.key", "secret");
         let hidden = [ws.join("config/ragbox")];
-        let (found, errors) = files(ws, ".", &hidden, &|| false).unwrap();
+        let (found, errors) = files(ws, ".", &hidden, &SecretsLetIn::none(), &|| false).unwrap();
         assert_eq!(paths(&found), ["d/top.md"]);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].message.contains("deeper than 1024"), "{errors:?}");
@@ -479,7 +574,7 @@ mod tests {
             at.push("e");
             rel.push_str("e/");
         }
-        let (found, errors) = files(&chain, ".", &[], &|| false).unwrap();
+        let (found, errors) = files(&chain, ".", &[], &SecretsLetIn::none(), &|| false).unwrap();
         expected.sort();
         assert_eq!(paths(&found), expected);
         assert!(errors.is_empty(), "{errors:?}");
@@ -489,7 +584,7 @@ mod tests {
             asked.set(asked.get() + 1);
             true
         };
-        assert!(matches!(files(ws, ".", &[], &stop), Err(WalkFailed::Stopped)));
+        assert!(matches!(files(ws, ".", &[], &SecretsLetIn::none(), &stop), Err(WalkFailed::Stopped)));
         assert_eq!(asked.get(), 1);
     }
 
@@ -500,7 +595,7 @@ mod tests {
         write(&ws, "plain.md", "x");
         write(dir.path(), "outside.md", "y");
         std::fs::hard_link(dir.path().join("outside.md"), ws.join("linked.md")).unwrap();
-        let (found, _) = files(&ws, ".", &[], &|| false).unwrap();
+        let (found, _) = files(&ws, ".", &[], &SecretsLetIn::none(), &|| false).unwrap();
         let linked: Vec<_> = found.iter().map(|f| (f.path.as_str(), f.linked)).collect();
         assert_eq!(linked, [("linked.md", true), ("plain.md", false)]);
     }

@@ -714,3 +714,55 @@ fn logs_stay_one_line_per_message_and_quiet_in_a_storm() {
     assert!(warnings <= 3, "{warnings} watch warnings for {n} renames:\n{}", &log[log.len().saturating_sub(2000)..]);
     raw.ping(2);
 }
+
+/// The paths `ragbox index --json` stored, read back with `ragbox status --json`.
+fn indexed(f: &Fixture) -> Vec<String> {
+    let out = run(f, &["index", "--json"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let out = run(f, &["tools", "call", "list_sources", "{\"limit\": 1000}"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sources = listed["sources"].as_array().cloned().unwrap_or_default();
+    let mut paths: Vec<String> =
+        sources.iter().filter_map(|s| s["filepath"].as_str().or(s["path"].as_str()).map(str::to_string)).collect();
+    paths.sort();
+    paths
+}
+
+/// (11) An ignore file padded past what ragbox reads does not let in what it
+/// lists: its folder is left out and the report says why. Files named like
+/// credentials are never indexed, whatever the ignore files say, unless the
+/// user's own config lets one in (a workspace's cannot).
+#[test]
+fn what_the_ignore_files_keep_out_stays_out_and_secrets_are_never_indexed() {
+    let f = notes();
+    f.write("team/.gitignore", &format!("private.md\n{}", "# padding\n".repeat(8000)));
+    f.write("team/private.md", "The user's private notes: pelican passwords.\n");
+    f.write("team/plan.md", "The plan.\n");
+    f.write(".env", "OPENAI_API_KEY=sk-not-a-real-key\n");
+    f.write("deploy/id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\n");
+    f.write("certs/server.pem", "-----BEGIN CERTIFICATE-----\n");
+    f.write(".gitignore", "!.env\n");
+    let out = run(&f, &["index", "--json"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        report["errors"].to_string().contains("team/.gitignore")
+            && report["errors"].to_string().contains("nothing in its folder is indexed"),
+        "{report}"
+    );
+    let paths = indexed(&f);
+    for kept_out in ["team/private.md", "team/plan.md", ".env", "deploy/id_rsa", "certs/server.pem"] {
+        assert!(!paths.iter().any(|p| p == kept_out), "{kept_out} indexed: {paths:?}");
+    }
+    // Asked for by name: refused, saying how to let it in.
+    let out = run(&f, &["tools", "call", "embed_document", "{\"path\": \".env\"}"]);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("\"embedded\": 0") && report.contains("index_secrets"), "{}", said(&out));
+    // A workspace's config cannot let one in; the user's can.
+    f.write(".ragbox/config.toml", "index_secrets = [\".env\"]\n");
+    assert!(!indexed(&f).contains(&".env".to_string()));
+    f.write_user_config("index_secrets = [\"/.env\"]\n");
+    let paths = indexed(&f);
+    assert!(paths.contains(&".env".to_string()) && !paths.contains(&"deploy/id_rsa".to_string()), "{paths:?}");
+}

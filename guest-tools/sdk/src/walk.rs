@@ -2,7 +2,7 @@
 //! whole trees through the host, single folders through WASI.
 
 use crate::host;
-use ragbox_protocol::walk::SKIPPED_DIRS;
+use ragbox_protocol::walk::{IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, SKIPPED_DIRS, is_secret};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -88,6 +88,14 @@ pub fn files_at(paths: &[String], mut on_error: impl FnMut(Option<String>, Strin
             continue;
         }
         match listings.get(parent, &mut on_error).get(name) {
+            // A name that marks credentials: only what the host lists (the user may let one in).
+            Some(&Listed::File(..)) if is_secret(name) => {
+                let listed = files(path, &mut on_error);
+                if listed.is_empty() {
+                    on_error(Some(path.to_string()), SECRET_LEFT_OUT.to_string());
+                }
+                out.extend(listed.into_iter().map(|e| (e.path.clone(), e)));
+            }
             Some(&Listed::File(size, mtime)) => {
                 out.insert(path.to_string(), Entry { path: path.to_string(), size, mtime });
             }
@@ -112,10 +120,15 @@ struct Listings {
 }
 
 impl Listings {
-    /// The visible children of `dir` (workspace-relative, `.` for the root).
+    /// The visible children of `dir` (workspace-relative, `.` for the root):
+    /// none when an ignore file of it cannot be read, as the host's walk.
     fn get(&mut self, dir: &str, on_error: &mut impl FnMut(Option<String>, String)) -> &HashMap<String, Listed> {
         self.dirs.entry(dir.to_string()).or_insert_with(|| {
             let mut children = HashMap::new();
+            if let Some((file, why)) = unread_rules(dir) {
+                on_error(Some(file), format!("{why}: its rules are not read, so nothing in its folder is indexed"));
+                return children;
+            }
             let walker = builder(dir).max_depth(Some(1)).build();
             for item in walker {
                 match item {
@@ -150,6 +163,19 @@ impl Listings {
         let (parent, name) = split(dir);
         self.visible_dir(parent, on_error) && matches!(self.get(parent, on_error).get(name), Some(Listed::Dir))
     }
+}
+
+/// An ignore file of `dir` whose rules cannot be read (not a regular file,
+/// or over the size the host reads), and why.
+fn unread_rules(dir: &str) -> Option<(String, String)> {
+    IGNORE_FILES.iter().find_map(|name| {
+        let path = if dir == "." { (*name).to_string() } else { format!("{dir}/{name}") };
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        if !meta.is_file() {
+            return Some((path, "not a regular file".to_string()));
+        }
+        (meta.len() > MAX_IGNORE_FILE_BYTES).then(|| (path, format!("over {} KiB", MAX_IGNORE_FILE_BYTES >> 10)))
+    })
 }
 
 /// `a/b/c` → (`a/b`, `c`); `c` → (`.`, `c`).

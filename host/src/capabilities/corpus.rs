@@ -49,6 +49,7 @@ impl Host for HostState {
     fn put(&mut self, document: NewDocument) -> Result<(), Error> {
         self.timed(Stage::StoreWrite, |this| {
             this.require_corpus_write()?;
+            this.refuse_secrets(std::slice::from_ref(&document))?;
             let doc = convert::new_document(this.stamp(document))?;
             Ok(this.corpus()?.put(doc)?)
         })
@@ -57,6 +58,7 @@ impl Host for HostState {
     fn put_many(&mut self, documents: Vec<NewDocument>) -> Result<(), Error> {
         self.timed(Stage::StoreWrite, |this| {
             this.require_corpus_write()?;
+            this.refuse_secrets(&documents)?;
             let docs =
                 documents.into_iter().map(|d| convert::new_document(this.stamp(d))).collect::<Result<Vec<_>, _>>()?;
             Ok(this.corpus()?.put_many(docs)?)
@@ -78,6 +80,22 @@ const MAX_PAGE: u32 = 10_000;
 const SOURCE_METHOD_KEY: &str = "ragbox.source_method";
 
 impl HostState {
+    /// Refuses documents whose file names mark them credentials, unless the
+    /// user's config lets them in: whatever a tool read, they never reach the index.
+    fn refuse_secrets(&self, documents: &[NewDocument]) -> Result<(), Error> {
+        let Ok(workspace) = &self.env.workspace else { return Ok(()) };
+        match documents.iter().find(|d| self.env.secrets.keeps_out(&workspace.join(&d.path))) {
+            Some(secret) => Err(super::denied(format!(
+                "{} is not indexed: its name marks it a file of credentials, which ragbox never indexes unless \
+                 your own config lets it in (index_secrets = [\"{}\"] in {})",
+                secret.path,
+                secret.path,
+                crate::config::user_config_shown()
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Records who wrote `document`: the file watcher marks its own, and a
     /// tool cannot claim that mark for itself.
     fn stamp(&self, mut document: NewDocument) -> NewDocument {

@@ -61,10 +61,14 @@ impl host::Host for HostState {
         self.timed(Stage::Walk, |this| {
             let guard = &this.guard;
             let (found, errors) =
-                crate::walk::files(&workspace, &root, &hidden, &|| guard.must_stop()).map_err(|e| match e {
-                    crate::walk::WalkFailed::Stopped => super::error::error(types::ErrorCode::Cancelled, e.to_string()),
-                    other => super::error::invalid(other.to_string()),
-                })?;
+                crate::walk::files(&workspace, &root, &hidden, &this.env.secrets, &|| guard.must_stop()).map_err(
+                    |e| match e {
+                        crate::walk::WalkFailed::Stopped => {
+                            super::error::error(types::ErrorCode::Cancelled, e.to_string())
+                        }
+                        other => super::error::invalid(other.to_string()),
+                    },
+                )?;
             if let Ok(corpus) = this.corpus_of_call() {
                 corpus.memo().track_linked(found.iter().filter(|f| f.linked).map(|f| workspace.join(&f.path)));
             }

@@ -139,6 +139,10 @@ impl Runner {
         // A non-string workspace_path is left for the tool to reject in its own words.
         let workspace = setup.workspaces.resolve(arguments.get(WORKSPACE_ARG).and_then(Value::as_str));
         let corpus = workspace.as_ref().ok().map(|dir| self.corpora.get(dir));
+        let secrets = match &workspace {
+            Ok(dir) => crate::walk::SecretsLetIn::new(dir, setup.config.index_secrets()),
+            Err(_) => crate::walk::SecretsLetIn::none(),
+        };
         let env = CallEnv {
             workspace,
             corpus,
@@ -148,6 +152,7 @@ impl Runner {
             caller: request.caller,
             timings: request.timings,
             extractors: setup.catalog.extractors(),
+            secrets: Arc::new(secrets),
         };
         let value = Value::Object(arguments);
         let arguments = value.to_string();

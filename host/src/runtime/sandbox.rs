@@ -52,6 +52,8 @@ pub struct CallEnv {
     pub timings: Option<StagesSink>,
     /// What reads documents that are not text (PDF, Word, …) for the call.
     pub extractors: Arc<Extractors>,
+    /// The files named like credentials the user lets be indexed there.
+    pub secrets: Arc<crate::walk::SecretsLetIn>,
 }
 
 /// Who started a call.
@@ -77,6 +79,7 @@ impl CallEnv {
             caller: Caller::Client,
             timings: None,
             extractors: Arc::default(),
+            secrets: Arc::new(crate::walk::SecretsLetIn::none()),
         }
     }
 }
