@@ -26,6 +26,8 @@ fn invalid_utf8_and_huge_lines_do_not_kill_the_server() {
     let f = Fixture::cortext();
     let mut raw = Raw::start(&f);
     raw.stdin.write_all(b"\xff\xfe\xfd invalid utf-8 \xc3\x28\n").unwrap();
+    let reply = raw.recv();
+    assert_eq!((&reply["id"], &reply["error"]["code"]), (&Value::Null, &json!(-32700)), "{reply}");
     // Over the 16 MiB message cap: not buffered whole, and answered with its id.
     let huge = format!("{{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"pad\":\"{}\"}}", "x".repeat(20 << 20));
     raw.send(&huge);
