@@ -2,9 +2,13 @@
 //! own: what an indexing run reports, the error bodies of the documented tool
 //! sets, and every JSON tool's result. Tools produce these types and the host
 //! reads them, so both sides share one definition and no code reads them by
-//! string keys. Also what both sides skip when they list a workspace (`walk`).
+//! string keys. Also what both sides skip when they list a workspace (`walk`),
+//! where a file's frontmatter is (`frontmatter`), and how a skill is named over
+//! MCP (`skill`).
 
+pub mod frontmatter;
 mod results;
+pub mod skill;
 pub mod walk;
 
 pub use results::{

@@ -2,6 +2,8 @@
 //! frontmatter metadata, and where Cortext places it.
 
 use crate::cortext::{ConversationPath, Layout};
+/// Where a file's YAML frontmatter is (shared with the host, which serves a skill's).
+pub use ragbox_protocol::frontmatter::split as frontmatter;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// The metadata and text of one file, ready to chunk.
@@ -248,26 +250,6 @@ pub fn prepare(path: &str, text: &str) -> Prepared {
         metadata.push(("conversation".into(), c.conversation.clone()));
     }
     Prepared { kind, title, metadata, conversation, body_start, frontmatter_error, extracted }
-}
-
-/// The YAML between a leading `---` line and the next `---` line, and the
-/// byte offset just after the closing line.
-pub fn frontmatter(text: &str) -> Option<(&str, usize)> {
-    let text_start = text.strip_prefix('\u{feff}').map_or(0, |_| 3);
-    let rest = &text[text_start..];
-    let first = rest.split_inclusive('\n').next()?;
-    if first.trim_end() != "---" {
-        return None;
-    }
-    let yaml_start = text_start + first.len();
-    let mut offset = yaml_start;
-    for line in text[yaml_start..].split_inclusive('\n') {
-        if line.trim_end() == "---" || line.trim_end() == "..." {
-            return Some((&text[yaml_start..offset], offset + line.len()));
-        }
-        offset += line.len();
-    }
-    None
 }
 
 /// Top-level YAML mapping fields as strings; nested mappings are skipped.

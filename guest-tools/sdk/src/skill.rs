@@ -5,8 +5,8 @@
 
 use crate::document::{frontmatter, parse_yaml};
 
-/// The file name that makes a skill.
-pub const SKILL_FILE: &str = "SKILL.md";
+pub use ragbox_protocol::skill::SKILL_FILE;
+
 /// Metadata that marks a parent-child skill document in the index.
 pub const MARKER: (&str, &str) = ("ragbox.index", "skill");
 /// Other files of a skill folder listed in its metadata, at most.
