@@ -66,13 +66,24 @@ pub async fn watch_workspace(server: RagboxServer, corpus: Arc<Corpus>, index: b
 /// one run at a time per workspace in this process (the per-user service's
 /// sessions on one workspace each watch it: the first to run does the work,
 /// the others' runs then find it done).
-async fn follow(server: &RagboxServer, corpus: &Corpus, watcher: &mut Watcher, stop: &CancellationToken) {
+async fn follow(server: &RagboxServer, corpus: &Arc<Corpus>, watcher: &mut Watcher, stop: &CancellationToken) {
     // Started before the catch-up run, so nothing written meanwhile is missed.
     let mut changes = Changes::rescan();
     loop {
         let Some(_turn) = stop.run_until_cancelled(corpus.watch_turn().lock()).await else { return };
+        let before = generation(server, corpus).await;
         index(server, &changes, stop).await;
         drop(_turn);
+        // A run that wrote told the clients (`RagboxServer::call`); a skill's
+        // file the index does not keep (an image, an ignored file) changes its
+        // entry all the same.
+        if !changes.rescan && generation(server, corpus).await == before {
+            let (root, paths) = (server.workspaces().served().to_path_buf(), changes.paths.clone());
+            let touched = server.blocking(move || crate::resources::skills::touches_skill(&root, &paths));
+            if touched.await.unwrap_or(false) {
+                server.notify_resource_list_changed().await;
+            }
+        }
         changes = tokio::select! {
             next = watcher.next() => match next {
                 Some(c) => c,
@@ -81,6 +92,12 @@ async fn follow(server: &RagboxServer, corpus: &Corpus, watcher: &mut Watcher, s
             () = stop.cancelled() => return,
         };
     }
+}
+
+/// The served index's generation (what moves when it is written), if it can be read.
+async fn generation(server: &RagboxServer, corpus: &Arc<Corpus>) -> Option<u64> {
+    let corpus = corpus.clone();
+    server.blocking(move || corpus.stats().ok().map(|s| s.generation)).await.ok().flatten()
 }
 
 /// Runs the indexer over one batch until it has finished it.

@@ -7,6 +7,7 @@ mod profile;
 mod progress;
 mod reply;
 mod server;
+mod skills;
 mod stdio;
 
 pub use profile::{Offer, Profile};

@@ -10,15 +10,18 @@ use super::reply::{failed, to_result};
 use super::stdio::Flow;
 use crate::logs;
 use crate::memory::{self, Idle};
+use crate::resources::skills::Skills;
 use crate::resources::{Body, ResourceError, Resources};
 use crate::runtime::{
     Called, Caller, Failure, LoadedTool, Outcome, Reload, Request, Runner, Setup, Source, UnknownTool,
 };
 use crate::workspace::Workspaces;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    RequestId, Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, GetSkillRequestParams,
+    GetSkillResult, Implementation, ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, RequestId, Resource, ResourceContents,
+    ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -242,8 +245,8 @@ impl RagboxServer {
     }
 
     /// Tells every connected client that the resource list (the indexed
-    /// documents) may have changed.
-    async fn notify_resource_list_changed(&self) {
+    /// documents, the skills' files) may have changed.
+    pub(crate) async fn notify_resource_list_changed(&self) {
         for peer in self.live_peers() {
             if let Err(e) = peer.notify_resource_list_changed().await {
                 tracing::debug!("cannot tell a client the resource list changed: {e}");
@@ -256,14 +259,33 @@ impl RagboxServer {
         self.inner.runner.setup().workspaces.clone()
     }
 
-    /// Runs `work` on the served workspace's resources on a blocking thread
-    /// (the index is read from disk), its error made MCP's.
-    /// Over stdio its slot is kept until the answer to request `id` is
-    /// written: a client that reads nothing stops being served after a few.
+    /// Runs `work` on the served workspace's resources, as [`Self::with_workspace`].
     async fn with_resources<T: Send + 'static>(
         &self,
         id: &RequestId,
         work: impl FnOnce(&Resources<'_>) -> Result<T, ResourceError> + Send + 'static,
+    ) -> Result<T, McpError> {
+        self.with_workspace(id, move |served, corpus| work(&Resources::new(served, corpus))).await
+    }
+
+    /// Runs `work` on the served workspace's skills, as [`Self::with_workspace`].
+    async fn with_skills<T: Send + 'static>(
+        &self,
+        id: &RequestId,
+        work: impl FnOnce(&Skills<'_>) -> Result<T, ResourceError> + Send + 'static,
+    ) -> Result<T, McpError> {
+        self.with_workspace(id, move |served, corpus| work(&Skills::new(served, corpus)?)).await
+    }
+
+    /// Runs `work` on the served workspace and its index on a blocking
+    /// thread (the index is read from disk), one of [`RESOURCE_SLOTS`] at a
+    /// time, its error made MCP's. Over stdio its slot is kept until the
+    /// answer to request `id` is written: a client that reads nothing stops
+    /// being served after a few.
+    async fn with_workspace<T: Send + 'static>(
+        &self,
+        id: &RequestId,
+        work: impl FnOnce(&std::path::Path, &crate::corpus::Corpus) -> Result<T, ResourceError> + Send + 'static,
     ) -> Result<T, McpError> {
         let _held = self.inner.running.hold();
         let slot = self
@@ -279,7 +301,7 @@ impl RagboxServer {
             .blocking(move || {
                 let served = runner.setup().workspaces.served().to_path_buf();
                 let corpus = runner.corpus(&served);
-                let done = work(&Resources::new(&served, &corpus));
+                let done = work(&served, &corpus);
                 memory::release_thread();
                 done
             })
@@ -526,6 +548,7 @@ impl ServerHandler for RagboxServer {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_resources_list_changed()
+                .enable_skills_with_directory_read()
                 .build(),
         )
         .with_server_info(Implementation::new("ragbox", env!("CARGO_PKG_VERSION")))
@@ -580,6 +603,9 @@ impl ServerHandler for RagboxServer {
                 if let Some(title) = e.title {
                     resource = resource.with_title(title);
                 }
+                if let Some(description) = e.description {
+                    resource = resource.with_description(description);
+                }
                 resource
             })
             .collect();
@@ -598,9 +624,10 @@ impl ServerHandler for RagboxServer {
         let templates = vec![
             ResourceTemplate::new(format!("{root}{{+path}}"), "file")
                 .with_description("A file of the served workspace, by its path in it (links are not followed)"),
-            ResourceTemplate::new("skill://{name}", "skill")
-                .with_description("An indexed skill's whole SKILL.md, by its name")
-                .with_mime_type("text/markdown"),
+            ResourceTemplate::new("skill://{+path}", "skill").with_description(
+                "A file of a skill (MCP's Skills extension: skills/list names them), by its skill path and its path \
+                 in the skill: skill://<skill-path>/SKILL.md and the files beside it",
+            ),
         ];
         Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
@@ -621,5 +648,43 @@ impl ServerHandler for RagboxServer {
         }
         .with_mime_type(contents.mime);
         Ok(ReadResourceResult::new(vec![item]).into())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        Err(super::skills::unread_params(&request.method)
+            .unwrap_or_else(|| McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method, None)))
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        let cursor = request.and_then(|r| r.cursor);
+        let page = self.with_skills(&context.id, move |s| s.list(cursor.as_deref())).await?;
+        super::skills::list_result(page, &context)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        let entry = self.with_skills(&context.id, move |s| s.get(&request.uri)).await?;
+        super::skills::get_result(entry, &context)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, McpError> {
+        let ReadResourceDirectoryRequestParams { uri, cursor, .. } = request;
+        let page = self.with_skills(&context.id, move |s| s.directory(&uri, cursor.as_deref())).await?;
+        Ok(super::skills::directory_result(page))
     }
 }
