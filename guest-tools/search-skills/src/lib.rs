@@ -10,6 +10,7 @@ use ragbox_sdk::corpus::Filter;
 use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::hybrid::{self, Scored};
+use ragbox_sdk::protocol::skill::skill_md_uri;
 use ragbox_sdk::semantic;
 use ragbox_sdk::skill::MARKER;
 use ragbox_sdk::tool::{self, Text, ToolSet};
@@ -72,8 +73,11 @@ fn format_match(i: usize, found: &Scored) -> String {
     let hit = &found.hit;
     let name = metadata(found, "name");
     let tags = metadata(found, "tags");
+    // The URI MCP's Skills extension serves it at (skills/get, resources/read),
+    // or why it is not served there.
+    let uri = skill_md_uri(&hit.document.path, name).unwrap_or_else(|why| format!("none: {why}"));
     let mut out = format!(
-        "\n## Match {}: {} (relevance: {:.2})\n**Path**: {}\n**Tags**: {}\n",
+        "\n## Match {}: {} (relevance: {:.2})\n**Path**: {}\n**URI**: {uri}\n**Tags**: {}\n",
         i + 1,
         name,
         found.relevance,
@@ -127,8 +131,8 @@ impl ragbox_sdk::tool::Tool for Tool {
     const NAME: &'static str = "search_skills";
     const TITLE: &'static str = "Search skills";
     const DESCRIPTION: &'static str = "Search the skills library using natural language. Returns full skill \
-        definitions for the most relevant matches: each skill's name, path, tags, relevance and its complete SKILL.md \
-        (never a fragment), found by what the skill is for and by the words it uses.";
+        definitions for the most relevant matches: each skill's name, path, skill:// URI, tags, relevance and its \
+        complete SKILL.md (never a fragment), found by what the skill is for and by the words it uses.";
     const ANNOTATIONS: Annotations = tool::READS;
     const SET: ToolSet = ToolSet::Cortext;
     type Args = Args;
