@@ -21,5 +21,6 @@ mod search_workspace;
 mod service;
 mod sessions;
 mod skills;
+mod skills_extension;
 mod third_party;
 mod watch;

@@ -1,6 +1,7 @@
-//! MCP resources: the indexed documents as `file://` URIs and skills as
-//! `skill://NAME`, listed a page at a time and read whole, with reads kept
-//! inside the workspace (no link followed, no data dir, nothing outside).
+//! MCP resources: the indexed documents as `file://` URIs and skills by
+//! their `skill://…/SKILL.md` URIs (and their `skill://NAME` of before),
+//! listed a page at a time and read whole, with reads kept inside the
+//! workspace (no link followed, no data dir, nothing outside).
 
 use ragbox_tests::{Fixture, ok};
 use rmcp::model::{ReadResourceRequestParams, ResourceContents};
@@ -51,8 +52,9 @@ async fn documents_and_skills_are_resources_read_from_the_workspace_only() {
     let listed = |uri: &str| resources.iter().find(|r| r.uri == uri).cloned();
     let entry = listed(&readme).unwrap_or_else(|| panic!("{readme} listed in {resources:#?}"));
     assert_eq!((entry.name.as_str(), entry.mime_type.as_deref()), ("notes/README.md", Some("text/markdown")));
-    let skill = listed("skill://restart-pods").expect("the skill listed by name");
+    let skill = listed("skill://skills/restart-pods/SKILL.md").expect("the skill listed by its SKILL.md URI");
     assert_eq!(skill.name, "restart-pods");
+    assert_eq!(skill.description.as_deref(), Some("Restart stuck pods safely."));
     assert!(
         resources.iter().all(|r| !r.uri.contains(".ragbox") && !r.uri.contains("ignored/")),
         "only indexed documents: {resources:#?}"
@@ -60,8 +62,11 @@ async fn documents_and_skills_are_resources_read_from_the_workspace_only() {
 
     let got = read(&client, &readme).await.expect("read the README");
     assert_eq!(text_of(&got), std::fs::read_to_string(f.workspace.join("notes/README.md")).expect("read"));
-    let got = read(&client, "skill://restart-pods").await.expect("read the skill");
+    let got = read(&client, "skill://skills/restart-pods/SKILL.md").await.expect("read the skill");
     assert_eq!(text_of(&got), SKILL, "the whole SKILL.md");
+    // The URI skills had before the Skills extension still reads.
+    let got = read(&client, "skill://restart-pods").await.expect("read the skill by its name");
+    assert_eq!(text_of(&got), SKILL);
     // A file of the workspace that is not text comes back as bytes.
     let blob_uri = url::Url::from_file_path(ws.join("blob.bin")).expect("file URL").to_string();
     match read(&client, &blob_uri).await.expect("read the binary file") {
@@ -100,7 +105,7 @@ async fn documents_and_skills_are_resources_read_from_the_workspace_only() {
     let shown: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
     assert_eq!(
         shown,
-        [format!("{}/{{+path}}", url::Url::from_file_path(&ws).expect("URL")).as_str(), "skill://{name}"]
+        [format!("{}/{{+path}}", url::Url::from_file_path(&ws).expect("URL")).as_str(), "skill://{+path}"]
     );
     client.cancel().await.expect("close");
 }

@@ -51,7 +51,7 @@ const QUERIES: [(&str, &[&str]); 32] = [
 
 /// The skills libraries, with a .gitignore that leaves only the SKILL.md files
 /// to index (the scripts and references beside them are listed, not embedded).
-fn library() -> Fixture {
+pub(crate) fn library() -> Fixture {
     let f = Fixture::empty();
     let status = std::process::Command::new("cp")
         .arg("-r")
@@ -67,7 +67,7 @@ fn library() -> Fixture {
 }
 
 /// The matches of a search_skills answer: (path, full content).
-fn matches(answer: &str) -> Vec<(String, String)> {
+pub(crate) fn matches(answer: &str) -> Vec<(String, String)> {
     answer
         .split("\n## Match ")
         .skip(1)
