@@ -478,3 +478,17 @@ pub fn raise_open_file_limit() -> std::io::Result<u64> {
     }
     Ok(limit.rlim_cur as u64)
 }
+
+/// The machine's physical memory in bytes, where the OS says (Unix); `None` elsewhere.
+pub fn physical_memory() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        // SAFETY: sysconf reads a system value and touches no memory of ours.
+        let (pages, size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+        (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}

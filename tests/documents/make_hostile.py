@@ -85,6 +85,13 @@ def deep_docx():
     return docx({"word/document.xml": xml + "</w:body></w:document>"})
 
 
+def empty_markup_docx():
+    """Millions of empty paragraphs: a few hundred KiB zipped, text-free, and
+    costly to walk (one such file took the per-user service to 551 MB)."""
+    head = f'<?xml version="1.0"?><w:document xmlns:w="{W}"><w:body>'
+    return docx({"word/document.xml": head + "<w:p/>" * 8_000_000 + "</w:body></w:document>"})
+
+
 def million_cells_xlsx():
     """A sheet that claims A1:XFD1048576 and holds a million empty cells."""
     cells = "".join(f'<c r="A{i}"/>' for i in range(1, 1_000_001))
@@ -188,12 +195,23 @@ def nested_pdf():
 
 
 def main():
+    # make_hostile.py OUT [GOOD_PDF] [--only NAME]: all the files, or the one named.
+    only = None
+    if "--only" in sys.argv:
+        at = sys.argv.index("--only")
+        only = sys.argv[at + 1]
+        del sys.argv[at : at + 2]
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
+    if only == "empty-markup.docx":
+        with open(os.path.join(out, only), "wb") as f:
+            f.write(empty_markup_docx())
+        return
     rng = random.Random(7)
     files = {
         "bomb.docx": zip_bomb_docx(),
         "deep.docx": deep_docx(),
+        "empty-markup.docx": empty_markup_docx(),
         "million-empty-cells.xlsx": million_cells_xlsx(),
         "cyclic.pdf": cyclic_pdf(),
         "nested.pdf": nested_pdf(),

@@ -234,3 +234,57 @@ fn the_service_takes_the_open_files_its_user_may_have() {
     assert_eq!(numbers[0], numbers[1], "the service's soft limit is its hard one: {line}");
     assert_ne!(numbers[0], "256", "{line}");
 }
+
+/// `tests/documents/make_hostile.py`'s DOCX of millions of empty paragraphs
+/// (no text; ~150 MB to read), written to `to`.
+fn empty_markup_docx(to: &Path) {
+    let script = ragbox_tests::repo_root().join("tests/documents/make_hostile.py");
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(dir.path())
+        .args(["--only", "empty-markup.docx"])
+        .status()
+        .unwrap();
+    assert!(made.success(), "python3 {}", script.display());
+    std::fs::copy(dir.path().join("empty-markup.docx"), to).unwrap();
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn hostile_documents_are_read_a_few_at_a_time_for_the_whole_process() {
+    for standalone in [false, true] {
+        let f = Fixture::empty();
+        let first = f.workspace.join("doc-0.docx");
+        empty_markup_docx(&first);
+        for i in 1..5 {
+            std::fs::copy(&first, f.workspace.join(format!("doc-{i}.docx"))).unwrap();
+        }
+        // Five agents (standalone: one agent's five calls) each index one at the same time.
+        let mut sessions: Vec<Raw> = (0..if standalone { 1 } else { 5 }).map(|_| serve(&f, &[], standalone)).collect();
+        let count = sessions.len();
+        for i in 0..5u64 {
+            let request = json!({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+                "params": {"name": "embed_document", "arguments": {"path": format!("doc-{i}.docx")}}});
+            sessions[i as usize % count].send(&request.to_string());
+        }
+        for i in 0..5u64 {
+            let reply = sessions[i as usize % count].recv_within(Duration::from_secs(300));
+            assert_ne!(reply["result"]["isError"], true, "standalone={standalone}: {reply}");
+            let said = reply["result"]["structuredContent"].to_string();
+            assert!(said.contains("no text") || said.contains("memory"), "standalone={standalone}: {said}");
+        }
+        let pid = match standalone {
+            true => sessions[0].pid(),
+            false => {
+                const SAID: &str = "served by this user's ragbox service pid=";
+                let log = sessions[0].stderr.lock().unwrap().clone();
+                let at = log.find(SAID).unwrap_or_else(|| panic!("not handed to the service: {log}"));
+                log[at + SAID.len()..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
+            }
+        };
+        let peak = peak_mib(pid);
+        eprintln!("standalone={standalone}: peak {peak} MiB");
+        assert!(peak < 450, "standalone={standalone}: five documents read at once took the process to {peak} MiB");
+    }
+}

@@ -4,6 +4,12 @@
 //! with no filesystem, environment or network, under its own deadline and
 //! memory limit, and what it returns is capped: a hostile document can at
 //! worst waste its own budget.
+//!
+//! And the process has one budget for all of them ([`Slots`]): the per-user
+//! service reads documents for every session, and five hostile files read at
+//! once took it to 2.6 GB. At most a few documents are read at a time (from
+//! the machine's cores and memory, each with its memory limit); the others
+//! wait their turn, as long as their call may.
 
 use super::guard::{Guard, Interrupt};
 use super::linked::{Linked, Relink};
@@ -45,6 +51,61 @@ impl Default for ExtractLimits {
     fn default() -> Self {
         // 8 MiB of text is what one call may tokenize, as for a text file.
         Self { timeout: Duration::from_secs(60), memory_bytes: 1 << 30, max_text_bytes: 8 << 20 }
+    }
+}
+
+/// Documents read at once in this process, each up to its memory limit:
+/// one for each two cores, within an eighth of the machine's memory (8 GiB
+/// is assumed where the OS does not say), at least one, at most four.
+struct Slots {
+    free: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+/// The process's slots (one budget for every session and call).
+fn slots() -> &'static Slots {
+    static SLOTS: std::sync::OnceLock<Slots> = std::sync::OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let memory = crate::platform::physical_memory().unwrap_or(8 << 30);
+        let per_file = ExtractLimits::default().memory_bytes as u64;
+        let by_memory = usize::try_from(memory / 8 / per_file).unwrap_or(usize::MAX);
+        let free = (cores / 2).min(by_memory).clamp(1, 4);
+        tracing::debug!(free, "documents read at once");
+        Slots { free: std::sync::Mutex::new(free), freed: std::sync::Condvar::new() }
+    })
+}
+
+/// One of the process's slots, given back when dropped.
+struct Slot(&'static Slots);
+
+impl Slots {
+    /// A slot, waiting for one while others read; `None` when `cancel` fires
+    /// or `until` (if any) passes first.
+    fn take(&'static self, until: Option<Instant>, cancel: &CancellationToken) -> Option<Slot> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if *free > 0 {
+                *free -= 1;
+                return Some(Slot(self));
+            }
+            let left = match until {
+                Some(until) => until.checked_duration_since(Instant::now())?,
+                None => Duration::MAX,
+            };
+            if cancel.is_cancelled() {
+                return None;
+            }
+            let wait = left.min(Duration::from_millis(50));
+            free = self.freed.wait_timeout(free, wait).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.freed.notify_one();
     }
 }
 
@@ -373,6 +434,10 @@ impl Extractors {
     ) -> Result<Extracted, ExtractFailure> {
         let ext = extension(name).unwrap_or_default();
         let extractor = self.by_format.get(&ext).ok_or(ExtractFailure::NoExtractor { ext })?;
+        // The wait for a slot is the call's time, not the file's: its budget starts once it is read.
+        let until = Instant::now().checked_add(within);
+        let _slot = slots().take(until, &cancel).ok_or(ExtractFailure::Cancelled)?;
+        let within = until.map_or(within, |until| until.saturating_duration_since(Instant::now()));
         let limits = ExtractLimits { timeout: self.limits.timeout.min(within), ..self.limits };
         match extractor.extract(name, bytes, &limits, cancel) {
             // The call's own time ran out, not the file's budget: the file is not to blame.
