@@ -288,3 +288,29 @@ fn hostile_documents_are_read_a_few_at_a_time_for_the_whole_process() {
         assert!(peak < 450, "standalone={standalone}: five documents read at once took the process to {peak} MiB");
     }
 }
+
+#[test]
+#[cfg(unix)]
+fn two_calls_asking_the_same_index_run_it_once() {
+    for standalone in [false, true] {
+        let f = Fixture::tldr(40);
+        let mut sessions: Vec<Raw> = (0..if standalone { 1 } else { 2 }).map(|_| serve(&f, &[], standalone)).collect();
+        let count = sessions.len();
+        for id in 1..=2u64 {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "embed_workspace", "arguments": {}}});
+            sessions[id as usize % count].send(&request.to_string());
+        }
+        let reports: Vec<Value> = (1..=2u64)
+            .map(|id| {
+                sessions[id as usize % count].recv_within(Duration::from_secs(300))["result"]["structuredContent"]
+                    .clone()
+            })
+            .collect();
+        assert_eq!(reports[0]["embedded"], 40, "standalone={standalone}: {reports:?}");
+        assert_eq!(reports[0], reports[1], "standalone={standalone}: the second asker takes the run's result");
+        // One run, not two: the call history has one line.
+        let history = std::fs::read_to_string(f.dir.path().join("calls").join("embed_workspace.jsonl")).unwrap();
+        assert_eq!(history.lines().count(), 1, "standalone={standalone}: {history}");
+    }
+}

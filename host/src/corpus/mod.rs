@@ -16,6 +16,7 @@ pub mod follow;
 mod keyword;
 pub mod memo;
 mod records;
+pub mod turn;
 
 pub use embedder::SharedEmbedder;
 use keyword::Keyword;
@@ -91,10 +92,9 @@ pub struct Corpus {
     follower: follow::Follower,
     /// This corpus, for the follower's thread; empty until [`Corpus::into_shared`].
     me: Weak<Corpus>,
-    /// Held by a file watch's indexing run: where several sessions of one
-    /// process watch this workspace, one runs and the others then find the
-    /// work done, instead of each embedding the same files at once.
-    watch_turn: tokio::sync::Mutex<()>,
+    /// Taken by each call that writes here: one at a time in this process
+    /// (the per-user service's sessions, a watch's runs, an agent's calls).
+    writing: turn::Turn,
 }
 
 impl Corpus {
@@ -114,7 +114,7 @@ impl Corpus {
             memo: memo::Memo::default(),
             follower: follow::Follower::default(),
             me: Weak::new(),
-            watch_turn: tokio::sync::Mutex::new(()),
+            writing: turn::Turn::default(),
         }
     }
 
@@ -141,9 +141,9 @@ impl Corpus {
         self.shared.as_ref()
     }
 
-    /// The turn a file watch's indexing run takes (see `watch_turn`).
-    pub fn watch_turn(&self) -> &tokio::sync::Mutex<()> {
-        &self.watch_turn
+    /// The turn each call that writes here takes (see [`turn`]).
+    pub fn writing(&self) -> &turn::Turn {
+        &self.writing
     }
 
     /// What tools keep between calls on this workspace.

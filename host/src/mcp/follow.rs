@@ -62,18 +62,16 @@ pub async fn watch_workspace(server: RagboxServer, corpus: Arc<Corpus>, index: b
     corpus.memo().set_watched(false);
 }
 
-/// Indexes what changed while no server watched, then every settled batch,
-/// one run at a time per workspace in this process (the per-user service's
-/// sessions on one workspace each watch it: the first to run does the work,
-/// the others' runs then find it done).
+/// Indexes what changed while no server watched, then every settled batch.
+/// A run takes the workspace's writing turn as every call that writes does
+/// (the per-user service's sessions on one workspace each watch it: the
+/// first to run does the work, the others' then find it done, or join it).
 async fn follow(server: &RagboxServer, corpus: &Arc<Corpus>, watcher: &mut Watcher, stop: &CancellationToken) {
     // Started before the catch-up run, so nothing written meanwhile is missed.
     let mut changes = Changes::rescan();
     loop {
-        let Some(_turn) = stop.run_until_cancelled(corpus.watch_turn().lock()).await else { return };
         let before = generation(server, corpus).await;
         index(server, &changes, stop).await;
-        drop(_turn);
         // A run that wrote told the clients (`RagboxServer::call`); a skill's
         // file the index does not keep (an image, an ignored file) changes its
         // entry all the same.

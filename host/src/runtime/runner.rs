@@ -11,6 +11,7 @@ use super::stages::StagesSink;
 use super::tool::{Failure, LoadedTool, Outcome};
 use crate::config::{Config, Grants, Limits};
 use crate::corpus::Corpora;
+use crate::corpus::turn::{Shared, Taken};
 use crate::workspace::{WORKSPACE_ARG, Workspaces};
 use serde_json::{Map, Value};
 use std::sync::{Arc, RwLock};
@@ -168,9 +169,32 @@ impl Runner {
             let outcome = Outcome::ToolError { invalid_arguments: true, body };
             return Ok(Called { tool: tool.clone(), outcome });
         }
+        // A call that may write takes its workspace's writing turn: one at a time in this
+        // process, and one that asks what the running one asks takes its result.
+        let corpus = env.corpus.clone().filter(|_| env.grants.corpus_write && !tool.read_only());
+        let cancel = env.cancel.clone();
+        let turn =
+            match corpus.as_ref().map(|c| c.writing().take(&format!("{name}\0{arguments}"), &|| cancel.is_cancelled()))
+            {
+                None => None,
+                Some(None) => {
+                    let outcome = Outcome::Failed(Failure::Cancelled { tool: name.to_string() });
+                    return Ok(Called { tool: tool.clone(), outcome });
+                }
+                Some(Some(Taken::Joined(shared))) => match shared.downcast_ref::<Outcome>() {
+                    Some(outcome) => return Ok(Called { tool: tool.clone(), outcome: outcome.clone() }),
+                    None => None,
+                },
+                Some(Some(Taken::Turn(held))) => Some(held),
+            };
         let started = std::time::Instant::now();
         let outcome = tool.call(&arguments, env, &setup.limits(tool));
         self.history.record(name, &CallRecord::now(&tool.sha256, started.elapsed(), outcome.label()));
+        if let Some(held) = turn {
+            // A cancelled run's ending is its caller's alone: who joined it runs itself.
+            let shared = !matches!(outcome, Outcome::Failed(Failure::Cancelled { .. }));
+            held.finish(shared.then(|| Arc::new(outcome.clone()) as Shared));
+        }
         Ok(Called { tool: tool.clone(), outcome })
     }
 }

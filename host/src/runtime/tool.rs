@@ -61,7 +61,7 @@ pub struct LoadedTool {
 }
 
 /// How a call ended.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Outcome {
     /// The tool answered; JSON text.
     Ok(String),
@@ -98,7 +98,7 @@ impl Outcome {
 }
 
 /// Why the host stopped a call; the message is what the client sees.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Failure {
     /// Ran past its wall-clock limit.
     #[error("tool '{tool}' was stopped after {secs:.1} s: it exceeded its time limit of {limit_secs} s \
