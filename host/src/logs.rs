@@ -2,15 +2,37 @@
 //! work of one of the per-user service's sessions, that session's relay too,
 //! which writes it to its own stderr: the agent's log of its server shows
 //! what its session did, as a server in a process of its own would.
+//!
+//! A process that serves every agent must not let one fill its log: lines
+//! from one place in the code, for one session, past [`LINES_PER_WINDOW`] in
+//! [`WINDOW`] are held back and counted, and told in one line ([`Throttle`]);
+//! and the per-user service's log is started again when it passes its size,
+//! the last one kept beside it ([`rotate_at`]).
 
 use std::cell::RefCell;
-use std::io;
+use std::collections::HashMap;
+use std::io::{self, Write as _};
+#[cfg(unix)]
+use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Mutex;
+#[cfg(unix)]
+use std::sync::OnceLock;
+#[cfg(unix)]
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use tracing::{Event, Subscriber};
+use tracing_subscriber::layer::{Context as LayerContext, Layer};
 
 /// A session's log lines, each one line without its newline.
-pub type Sink = mpsc::Sender<Vec<u8>>;
+#[derive(Clone, Debug)]
+pub struct Sink {
+    lines: mpsc::Sender<Vec<u8>>,
+    /// Tells sessions apart for [`Throttle`].
+    session: u64,
+}
 
 /// What a session's sink holds: past it (its relay has stopped reading),
 /// lines are dropped rather than kept in the service every session shares.
@@ -20,7 +42,9 @@ pub const SINK_LINES: usize = 4096;
 /// A session's sink and the end its writer reads (the per-user service's: Unix only).
 #[cfg(unix)]
 pub fn sink() -> (Sink, mpsc::Receiver<Vec<u8>>) {
-    mpsc::channel(SINK_LINES)
+    static SESSIONS: AtomicU64 = AtomicU64::new(1);
+    let (lines, receiver) = mpsc::channel(SINK_LINES);
+    (Sink { lines, session: SESSIONS.fetch_add(1, Ordering::Relaxed) }, receiver)
 }
 
 thread_local! {
@@ -83,9 +107,13 @@ impl io::Write for Stderr {
     /// One call per event: the formatter writes each whole.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         io::stderr().write_all(buf)?;
+        #[cfg(unix)]
+        if let Some(rotation) = ROTATION.get() {
+            rotation.wrote(buf.len() as u64);
+        }
         SINK.with(|s| {
             if let Some(sink) = s.borrow().as_ref() {
-                let _ = sink.try_send(one_line(buf));
+                let _ = sink.lines.try_send(one_line(buf));
             }
         });
         Ok(buf.len())
@@ -93,6 +121,127 @@ impl io::Write for Stderr {
 
     fn flush(&mut self) -> io::Result<()> {
         io::stderr().flush()
+    }
+}
+
+/// Lines one place in the code may log for one session in [`WINDOW`]; the
+/// rest of the window's are held back and counted.
+pub const LINES_PER_WINDOW: u32 = 20;
+/// See [`LINES_PER_WINDOW`].
+pub const WINDOW: Duration = Duration::from_secs(10);
+/// Places tracked at once; past it, the oldest windows are forgotten.
+const MAX_SITES: usize = 4096;
+
+/// Holds back a storm of lines from one place (a rename storm beside a
+/// watched workspace made the file-watch library log 142,545 lines in 8 s):
+/// past [`LINES_PER_WINDOW`] a window, a place's lines for one session are
+/// counted, and the count is told once the next window begins.
+#[derive(Default)]
+pub struct Throttle {
+    sites: Mutex<HashMap<(String, u32, u64), Site>>,
+}
+
+struct Site {
+    since: Instant,
+    lines: u32,
+    held: u64,
+}
+
+impl<S: Subscriber> Layer<S> for Throttle {
+    fn event_enabled(&self, event: &Event<'_>, _ctx: LayerContext<'_, S>) -> bool {
+        use tracing_log::NormalizeEvent as _;
+        // A `log` record (the file-watch library's) by where it was written, not its one shared callsite.
+        let normalized = event.normalized_metadata();
+        let meta = normalized.as_ref().unwrap_or_else(|| event.metadata());
+        let session = SINK.with(|s| s.borrow().as_ref().map_or(0, |sink| sink.session));
+        let key = (meta.target().to_string(), meta.line().unwrap_or(0), session);
+        let now = Instant::now();
+        let (allowed, told) = {
+            let mut sites = self.sites.lock().unwrap_or_else(|e| e.into_inner());
+            if sites.len() >= MAX_SITES && !sites.contains_key(&key) {
+                sites.retain(|_, site| now.duration_since(site.since) < WINDOW);
+            }
+            let site = sites.entry(key).or_insert(Site { since: now, lines: 0, held: 0 });
+            let mut told = None;
+            if now.duration_since(site.since) >= WINDOW {
+                told = (site.held > 0).then_some(site.held);
+                *site = Site { since: now, lines: 0, held: 0 };
+            }
+            site.lines += 1;
+            let allowed = site.lines <= LINES_PER_WINDOW;
+            if !allowed {
+                site.held += 1;
+            }
+            (allowed, told)
+        };
+        // Outside the lock: this line passes through here too.
+        if let Some(held) = told {
+            tracing::warn!(
+                "{held} more lines like the next one (from {}) were held back in {} s",
+                meta.target(),
+                WINDOW.as_secs()
+            );
+        }
+        allowed
+    }
+}
+
+/// The per-user service's log, started again past its size (the service is Unix's).
+#[cfg(unix)]
+struct Rotation {
+    path: PathBuf,
+    max: u64,
+    written: AtomicU64,
+    /// Held while the log is moved aside.
+    moving: Mutex<()>,
+}
+
+#[cfg(unix)]
+static ROTATION: OnceLock<Rotation> = OnceLock::new();
+
+/// From now on, this process's stderr (which is the file at `path`) is
+/// started again whenever it passes `max` bytes: the file so far becomes
+/// `path.1` (replacing an older one) and a new one takes stderr's place.
+#[cfg(unix)]
+pub fn rotate_at(path: PathBuf, max: u64) {
+    let written = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let _ = ROTATION.set(Rotation { path, max, written: AtomicU64::new(written), moving: Mutex::new(()) });
+}
+
+/// Starts the service's log again now if it is past its size (written by
+/// other hands too, or before the count began): at each session's opening.
+#[cfg(unix)]
+pub fn rotate_if_full() {
+    if let Some(rotation) = ROTATION.get() {
+        let size = std::fs::metadata(&rotation.path).map_or(0, |m| m.len());
+        rotation.written.store(size, Ordering::Relaxed);
+        rotation.wrote(0);
+    }
+}
+
+#[cfg(unix)]
+impl Rotation {
+    /// Counts `bytes` written, and starts the log again past the size.
+    fn wrote(&self, bytes: u64) {
+        if self.written.fetch_add(bytes, Ordering::Relaxed) + bytes <= self.max {
+            return;
+        }
+        let Ok(_moving) = self.moving.try_lock() else { return };
+        if self.written.load(Ordering::Relaxed) <= self.max {
+            return; // another thread just did
+        }
+        let old = self.path.with_extension("log.1");
+        let fresh = std::fs::rename(&self.path, &old).and_then(|()| {
+            crate::platform::private_std_file(std::fs::OpenOptions::new().create(true).append(true)).open(&self.path)
+        });
+        match fresh.and_then(|file| crate::platform::redirect_stderr(&file)) {
+            Ok(()) => self.written.store(0, Ordering::Relaxed),
+            // Not again at every line: once more after another `max`.
+            Err(e) => {
+                self.written.store(0, Ordering::Relaxed);
+                let _ = writeln!(io::stderr(), "ragbox: cannot start the log {} again: {e}", self.path.display());
+            }
+        }
     }
 }
 

@@ -492,3 +492,14 @@ pub fn physical_memory() -> Option<u64> {
         None
     }
 }
+
+/// Makes `file` this process's stderr (what panics and every log line write to).
+#[cfg(unix)]
+pub fn redirect_stderr(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: both descriptors are open; dup2 replaces fd 2 atomically.
+    if unsafe { libc::dup2(file.as_raw_fd(), libc::STDERR_FILENO) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}

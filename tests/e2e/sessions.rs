@@ -314,3 +314,65 @@ fn two_calls_asking_the_same_index_run_it_once() {
         assert_eq!(history.lines().count(), 1, "standalone={standalone}: {history}");
     }
 }
+
+/// The per-user service's log in `f`'s service folder (its key's `.log`).
+fn service_log(f: &Fixture) -> PathBuf {
+    let entries = std::fs::read_dir(f.service_dir()).unwrap().flatten();
+    let mut logs: Vec<PathBuf> =
+        entries.map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "log")).collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    logs.remove(0)
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn the_services_log_stays_small_in_a_storm_and_is_started_again_past_its_size() {
+    // Folders made and renamed away beside a watched workspace's files, faster than
+    // their watches can be set: the file-watch library logs a line for most of them.
+    let f = Fixture::cortext();
+    let mut raw = Raw::start_with(&f, &["serve", "--watch"]);
+    raw.ping(1);
+    let storm = f.workspace.join("storm");
+    std::fs::create_dir_all(&storm).unwrap();
+    let started = Instant::now();
+    let mut renames = 0;
+    while started.elapsed() < Duration::from_secs(6) {
+        let a = storm.join(format!("a{renames}"));
+        std::fs::create_dir_all(a.join("x/y")).unwrap();
+        std::fs::rename(&a, storm.join(format!("b{renames}"))).unwrap();
+        std::fs::remove_dir_all(storm.join(format!("b{renames}"))).unwrap();
+        renames += 1;
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    raw.ping(2);
+    let log = std::fs::read_to_string(service_log(&f)).unwrap();
+    let lines = log.lines().count();
+    assert!(
+        lines < 400,
+        "{lines} lines in the service's log for {renames} renames:\n{}",
+        &log[log.len().saturating_sub(3000)..]
+    );
+    drop(raw);
+
+    // Past its size while it runs, the log starts again and the last one is kept beside it.
+    let f = Fixture::tldr(30);
+    let mut command = f.command(&["serve"]);
+    command.env("RAGBOX_SERVICE_LOG_MAX", "16384").env("RAGBOX_LOG", "debug");
+    let mut raw = Raw::spawn_command(command);
+    raw.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+    assert_eq!(raw.recv()["id"], 0);
+    let report = call(&mut raw, 1, "embed_workspace", json!({}));
+    assert_ne!(report["isError"], true, "{report}");
+    for id in 2..40 {
+        let found = call(&mut raw, id, "search", json!({"query": format!("compress files {id}")}));
+        assert_ne!(found["isError"], true, "{found}");
+    }
+    let log = service_log(&f);
+    let kept = log.with_extension("log.1");
+    let size = std::fs::metadata(&log).unwrap().len();
+    assert!(kept.exists(), "no {} beside {}", kept.display(), log.display());
+    // Started again at the line that passes the size: its 16 KiB and one line (a debug line can hold a result).
+    assert!(size < 16384 + (64 << 10), "the log is {size} bytes, past its 16 KiB");
+    let old = std::fs::metadata(&kept).unwrap().len();
+    assert!(old < 16384 + (64 << 10), "the log kept beside it is {old} bytes");
+}

@@ -390,14 +390,14 @@ fn chain(e: &anyhow::Error) -> String {
 
 /// Logs go to stderr only (stdout is the JSON-RPC channel); `RAGBOX_LOG` sets the filter.
 fn init_logging(default: &str) {
+    use tracing_subscriber::prelude::*;
     let filter = tracing_subscriber::EnvFilter::try_from_env("RAGBOX_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let lines = tracing_subscriber::fmt::layer()
         .with_writer(crate::logs::Stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(filter)
-        .with_target(false)
-        .init();
+        .with_target(false);
+    tracing_subscriber::registry().with(filter).with(crate::logs::Throttle::default()).with(lines).init();
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! config and tools, its file watch), over one engine, one model and one
 //! corpus per workspace. It leaves once no session has been open for a while.
 
-use super::place::{MAX_LOG, lock_file, log_file};
+use super::place::{lock_file, log_file, max_log};
 use super::{Hello, Reply};
 use crate::cli::open::Hub;
 use crate::logs;
@@ -36,8 +36,6 @@ const MAX_HELLO: u64 = 64 << 10;
 struct Sessions {
     served: Mutex<Vec<PathBuf>>,
     count: watch::Sender<usize>,
-    /// The service's log (its stderr, opened for appending).
-    log: PathBuf,
 }
 
 /// Serves the sessions relays bring to `socket` until none has been open
@@ -58,6 +56,8 @@ pub fn run(socket: &Path) -> anyhow::Result<()> {
         .inspect_err(|e| tracing::warn!("cannot raise the limit on open files: {e}"))
         .unwrap_or(0);
     tracing::info!(socket = %socket.display(), pid = std::process::id(), linger_s = linger.as_secs_f64(), open_files, "ragbox service started");
+    // Its stderr is its log (the relay that started it made it so): kept to a size while it runs.
+    logs::rotate_at(log_file(socket), max_log());
     if let Some(dir) = socket.parent() {
         tidy(dir);
     }
@@ -73,7 +73,7 @@ pub fn run(socket: &Path) -> anyhow::Result<()> {
     crate::corpus::follow::enable();
     runtime.block_on(async {
         let listener = tokio::net::UnixListener::from_std(listener)?;
-        accept(listener, hub, linger, log_file(socket)).await;
+        accept(listener, hub, linger).await;
         // Gone from the folder before the listener closes, under the lock a
         // starting relay holds: the next relay starts a new service.
         let lock = platform::private_std_file(std::fs::OpenOptions::new().create(true).truncate(false).write(true))
@@ -91,9 +91,9 @@ pub fn run(socket: &Path) -> anyhow::Result<()> {
 }
 
 /// Takes connections until no session has been open for `linger`.
-async fn accept(listener: tokio::net::UnixListener, hub: Arc<Hub>, linger: Duration, log: PathBuf) {
+async fn accept(listener: tokio::net::UnixListener, hub: Arc<Hub>, linger: Duration) {
     let (count, mut changed) = watch::channel(0usize);
-    let sessions = Arc::new(Sessions { served: Mutex::new(Vec::new()), count, log });
+    let sessions = Arc::new(Sessions { served: Mutex::new(Vec::new()), count });
     let idle = Arc::new(Idle::default());
     loop {
         let none_open = *changed.borrow_and_update() == 0;
@@ -170,10 +170,7 @@ async fn session(stream: UnixStream, hub: Arc<Hub>, sessions: Arc<Sessions>, idl
     if let Err(e) = send(&mut write, &Reply::Serving { pid: std::process::id() }).await {
         return tracing::warn!("the relay left before its session began: {e}");
     }
-    // A long-lived service's log is kept to a size: written in append mode, it starts again.
-    if std::fs::metadata(&sessions.log).is_ok_and(|m| m.len() > MAX_LOG) {
-        let _ = std::fs::OpenOptions::new().write(true).open(&sessions.log).and_then(|f| f.set_len(0));
-    }
+    logs::rotate_if_full();
     tracing::info!(workspace = %served.display(), watch = hello.watch, "session opened");
     let open = Open::new(sessions, hub, served.clone());
     let offer = Offer { tools, output_schemas: hello.output_schemas };
@@ -267,15 +264,16 @@ impl Drop for Counted {
 }
 
 /// Removes the locks and logs of services gone a week (another build of
-/// ragbox, another environment): each key leaves two small files. Only
+/// ragbox, another environment): each key leaves a few small files. Only
 /// files named as a service names them; a lock only when no relay holds it.
 fn tidy(dir: &Path) {
     const STALE: Duration = Duration::from_secs(7 * 24 * 3600);
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
-        if !super::place::is_service_file(&path) || path.with_extension("sock").exists() {
-            continue;
+        match super::place::service_key(&path) {
+            Some(key) if !dir.join(format!("{key}.sock")).exists() => {}
+            _ => continue,
         }
         let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
         let stale = meta.modified().ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > STALE);

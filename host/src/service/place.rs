@@ -17,8 +17,15 @@ const KEYED: [&str; 8] =
 /// `RAGBOX_*` variables a session carries in its hello, or only the relay reads.
 const NOT_KEYED: [&str; 3] = ["RAGBOX_TOOLS", "RAGBOX_STANDALONE", "RAGBOX_SERVICE_DIR"];
 
-/// A service's log is started afresh when it outgrows this (at a start, or a session's opening).
-pub const MAX_LOG: u64 = 8 << 20;
+/// A service's log is started again (the last one kept as `.log.1`) when it
+/// outgrows this, at a start or while it runs: 8 MiB, or `RAGBOX_SERVICE_LOG_MAX` bytes.
+pub fn max_log() -> u64 {
+    std::env::var("RAGBOX_SERVICE_LOG_MAX")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(8 << 20)
+}
 
 /// Longest socket path every Unix takes (macOS: 104 bytes with the NUL).
 const MAX_SOCKET_PATH: usize = 100;
@@ -59,12 +66,13 @@ impl Place {
     }
 }
 
-/// Whether `path` is named as a service's lock or log: its key (16 hex digits), `.lock` or `.log`.
-pub fn is_service_file(path: &Path) -> bool {
-    let (Some(stem), Some(ext)) = (path.file_stem().and_then(|s| s.to_str()), path.extension()) else {
-        return false;
-    };
-    stem.len() == 16 && stem.bytes().all(|b| b.is_ascii_hexdigit()) && (ext == "lock" || ext == "log")
+/// The service key `path` is named for, when it is named as a service's
+/// lock or log: its key (16 hex digits), then `.lock`, `.log` or `.log.1`.
+pub fn service_key(path: &Path) -> Option<&str> {
+    let (key, ext) = path.file_name()?.to_str()?.split_once('.')?;
+    let named =
+        key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit()) && matches!(ext, "lock" | "log" | "log.1");
+    named.then_some(key)
 }
 
 /// The lock a relay holds while it starts the service at `socket`, which
@@ -147,11 +155,13 @@ mod tests {
         assert!(!keyed(&"RAGBOX_STANDALONE".into()));
         assert!(!keyed(&"TERM".into()));
         assert_eq!(log_file(Path::new("/run/ragbox/ab.sock")), Path::new("/run/ragbox/ab.log"));
-        assert!(is_service_file(Path::new("/d/0123456789abcdef.lock")));
-        assert!(is_service_file(Path::new("/d/0123456789abcdef.log")));
-        assert!(!is_service_file(Path::new("/d/install.log")));
-        assert!(!is_service_file(Path::new("/d/0123456789abcdef.sock")));
-        assert!(!is_service_file(Path::new("/d/0123456789abcdeg.lock")));
+        assert_eq!(service_key(Path::new("/d/0123456789abcdef.lock")), Some("0123456789abcdef"));
+        assert!(service_key(Path::new("/d/0123456789abcdef.log")).is_some());
+        assert!(service_key(Path::new("/d/0123456789abcdef.log.1")).is_some());
+        assert!(service_key(Path::new("/d/install.log")).is_none());
+        assert!(service_key(Path::new("/d/0123456789abcdef.sock")).is_none());
+        assert!(service_key(Path::new("/d/0123456789abcdeg.lock")).is_none());
+        assert!(service_key(Path::new("/d/0123456789abcdef.log.2")).is_none());
         assert_eq!(lock_file(Path::new("/run/ragbox/ab.sock")), Path::new("/run/ragbox/ab.lock"));
     }
 }

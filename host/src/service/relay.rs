@@ -4,7 +4,7 @@
 //! replies back. Nothing of the client's is read before the service has taken
 //! the session, so a relay the service turns away serves in its own process.
 
-use super::place::{MAX_LOG, Place, lock_file, log_file};
+use super::place::{Place, lock_file, log_file, max_log};
 use super::{Hello, Reply};
 use crate::platform;
 use std::io::{self, Read as _, Write as _};
@@ -126,8 +126,11 @@ fn reach(place: &Place) -> io::Result<UnixStream> {
 fn start(place: &Place, socket: &Path) -> io::Result<Child> {
     let log =
         platform::private_std_file(std::fs::OpenOptions::new().create(true).append(true)).open(log_file(socket))?;
-    if log.metadata()?.len() > MAX_LOG {
-        log.set_len(0)?;
+    if log.metadata()?.len() > max_log() {
+        // The last one kept beside it, as the service does while it runs.
+        drop(log);
+        std::fs::rename(log_file(socket), log_file(socket).with_extension("log.1"))?;
+        return start(place, socket);
     }
     Command::new(std::env::current_exe()?)
         .arg("service")
