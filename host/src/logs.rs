@@ -264,7 +264,6 @@ fn one_line(record: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write as _;
 
     #[test]
     #[cfg(unix)]

@@ -458,7 +458,7 @@ pub fn sync_dir(dir: &cap_std::fs::Dir) -> std::io::Result<()> {
 /// 1,000 idle sessions reached Linux's default soft limit of 1,024. Returns
 /// the limit in force.
 #[cfg(unix)]
-pub fn raise_open_file_limit() -> std::io::Result<u64> {
+pub fn raise_open_file_limit() -> std::io::Result<libc::rlim_t> {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `limit` is valid for writes.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
@@ -476,7 +476,7 @@ pub fn raise_open_file_limit() -> std::io::Result<u64> {
         }
         limit.rlim_cur = want;
     }
-    Ok(limit.rlim_cur as u64)
+    Ok(limit.rlim_cur)
 }
 
 /// The machine's physical memory in bytes, where the OS says (Unix); `None` elsewhere.
