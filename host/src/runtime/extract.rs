@@ -109,6 +109,37 @@ impl Drop for Slot {
     }
 }
 
+/// Runs `read` on a thread of its own at a lower priority, so that reading a
+/// document yields the CPU to other agents' searches (the thread that asks
+/// may serve a search next: its own priority could not be raised back).
+/// Where no thread can be had, on the calling thread.
+fn read_below_searches(
+    read: impl FnOnce() -> Result<Extracted, ExtractFailure> + Send,
+) -> Result<Extracted, ExtractFailure> {
+    let sink = crate::logs::current();
+    let read = std::sync::Mutex::new(Some(read));
+    let take = || read.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let spawned = std::thread::scope(|scope| {
+        let reading = std::thread::Builder::new().name("ragbox-extract".into()).spawn_scoped(scope, || {
+            crate::platform::lower_thread_priority();
+            take().map(|read| crate::logs::with(sink.as_ref(), read))
+        });
+        reading.map(|thread| thread.join())
+    });
+    match spawned {
+        Ok(Ok(Some(done))) => done,
+        Ok(Ok(None)) | Ok(Err(_)) => Err(ExtractFailure::Crashed {
+            extractor: "the host".to_string(),
+            reason: "the thread reading the document panicked".to_string(),
+        }),
+        // No thread to be had: read here, at the caller's priority.
+        Err(_) => match take() {
+            Some(read) => read(),
+            None => Err(ExtractFailure::Crashed { extractor: "the host".to_string(), reason: "no thread".to_string() }),
+        },
+    }
+}
+
 /// Why a file gave no text. Each says what to do, for the indexing report.
 #[derive(Debug, thiserror::Error)]
 pub enum ExtractFailure {
@@ -439,7 +470,7 @@ impl Extractors {
         let _slot = slots().take(until, &cancel).ok_or(ExtractFailure::Cancelled)?;
         let within = until.map_or(within, |until| until.saturating_duration_since(Instant::now()));
         let limits = ExtractLimits { timeout: self.limits.timeout.min(within), ..self.limits };
-        match extractor.extract(name, bytes, &limits, cancel) {
+        match read_below_searches(|| extractor.extract(name, bytes, &limits, cancel)) {
             // The call's own time ran out, not the file's budget: the file is not to blame.
             Err(ExtractFailure::Timeout { .. }) if within < self.limits.timeout => Err(ExtractFailure::Cancelled),
             other => other,
