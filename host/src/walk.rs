@@ -17,8 +17,8 @@
 //! keeps no recursion (a tree of any depth cannot exhaust the stack; past
 //! [`MAX_DEPTH`] levels it reports instead of listing), and stops when the
 //! call must.
-//! What it skips is shared with the guest SDK's single-folder listing
-//! (`ragbox_protocol::walk`).
+//! What it skips (data and VCS folders, the agents' MCP config files) is
+//! shared with the guest SDK's single-folder listing (`ragbox_protocol::walk`).
 
 use crate::platform;
 use cap_fs_ext::DirExt as _;
@@ -26,7 +26,9 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, FileType, OpenOptions};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use ragbox_protocol::walk::{IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, SKIPPED_DIRS, is_secret};
+use ragbox_protocol::walk::{
+    IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, SKIPPED_DIRS, is_agent_config, is_secret,
+};
 use std::ffi::OsString;
 use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
@@ -260,7 +262,8 @@ impl Walk<'_> {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => self.error(&child_rel, format!("cannot list it: {e}")),
                 }
-            } else if kind.is_file() && (on_the_way || !self.ignored(&child_abs, false)) {
+            } else if kind.is_file() && !is_agent_config(&child_rel) && (on_the_way || !self.ignored(&child_abs, false))
+            {
                 if self.secrets.keeps_out(&child_abs) {
                     // Left out quietly, as ignored files are, unless it was asked for by name.
                     if on_the_way {

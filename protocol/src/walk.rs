@@ -73,6 +73,28 @@ fn matches_name(pattern: &str, name: &str) -> bool {
     }
 }
 
+/// The MCP config files `ragbox init` writes for agents, by their last path
+/// components: configuration, not content, so never listed for indexing or
+/// search (they name ragbox's own command and flags, which every search for
+/// servers, settings or costs would otherwise find).
+pub const AGENT_CONFIG_FILES: [&str; 7] = [
+    ".mcp.json",
+    ".gemini/settings.json",
+    "opencode.json",
+    "opencode.jsonc",
+    ".codex/config.toml",
+    ".cursor/mcp.json",
+    ".vscode/mcp.json",
+];
+
+/// Whether `path` (workspace-relative, `/`-separated) is one of
+/// [`AGENT_CONFIG_FILES`], in any folder.
+pub fn is_agent_config(path: &str) -> bool {
+    AGENT_CONFIG_FILES
+        .iter()
+        .any(|name| path.strip_suffix(name).is_some_and(|before| before.is_empty() || before.ends_with('/')))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +125,16 @@ mod tests {
         // A name shorter than the pattern's two ends is no match, and no panic on UTF-8.
         assert!(!is_secret("é.p"));
         assert!(!matches_name("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn agent_configs_are_known_in_any_folder_and_by_whole_names() {
+        for path in [".mcp.json", "sub/.mcp.json", ".codex/config.toml", "a/b/.vscode/mcp.json", "opencode.jsonc"] {
+            assert!(is_agent_config(path), "{path}");
+        }
+        for path in ["x.mcp.json", "codex/config.toml", ".codex/config.toml.bak", "notes/mcp.json", "my-opencode.json"]
+        {
+            assert!(!is_agent_config(path), "{path}");
+        }
     }
 }

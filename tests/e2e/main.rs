@@ -2,6 +2,7 @@
 //! and by raw JSON-RPC lines.
 
 mod catalog;
+mod cli_search;
 mod code_units;
 mod cortext_rag;
 mod documents;

@@ -2,7 +2,9 @@
 //! whole trees through the host, single folders through WASI.
 
 use crate::host;
-use ragbox_protocol::walk::{IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, SKIPPED_DIRS, is_secret};
+use ragbox_protocol::walk::{
+    IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, SKIPPED_DIRS, is_agent_config, is_secret,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -29,7 +31,7 @@ pub fn stat(meta: &std::fs::Metadata) -> (u64, i64) {
 /// The files at or under `root` (a path inside the workspace, `.` for all of
 /// it) in path order, honouring `.gitignore` and `.ignore` even outside a git
 /// repository, and skipping ragbox's data dir and VCS folders (so
-/// `.git/info/exclude` is not read). Hidden files are included: Cortext keeps its
+/// `.git/info/exclude` is not read) and the agents' MCP config files. Hidden files are included: Cortext keeps its
 /// memory under `.workspace/`. Listed by the host (`host.files`), natively:
 /// walking through WASI costs the filesystem guard several syscalls an entry.
 /// What could not be listed (unreadable folder, broken symlink, a name that
@@ -88,6 +90,7 @@ pub fn files_at(paths: &[String], mut on_error: impl FnMut(Option<String>, Strin
             continue;
         }
         match listings.get(parent, &mut on_error).get(name) {
+            Some(&Listed::File(..)) if is_agent_config(path) => {}
             // A name that marks credentials: only what the host lists (the user may let one in).
             Some(&Listed::File(..)) if is_secret(name) => {
                 let listed = files(path, &mut on_error);

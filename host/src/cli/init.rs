@@ -781,6 +781,22 @@ mod tests {
         Launch::Remote { url: "http://127.0.0.1:8765/mcp".into() }
     }
 
+    #[test]
+    fn every_file_init_writes_in_a_workspace_is_one_the_walk_never_lists() {
+        let mut written: Vec<&str> = Agent::PROJECT
+            .into_iter()
+            .map(|a| match a.place() {
+                Place::Workspace(rel) => rel,
+                _ => panic!("{a:?} writes outside the workspace"),
+            })
+            .collect();
+        written.push("opencode.jsonc");
+        written.sort_unstable();
+        let mut skipped = ragbox_protocol::walk::AGENT_CONFIG_FILES.to_vec();
+        skipped.sort_unstable();
+        assert_eq!(written, skipped);
+    }
+
     /// `agent`'s new file, parsed.
     fn fresh(agent: Agent, launch: &Launch) -> Value {
         serde_json::from_str(&merge(agent, None, launch, "ragbox").unwrap()).unwrap()
