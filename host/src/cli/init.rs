@@ -157,6 +157,8 @@ struct Spawn {
     workspace: PathBuf,
     /// `--store URL` and `--collection NAME`, when this command line named them.
     store: Vec<String>,
+    /// `--tools PROFILE`, when this command line named one.
+    tools: Option<String>,
 }
 
 impl Spawn {
@@ -172,6 +174,9 @@ impl Spawn {
         let mut args =
             vec!["serve".into(), "--workspace".into(), agent.workspace_arg(&self.workspace), "--watch".into()];
         args.extend(self.store.iter().cloned());
+        if let Some(profile) = &self.tools {
+            args.extend(["--tools".to_string(), profile.clone()]);
+        }
         args
     }
 }
@@ -225,17 +230,26 @@ impl Edit {
 }
 
 /// Writes the configs for `agents` (detected from the workspace when empty).
-pub fn run(workspace: &Path, agents: &[Agent], http: Option<&str>) -> anyhow::Result<()> {
-    run_in(workspace, agents, http, &UserDirs::of_this_user()).map(|_| ())
+pub fn run(workspace: &Path, agents: &[Agent], how: &How) -> anyhow::Result<()> {
+    run_in(workspace, agents, how, &UserDirs::of_this_user()).map(|_| ())
+}
+
+/// How the agents reach ragbox: a running HTTP server, or a server each starts with these tools.
+#[derive(Debug, Default)]
+pub struct How {
+    /// The URL of a running `ragbox serve --http`.
+    pub http: Option<String>,
+    /// The `--tools` profile the servers the agents start offer (theirs by default: all).
+    pub tools: Option<crate::mcp::Profile>,
 }
 
 /// [`run`] with the user's folders given; the number of files written.
-fn run_in(workspace: &Path, agents: &[Agent], http: Option<&str>, dirs: &UserDirs) -> anyhow::Result<usize> {
+fn run_in(workspace: &Path, agents: &[Agent], how: &How, dirs: &UserDirs) -> anyhow::Result<usize> {
     let workspace = crate::platform::canonical(workspace)
         .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
-    let launch = match http {
+    let launch = match &how.http {
         Some(url) => Launch::Remote { url: checked_url(url)? },
-        None => launch(&workspace)?,
+        None => launch(&workspace, how.tools.as_ref())?,
     };
     // Every edit is prepared before anything is written: one bad file stops all.
     let mut edits = Vec::new();
@@ -319,7 +333,7 @@ fn choose(workspace: &Path, agents: &[Agent]) -> Vec<Agent> {
 
 /// How the agents start the server: `ragbox` when that name on PATH is this
 /// binary, else this binary's path; the workspace as each agent names it.
-fn launch(workspace: &Path) -> anyhow::Result<Launch> {
+fn launch(workspace: &Path, tools: Option<&crate::mcp::Profile>) -> anyhow::Result<Launch> {
     let exe = std::env::current_exe().context("cannot tell where the ragbox binary is")?;
     let exe = crate::platform::canonical(&exe).unwrap_or(exe);
     let on_path = std::env::var_os("PATH").is_some_and(|paths| {
@@ -336,7 +350,14 @@ fn launch(workspace: &Path) -> anyhow::Result<Launch> {
             store.extend([flag.to_string(), value]);
         }
     }
-    Ok(Launch::Spawn(Spawn { exe: exe.display().to_string(), on_path, workspace: workspace.to_path_buf(), store }))
+    let tools = tools.map(ToString::to_string);
+    Ok(Launch::Spawn(Spawn {
+        exe: exe.display().to_string(),
+        on_path,
+        workspace: workspace.to_path_buf(),
+        store,
+        tools,
+    }))
 }
 
 /// The agent's config file and its name for the output. A workspace file is
@@ -774,6 +795,7 @@ mod tests {
             on_path: true,
             workspace: PathBuf::from("/w"),
             store: Vec::new(),
+            tools: None,
         })
     }
 
@@ -959,7 +981,7 @@ mod tests {
     #[test]
     fn project_files_hold_no_path_of_this_machine_but_codex() {
         let f = folders();
-        assert!(run_in(&f.ws, &[Agent::All], None, &f.dirs).unwrap() >= 7, "six configs and .gitignore");
+        assert!(run_in(&f.ws, &[Agent::All], &How::default(), &f.dirs).unwrap() >= 7, "six configs and .gitignore");
         let ws = f.ws.display().to_string();
         for file in [".mcp.json", ".gemini/settings.json", "opencode.json", ".cursor/mcp.json", ".vscode/mcp.json"] {
             let text = read(&f.ws.join(file));
@@ -979,9 +1001,9 @@ mod tests {
     fn a_rerun_that_changes_nothing_writes_nothing() {
         let f = folders();
         let agents = [Agent::Claude, Agent::Codex, Agent::Vscode];
-        assert_eq!(run_in(&f.ws, &agents, None, &f.dirs).unwrap(), 4);
+        assert_eq!(run_in(&f.ws, &agents, &How::default(), &f.dirs).unwrap(), 4);
         let before = read(&f.ws.join(".codex/config.toml"));
-        assert_eq!(run_in(&f.ws, &agents, None, &f.dirs).unwrap(), 0);
+        assert_eq!(run_in(&f.ws, &agents, &How::default(), &f.dirs).unwrap(), 0);
         assert_eq!(read(&f.ws.join(".codex/config.toml")), before);
         // The same settings in the user's own layout and key order are left as they are.
         let mine = "{\"mcpServers\":{\"ragbox\":{\"args\":[\"serve\",\"--workspace\",\".\",\"--watch\"],\
@@ -989,7 +1011,7 @@ mod tests {
         assert_eq!(merge(Agent::Claude, Some(mine), &spawn(), "ragbox").unwrap(), mine);
         // A changed entry is written.
         std::fs::write(f.ws.join(".mcp.json"), r#"{"mcpServers": {"ragbox": {"command": "old"}}}"#).unwrap();
-        assert_eq!(run_in(&f.ws, &[Agent::Claude], None, &f.dirs).unwrap(), 1);
+        assert_eq!(run_in(&f.ws, &[Agent::Claude], &How::default(), &f.dirs).unwrap(), 1);
         assert!(!read(&f.ws.join(".mcp.json")).contains("old"));
     }
 
@@ -1011,7 +1033,7 @@ mod tests {
             "{\n  \"model\": \"anthropic/claude\",\n  \"mcp\": {\"fs\": {\"type\": \"local\"},},\n}\n",
         )
         .unwrap();
-        run_in(&f.ws, &[Agent::Opencode], None, &f.dirs).unwrap();
+        run_in(&f.ws, &[Agent::Opencode], &How::default(), &f.dirs).unwrap();
         assert!(!f.ws.join("opencode.json").exists());
         let out: Value = serde_json::from_str(&read(&jsonc)).unwrap();
         assert_eq!((&out["model"], &out["mcp"]["fs"]["type"]), (&json!("anthropic/claude"), &json!("local")));
@@ -1021,7 +1043,7 @@ mod tests {
         // One with comments is left alone, and the entry shown.
         let commented = "{\n  // my model\n  \"model\": \"x\"\n}\n";
         std::fs::write(&jsonc, commented).unwrap();
-        let err = run_in(&f.ws, &[Agent::Opencode], None, &f.dirs).unwrap_err().to_string();
+        let err = run_in(&f.ws, &[Agent::Opencode], &How::default(), &f.dirs).unwrap_err().to_string();
         assert!(err.contains("opencode.jsonc has comments") && err.contains("add this entry by hand"), "{err}");
         assert!(err.contains("\"mcp\""), "shows the entry: {err}");
         assert_eq!(read(&jsonc), commented);
@@ -1055,7 +1077,7 @@ mod tests {
         let desktop = home.join(".config/Claude/claude_desktop_config.json");
         std::fs::create_dir_all(windsurf.parent().unwrap()).unwrap();
         std::fs::write(&windsurf, r#"{"mcpServers": {"github": {"serverUrl": "https://example.com"}}}"#).unwrap();
-        run_in(&f.ws, &[Agent::Windsurf, Agent::ClaudeDesktop], None, &f.dirs).unwrap();
+        run_in(&f.ws, &[Agent::Windsurf, Agent::ClaudeDesktop], &How::default(), &f.dirs).unwrap();
         let ws = f.ws.display().to_string();
         for file in [&windsurf, &desktop] {
             let out: Value = serde_json::from_str(&read(file)).unwrap();
@@ -1067,7 +1089,13 @@ mod tests {
         assert!(!f.ws.join(".mcp.json").exists(), "only the agents named");
         // Claude Desktop cannot take a URL: skipped, its file untouched.
         let before = read(&desktop);
-        run_in(&f.ws, &[Agent::ClaudeDesktop, Agent::Windsurf], Some("http://127.0.0.1:8765/mcp"), &f.dirs).unwrap();
+        run_in(
+            &f.ws,
+            &[Agent::ClaudeDesktop, Agent::Windsurf],
+            &How { http: Some("http://127.0.0.1:8765/mcp".into()), tools: None },
+            &f.dirs,
+        )
+        .unwrap();
         assert_eq!(read(&desktop), before);
         let out: Value = serde_json::from_str(&read(&windsurf)).unwrap();
         assert_eq!(out["mcpServers"]["ragbox-my-project"]["serverUrl"], "http://127.0.0.1:8765/mcp");

@@ -8,6 +8,7 @@ macro_rules! say {
 }
 
 mod doctor;
+mod documents;
 mod extract;
 mod index;
 mod init;
@@ -41,6 +42,7 @@ Examples:
   ragbox similar notes/jwt.md          documents like this one
   ragbox extract report.pdf            the text ragbox reads out of a document, page by page
   ragbox init --agent all              write the MCP config of Claude Code, Gemini CLI, OpenCode, Codex, Cursor, VS Code
+  ragbox init --tools core             offer the agents only the six tools most need (and your own)
   ragbox init --agent claude-desktop   add this workspace to your Claude Desktop (or windsurf) user config
   ragbox init --http http://127.0.0.1:8765/mcp   point them at a running HTTP server instead
   ragbox doctor                        check the model and the index (--reset starts over)
@@ -62,12 +64,33 @@ Add to an agent: `ragbox init` writes its config; for Claude Code's .mcp.json th
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Keep the index in a shared PostgreSQL + pgvector (postgres://USER@HOST:PORT/DB), for a
+    /// command that reads or writes an index (as that command's own --store).
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    /// The shared store's collection (as the command's own --collection).
+    #[arg(long, value_name = "NAME")]
+    collection: Option<String>,
+}
+
+/// Where the index lives, on the commands that read or write one (and only
+/// there, so that the others' help does not offer them).
+#[derive(Debug, Default, clap::Args)]
+struct StoreFlags {
     /// Keep the index in a shared PostgreSQL + pgvector (postgres://USER@HOST:PORT/DB, no
     /// password: PGPASSWORD or ~/.pgpass) instead of the workspace's .ragbox/store.redb.
-    #[arg(long, global = true, value_name = "URL", env = "RAGBOX_STORE")]
+    #[arg(long, value_name = "URL", env = "RAGBOX_STORE")]
     store: Option<String>,
-    /// The shared store's collection for this workspace (default: the folder's name).
-    #[arg(long, global = true, value_name = "NAME", env = "RAGBOX_COLLECTION")]
+    #[command(flatten)]
+    collection: CollectionFlag,
+}
+
+/// The shared store's collection (`migrate` names its server with --to).
+#[derive(Debug, Default, clap::Args)]
+struct CollectionFlag {
+    /// The shared store's collection for this workspace (default: the folder's name and a
+    /// hash of its path, e.g. notes-3fa2c81d).
+    #[arg(long, value_name = "NAME", env = "RAGBOX_COLLECTION")]
     collection: Option<String>,
 }
 
@@ -80,6 +103,8 @@ enum Command {
         workspace: PathBuf,
         #[command(flatten)]
         args: serve::ServeArgs,
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// The per-user service stdio `serve` hands its clients to (started by
     /// `serve` itself; not for people to run).
@@ -117,6 +142,8 @@ enum Command {
         /// Print where the time went (setup, embed, tokenize, store, the component's own work) to stderr.
         #[arg(long)]
         timings: bool,
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// Show what is indexed, recently embedded, and pending.
     Status {
@@ -126,8 +153,12 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        store: StoreFlags,
     },
-    /// Search the workspace by keyword, or by meaning with --semantic.
+    /// Search the workspace: its text files line by line for the words, and the index's
+    /// documents (PDF, Office, …) once `ragbox index` has read them; or the index by meaning
+    /// (--semantic), by BM25 (--fulltext) or both fused (--hybrid).
     Search {
         /// What to look for.
         query: String,
@@ -149,15 +180,18 @@ enum Command {
         /// Only this month or day: YYYY-MM or YYYY-MM-DD.
         #[arg(long, short = 'd', value_name = "DATE")]
         date: Option<String>,
-        /// How many results (default 10).
-        #[arg(short = 'n', long = "limit", value_name = "N")]
-        limit: Option<u64>,
+        /// How many results: at most 1000 by keyword, 100 with --semantic, 50 with --hybrid or --fulltext.
+        #[arg(short = 'n', long = "limit", value_name = "N", default_value_t = search::DEFAULT_RESULTS)]
+        limit: u64,
         /// The workspace folder.
         #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
         workspace: PathBuf,
-        /// Print the tool's JSON.
+        /// Print the tools' JSON (by keyword: the line search's as `lines`, the index's
+        /// documents' as `documents`).
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// List the indexed documents (the list_sources tool).
     Sources {
@@ -167,7 +201,7 @@ enum Command {
         /// Group by file type or source type.
         #[arg(long, value_name = "BY", value_parser = ["file_type", "source_type"])]
         group_by: Option<String>,
-        /// How many (default 100).
+        /// How many (default 100, at most 1000).
         #[arg(short = 'n', long = "limit", value_name = "N")]
         limit: Option<u64>,
         /// The workspace folder.
@@ -176,12 +210,14 @@ enum Command {
         /// Print the tool's JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// Documents most similar to an embedded one.
     Similar {
         /// The document, workspace-relative or absolute.
         path: String,
-        /// How many (default 5).
+        /// How many (default 5, at most 50).
         #[arg(short = 'n', long = "limit", value_name = "N")]
         limit: Option<u64>,
         /// The workspace folder.
@@ -190,6 +226,8 @@ enum Command {
         /// Print the tool's JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// Write the MCP config of coding agents so they start ragbox (with --watch) in this workspace.
     Init {
@@ -203,9 +241,16 @@ enum Command {
         /// read the token from the RAGBOX_TOKEN environment variable.
         #[arg(long, value_name = "URL")]
         http: Option<String>,
+        /// Which tools the agents' servers offer (`serve --tools`): core (the six most agents
+        /// need, and your own), all (the default), or tool names separated by commas.
+        #[arg(long, value_name = "PROFILE", conflicts_with = "http")]
+        tools: Option<crate::mcp::Profile>,
         /// The workspace folder.
         #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
         workspace: PathBuf,
+        // A shared store named here goes into the agents' entries.
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// Check the model, the store and the indexes; --reset deletes the index to start over.
     Doctor {
@@ -218,6 +263,8 @@ enum Command {
         /// The workspace folder.
         #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
         workspace: PathBuf,
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// Copy this workspace's local index (vectors included: nothing is embedded
     /// again) into a shared PostgreSQL + pgvector collection.
@@ -231,6 +278,8 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        collection: CollectionFlag,
     },
     /// Print the text ragbox reads out of documents (PDF, DOCX, PPTX, XLSX,
     /// ODT, EPUB, RTF, ipynb), part by part, with the sandboxed extractor the
@@ -302,18 +351,34 @@ enum ToolsAction {
         /// The workspace the tool runs in.
         #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
         workspace: PathBuf,
+        #[command(flatten)]
+        store: StoreFlags,
     },
 }
 
 /// Runs the command line; the binary's whole `main`.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    open::set_store_args(open::StoreArgs { url: cli.store.clone(), collection: cli.collection.clone() });
+    let cli = parse();
     // A server's log is its record; a command's output is for the person who ran it.
     let serving = matches!(cli.command, Command::Serve { .. } | Command::Service { .. });
     init_logging(if serving { "info,rmcp=warn" } else { "warn" });
-    let result = match cli.command {
-        Command::Serve { workspace, args } => serve::run(&workspace, args),
+    let result = cli.store_args().and_then(|store| {
+        open::set_store_args(store);
+        run(cli.command)
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ragbox: error: {}", crate::text::for_terminal(&chain(&e)));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs one command.
+fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Serve { workspace, args, .. } => serve::run(&workspace, args),
         Command::Service { socket } => crate::service::run(&socket),
         Command::Tools { action: None, workspace, json } => tools::run(&workspace, json),
         Command::Tools { action: Some(ToolsAction::Inspect { file, workspace, json }), .. } => {
@@ -323,16 +388,16 @@ pub fn main() -> ExitCode {
         Command::Tools { action: Some(ToolsAction::New { name, lang, dir }), .. } => {
             tools::refuse_builtin_name(&name).and_then(|()| scaffold::new(&name, lang, dir.as_deref()))
         }
-        Command::Tools { action: Some(ToolsAction::Call { name, arguments, workspace }), .. } => {
+        Command::Tools { action: Some(ToolsAction::Call { name, arguments, workspace, .. }), .. } => {
             tools::call(&workspace, &name, arguments.as_deref())
         }
-        Command::Index { path, workspace, skills, json, timings } => match (skills, path.as_deref()) {
+        Command::Index { path, workspace, skills, json, timings, .. } => match (skills, path.as_deref()) {
             (Some(dir), _) => index::run(&dir, index::Scope::Skills, json, timings),
             (None, Some(p)) => index::run(&workspace, index::Scope::Path(p), json, timings),
             (None, None) => index::run(&workspace, index::Scope::All, json, timings),
         },
-        Command::Status { workspace, json } => status::run(&workspace, json),
-        Command::Search { query, semantic, hybrid, fulltext, sources, kind, date, limit, workspace, json } => {
+        Command::Status { workspace, json, .. } => status::run(&workspace, json),
+        Command::Search { query, semantic, hybrid, fulltext, sources, kind, date, limit, workspace, json, .. } => {
             let mode = match (semantic, hybrid, fulltext) {
                 (true, _, _) => search::Mode::Semantic,
                 (_, true, _) => search::Mode::Hybrid,
@@ -350,22 +415,68 @@ pub fn main() -> ExitCode {
             };
             search::search(&workspace, &args)
         }
-        Command::Sources { stats, group_by, limit, workspace, json } => {
+        Command::Sources { stats, group_by, limit, workspace, json, .. } => {
             search::sources(&workspace, stats, group_by.as_deref(), limit, json)
         }
-        Command::Similar { path, limit, workspace, json } => search::similar(&workspace, &path, limit, json),
-        Command::Init { agent, http, workspace } => init::run(&workspace, &agent, http.as_deref()),
+        Command::Similar { path, limit, workspace, json, .. } => search::similar(&workspace, &path, limit, json),
+        Command::Init { agent, http, tools, workspace, .. } => {
+            init::run(&workspace, &agent, &init::How { http, tools })
+        }
         Command::Doctor { reset: false, workspace, .. } => doctor::check(&workspace),
-        Command::Doctor { reset: true, yes, workspace } => doctor::reset(&workspace, yes),
-        Command::Migrate { to, workspace, json } => migrate::run(&workspace, &to, json),
+        Command::Doctor { reset: true, yes, workspace, .. } => doctor::reset(&workspace, yes),
+        Command::Migrate { to, workspace, json, .. } => migrate::run(&workspace, &to, json),
         Command::Extract { files, workspace, json } => extract::run(&files, &workspace, json),
         Command::Model { action } => model::run(action),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("ragbox: error: {}", crate::text::for_terminal(&chain(&e)));
-            ExitCode::FAILURE
+    }
+}
+
+/// The command line; a mistyped command is told the commands a person may
+/// run (clap also suggests hidden ones: `ragbox servce` was offered `service`).
+fn parse() -> Cli {
+    use clap::error::{ContextKind, ContextValue};
+    Cli::try_parse().unwrap_or_else(|mut e| {
+        if let Some(ContextValue::Strings(names)) = e.get(ContextKind::SuggestedSubcommand) {
+            let cli = <Cli as clap::CommandFactory>::command();
+            let hidden = |name: &String| cli.find_subcommand(name).is_some_and(clap::Command::is_hide_set);
+            let shown: Vec<String> = names.iter().filter(|n| !hidden(n)).cloned().collect();
+            if shown.is_empty() {
+                e.remove(ContextKind::SuggestedSubcommand);
+            } else {
+                e.insert(ContextKind::SuggestedSubcommand, ContextValue::Strings(shown));
+            }
+        }
+        e.exit()
+    })
+}
+
+impl Cli {
+    /// The shared store this command names: on its own flags (or their
+    /// variables), or before the command (`ragbox --store URL index`), which wins.
+    fn store_args(&self) -> anyhow::Result<open::StoreArgs> {
+        let own = match &self.command {
+            Command::Serve { store, .. }
+            | Command::Index { store, .. }
+            | Command::Status { store, .. }
+            | Command::Search { store, .. }
+            | Command::Sources { store, .. }
+            | Command::Similar { store, .. }
+            | Command::Init { store, .. }
+            | Command::Doctor { store, .. }
+            | Command::Tools { action: Some(ToolsAction::Call { store, .. }), .. } => {
+                Some((store.store.clone(), store.collection.collection.clone()))
+            }
+            Command::Migrate { collection, .. } => Some((None, collection.collection.clone())),
+            Command::Service { .. } | Command::Tools { .. } | Command::Extract { .. } | Command::Model { .. } => None,
+        };
+        match own {
+            Some((url, collection)) => Ok(open::StoreArgs {
+                url: self.store.clone().or(url),
+                collection: self.collection.clone().or(collection),
+            }),
+            None if self.store.is_some() || self.collection.is_some() => {
+                anyhow::bail!("--store and --collection choose an index, and this command reads none: leave them out")
+            }
+            None => Ok(open::StoreArgs::default()),
         }
     }
 }

@@ -1,8 +1,11 @@
 //! `ragbox search` and `ragbox similar`: the search tools from the command
 //! line, printed for people (or as the tools' JSON with `--json`).
 
+use super::documents;
 use super::open::{call_json, open};
-use ragbox_protocol::{IndexedSource, KeywordResults, SearchResults, SemanticResults, SimilarDocuments, SourceList};
+use ragbox_protocol::{
+    IndexedSource, KeywordResults, SearchResult, SearchResults, SemanticResults, SimilarDocuments, SourceList,
+};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -10,10 +13,14 @@ use std::path::Path;
 /// Longest passage printed per result.
 const SHOWN_TEXT: usize = 220;
 
+/// Results `ragbox search` shows unless `-n` says otherwise, in every mode.
+pub const DEFAULT_RESULTS: u64 = 10;
+
 /// How `ragbox search` searches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// Lines containing the words (search_workspace).
+    /// Lines containing the words (search_workspace), and the index's
+    /// documents that are not text files (search, fulltext).
     Keyword,
     /// By meaning (search_semantic).
     Semantic,
@@ -37,52 +44,49 @@ pub struct SearchArgs<'a> {
     /// Date filter, YYYY-MM or YYYY-MM-DD.
     pub date: Option<&'a str>,
     /// Results wanted.
-    pub limit: Option<u64>,
+    pub limit: u64,
     /// Print the tool's JSON.
     pub json: bool,
 }
 
 /// One result as printed.
-struct Row {
-    name: String,
-    measure: String,
-    place: String,
-    text: String,
-    path: String,
+pub(super) struct Row {
+    pub(super) name: String,
+    pub(super) measure: String,
+    pub(super) place: String,
+    pub(super) text: String,
+    pub(super) path: String,
+}
+
+/// The `search` tool's arguments (every mode, file types and metadata filters).
+pub(super) fn index_search(a: &SearchArgs, mode: &str, sources: &[String], limit: u64) -> serde_json::Value {
+    let mut args = json!({ "query": a.query, "search_type": mode, "limit": limit });
+    if !sources.is_empty() {
+        args["sources"] = json!(sources);
+    }
+    let mut filters = serde_json::Map::new();
+    if let Some(kind) = a.kind {
+        filters.insert("type".into(), kind.into());
+    }
+    if let Some(date) = a.date {
+        filters.insert("date".into(), date.into());
+    }
+    if !filters.is_empty() {
+        args["metadata_filters"] = filters.into();
+    }
+    args
 }
 
 /// The tool and arguments for a search.
 fn tool_call(a: &SearchArgs) -> anyhow::Result<(&'static str, serde_json::Value)> {
-    let mut args = json!({ "query": a.query });
-    let set = |args: &mut serde_json::Value, key: &str, value: Option<serde_json::Value>| {
-        if let Some(v) = value {
-            args[key] = v;
-        }
-    };
     let by_index = a.mode != Mode::Keyword && (a.mode != Mode::Semantic || !a.sources.is_empty());
     if by_index {
-        // The seed-003 `search` tool: every mode, file types and metadata filters.
         let mode = match a.mode {
             Mode::Hybrid => "hybrid",
             Mode::Fulltext => "fulltext",
             _ => "semantic",
         };
-        args["search_type"] = mode.into();
-        set(&mut args, "limit", a.limit.map(Into::into));
-        if !a.sources.is_empty() {
-            args["sources"] = json!(a.sources);
-        }
-        let mut filters = serde_json::Map::new();
-        if let Some(kind) = a.kind {
-            filters.insert("type".into(), kind.into());
-        }
-        if let Some(date) = a.date {
-            filters.insert("date".into(), date.into());
-        }
-        if !filters.is_empty() {
-            args["metadata_filters"] = filters.into();
-        }
-        return Ok(("search", args));
+        return Ok(("search", index_search(a, mode, a.sources, a.limit)));
     }
     if !a.sources.is_empty() {
         anyhow::bail!("--source filters the index: use it with --semantic, --hybrid or --fulltext");
@@ -91,9 +95,13 @@ fn tool_call(a: &SearchArgs) -> anyhow::Result<(&'static str, serde_json::Value)
         Mode::Semantic => ("search_semantic", "n_results", "conversation_type"),
         _ => ("search_workspace", "limit", "type"),
     };
-    set(&mut args, type_key, a.kind.map(Into::into));
-    set(&mut args, "date_range", a.date.map(Into::into));
-    set(&mut args, limit_key, a.limit.map(Into::into));
+    let mut args = json!({ "query": a.query, limit_key: a.limit });
+    if let Some(kind) = a.kind {
+        args[type_key] = kind.into();
+    }
+    if let Some(date) = a.date {
+        args["date_range"] = date.into();
+    }
     Ok((tool, args))
 }
 
@@ -115,21 +123,8 @@ impl Found {
     }
 
     fn rows(&self) -> Vec<Row> {
-        let place = |kind: Option<&String>, date: Option<&String>| {
-            [kind, date].into_iter().flatten().map(String::as_str).collect::<Vec<_>>().join(" · ")
-        };
         match self {
-            Self::Search(found) => found
-                .results
-                .iter()
-                .map(|r| Row {
-                    name: r.metadata.get("conversation").unwrap_or(&r.source.filename).clone(),
-                    measure: format!("{:.1}%", r.relevance_score * 100.0),
-                    place: place(r.metadata.get("type"), r.metadata.get("date")),
-                    text: r.content.clone(),
-                    path: r.source.filepath.clone(),
-                })
-                .collect(),
+            Self::Search(found) => index_rows(&found.results, |r| format!("{:.1}%", r.relevance_score * 100.0)),
             Self::Semantic(found) => found
                 .results
                 .iter()
@@ -172,48 +167,132 @@ impl Found {
     }
 }
 
-/// Searches `workspace` and prints the results.
-pub fn search(workspace: &Path, a: &SearchArgs) -> anyhow::Result<()> {
-    let (tool, args) = tool_call(a)?;
-    let runner = open(workspace)?;
-    let out = call_json(&runner, tool, args)?;
-    if a.json {
-        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
-        return Ok(());
+/// The rows of a `search` answer, each measured by `measure`.
+pub(super) fn index_rows(results: &[SearchResult], measure: impl Fn(&SearchResult) -> String) -> Vec<Row> {
+    results
+        .iter()
+        .map(|r| Row {
+            name: r.metadata.get("conversation").unwrap_or(&r.source.filename).clone(),
+            measure: measure(r),
+            place: place(r.metadata.get("type"), r.metadata.get("date")),
+            text: r.content.clone(),
+            path: r.source.filepath.clone(),
+        })
+        .collect()
+}
+
+/// "plan · 2025-11-20" for a conversation's type and date.
+fn place(kind: Option<&String>, date: Option<&String>) -> String {
+    [kind, date].into_iter().flatten().map(String::as_str).collect::<Vec<_>>().join(" · ")
+}
+
+/// The most results `-n` may ask of `mode` (the tools' own bounds).
+pub(super) fn max_results(mode: Mode) -> u64 {
+    match mode {
+        Mode::Keyword => 1000,
+        Mode::Semantic => 100,
+        Mode::Hybrid | Mode::Fulltext => 50,
     }
-    let found = Found::read(tool, &out)?;
-    let rows = found.rows();
-    let style = Style::detect();
-    if rows.is_empty() {
-        if let Some(message) = found.message() {
-            say!("{}", super::open::for_cli(message));
-        }
-        say!("No results for \"{}\"{}.", a.query, filters(a));
-        let narrowed = a.kind.is_some() || a.date.is_some() || !a.sources.is_empty();
-        say!("Try different or fewer words{}.", if narrowed { ", or drop the filters" } else { "" });
-        if a.mode == Mode::Keyword {
-            say!("Search by meaning instead: ragbox search {:?} --semantic", a.query);
-        } else {
-            say!("Keyword search finds exact words: ragbox search {:?}", a.query);
-        }
-        return Ok(());
-    }
-    let how = match a.mode {
+}
+
+/// How a mode is named in a sentence.
+fn mode_words(mode: Mode) -> &'static str {
+    match mode {
         Mode::Keyword => "by keyword",
         Mode::Semantic => "by meaning",
         Mode::Hybrid => "by meaning and keywords",
         Mode::Fulltext => "by BM25",
-    };
-    say!("{} results {how} for \"{}\"{}:\n", rows.len(), a.query, filters(a));
-    for (i, r) in rows.iter().enumerate() {
-        let place = if r.place.is_empty() { String::new() } else { format!("  {}", r.place) };
-        let place = crate::text::for_terminal(&place);
-        println!("{:>3}. {}  ({}){place}", i + 1, style.bold(&r.name), r.measure);
-        say!("     {}", one_line(&r.text, SHOWN_TEXT));
-        println!("     {}", style.dim(&r.path));
     }
-    if found.more_results() {
-        say!("\nMore results exist: raise -n, or narrow with --type or --date.");
+}
+
+/// "1 result", "3 results".
+pub(super) fn counted(n: usize, thing: &str) -> String {
+    if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
+}
+
+/// Searches `workspace` and prints the results.
+pub fn search(workspace: &Path, a: &SearchArgs) -> anyhow::Result<()> {
+    let max = max_results(a.mode);
+    if !(1..=max).contains(&a.limit) {
+        anyhow::bail!("-n {}: a search {} returns 1 to {max} results", a.limit, mode_words(a.mode));
+    }
+    let (tool, args) = tool_call(a)?;
+    let runner = open(workspace)?;
+    let out = call_json(&runner, tool, args)?;
+    let found = Found::read(tool, &out)?;
+    // The default search also reads the index's documents that are not text files.
+    let documents = match &found {
+        Found::Keyword(lines) if a.mode == Mode::Keyword => Some(documents::search(&runner, a, lines)?),
+        _ => None,
+    };
+    if a.json {
+        let shown = match &documents {
+            Some(d) => json!({ "lines": out, "documents": d.json }),
+            None => out,
+        };
+        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&shown)?));
+        return Ok(());
+    }
+    let mut rows = found.rows();
+    if let Some(d) = &documents {
+        rows.extend(d.rows());
+    }
+    let style = Style::detect();
+    if rows.is_empty() {
+        nothing_found(&runner, a, &found, documents.as_ref())?;
+    } else {
+        say!("{} {} for \"{}\"{}:\n", counted(rows.len(), "result"), mode_words(a.mode), a.query, filters(a));
+        for (i, r) in rows.iter().enumerate() {
+            let place = if r.place.is_empty() { String::new() } else { format!("  {}", r.place) };
+            let place = crate::text::for_terminal(&place);
+            println!("{:>3}. {}  ({}){place}", i + 1, style.bold(&r.name), r.measure);
+            say!("     {}", one_line(&r.text, SHOWN_TEXT));
+            // A file at the workspace's top is named once.
+            if r.path != r.name {
+                println!("     {}", style.dim(&r.path));
+            }
+        }
+        if found.more_results() {
+            let dated = rows.iter().any(|r| !r.place.is_empty());
+            let narrow = if dated { ", or narrow with --type or --date" } else { "" };
+            say!("\nMore results exist: raise -n (up to {max}){narrow}.");
+        }
+    }
+    if let Some(note) = documents.and_then(|d| d.note) {
+        say!("\n{note}");
+    }
+    Ok(())
+}
+
+/// What a search that found nothing says: that nothing is indexed yet, when
+/// it searched the index, else other words to try.
+fn nothing_found(
+    runner: &crate::runtime::Runner,
+    a: &SearchArgs,
+    found: &Found,
+    documents: Option<&documents::Found>,
+) -> anyhow::Result<()> {
+    let indexed = match documents {
+        Some(d) => d.indexed,
+        None => documents::indexed(runner)?,
+    };
+    if a.mode != Mode::Keyword && indexed == 0 {
+        say!("Nothing is indexed yet, so a search {} finds nothing: run `ragbox index` first.", mode_words(a.mode));
+        say!("A keyword search reads the text files now: ragbox search {:?}", a.query);
+        return Ok(());
+    }
+    if let Some(message) = found.message() {
+        say!("{}", super::open::for_cli(message));
+    }
+    say!("No results for \"{}\"{}.", a.query, filters(a));
+    let narrowed = a.kind.is_some() || a.date.is_some() || !a.sources.is_empty();
+    say!("Try different or fewer words{}.", if narrowed { ", or drop the filters" } else { "" });
+    match a.mode {
+        Mode::Keyword if indexed == 0 => {
+            say!("Search by meaning once `ragbox index` has read the workspace: ragbox search {:?} --semantic", a.query)
+        }
+        Mode::Keyword => say!("Search by meaning instead: ragbox search {:?} --semantic", a.query),
+        _ => say!("Keyword search finds exact words: ragbox search {:?}", a.query),
     }
     Ok(())
 }
@@ -244,8 +323,14 @@ pub fn sources(
         say!("Nothing is indexed yet: run `ragbox index`.");
         return Ok(());
     }
+    let shown: Vec<&IndexedSource> = match &list.grouped_sources {
+        Some(groups) => groups.iter().flat_map(|g| &g.sources).collect(),
+        None => list.sources.iter().collect(),
+    };
+    // As wide as the longest type shown, so a long MIME type moves no column.
+    let width = shown.iter().map(|s| s.file_type.chars().count()).max().unwrap_or(0);
     let print = |s: &IndexedSource| {
-        say!("  {:<20}  {:>9}  {}  {}", s.file_type, human_size(s.size), s.indexed_at, s.path);
+        say!("  {:<width$}  {:>9}  {}  {}", s.file_type, human_size(s.size), s.indexed_at, s.path);
     };
     match &list.grouped_sources {
         Some(groups) => {

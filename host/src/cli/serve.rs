@@ -49,6 +49,8 @@ pub struct ServeArgs {
 /// Loads the tools, then serves until the client hangs up (stdio) or the
 /// process is stopped (HTTP).
 pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
+    // A folder that cannot be served is this command's error, before anything is logged.
+    crate::workspace::Workspaces::new(workspace, &[]).context("cannot open this workspace")?;
     if args.http.is_none() && !args.standalone {
         match relay_to_service(workspace, &args) {
             Ok((session, hello)) => return session.relay(&hello),
