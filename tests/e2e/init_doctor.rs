@@ -124,6 +124,41 @@ fn init_detects_agents_and_leaves_broken_files_alone() {
     assert!(!f.workspace.join(".gitignore").exists());
 }
 
+/// Claude Code's command in `.mcp.json` after `init` run by this build's
+/// binary with `PATH` set to `dirs`, and what `init` printed.
+fn command_with_path(dirs: &[&std::path::Path]) -> (String, String) {
+    let f = Fixture::empty();
+    let out =
+        f.command(&["init"]).env("PATH", std::env::join_paths(dirs).unwrap()).stdin(Stdio::null()).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let command = read_json(&f, ".mcp.json")["mcpServers"]["ragbox"]["command"].as_str().unwrap().to_string();
+    (command, stdout(&out))
+}
+
+#[cfg(unix)]
+#[test]
+fn init_writes_a_bare_ragbox_when_the_first_on_path_is_this_program() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let bins = tempfile::tempdir().unwrap();
+    let make = |dir: &str| {
+        let dir = bins.path().join(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    };
+    let (copy, other, linked) = (make("copy"), make("other"), make("linked"));
+    // What `make install` leaves on PATH: a copy of the build's bytes, not the same file.
+    std::fs::copy(ragbox_tests::ragbox_bin(), copy.join("ragbox")).unwrap();
+    assert_eq!(command_with_path(&[&copy]).0, "ragbox");
+    // Another program of that name found first: it would be the one started.
+    std::fs::write(other.join("ragbox"), "#!/bin/sh\necho another ragbox\n").unwrap();
+    std::fs::set_permissions(other.join("ragbox"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(ragbox_tests::ragbox_bin(), linked.join("ragbox")).unwrap();
+    let (command, said) = command_with_path(&[&other, &linked]);
+    assert_eq!(command, std::fs::canonicalize(ragbox_tests::ragbox_bin()).unwrap().to_str().unwrap());
+    assert!(said.contains("the `ragbox` on PATH is not this binary"), "{said}");
+    assert_eq!(command_with_path(&[&linked, &other]).0, "ragbox");
+}
+
 #[test]
 fn doctor_finds_a_broken_index_and_reset_asks_first() {
     let f = Fixture::empty();

@@ -331,17 +331,16 @@ fn choose(workspace: &Path, agents: &[Agent]) -> Vec<Agent> {
     if found.is_empty() { vec![Agent::Claude] } else { found }
 }
 
-/// How the agents start the server: `ragbox` when that name on PATH is this
-/// binary, else this binary's path; the workspace as each agent names it.
+/// How the agents start the server: `ragbox` when the first of that name on
+/// PATH is this program, else this binary's path; the workspace as each agent names it.
 fn launch(workspace: &Path, tools: Option<&crate::mcp::Profile>) -> anyhow::Result<Launch> {
     let exe = std::env::current_exe().context("cannot tell where the ragbox binary is")?;
     let exe = crate::platform::canonical(&exe).unwrap_or(exe);
-    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| {
-            crate::platform::canonical(&dir.join(format!("ragbox{}", std::env::consts::EXE_SUFFIX)))
-                .is_ok_and(|found| found == exe)
-        })
-    });
+    // What a bare `ragbox` runs: the first on PATH.
+    let name = format!("ragbox{}", std::env::consts::EXE_SUFFIX);
+    let on_path = std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join(&name)).find(|found| found.is_file()))
+        .is_some_and(|found| same_program(&found, &exe));
     // A shared store named on this command line goes with the server (a URL holds no password).
     let named = super::open::store_args();
     let mut store = Vec::new();
@@ -358,6 +357,40 @@ fn launch(workspace: &Path, tools: Option<&crate::mcp::Profile>) -> anyhow::Resu
         store,
         tools,
     }))
+}
+
+/// Whether `found` runs what `exe` (canonical) runs: the same file, or a
+/// copy of its bytes (`make install` copies the build onto PATH).
+fn same_program(found: &Path, exe: &Path) -> bool {
+    if crate::platform::canonical(found).is_ok_and(|found| found == exe) {
+        return true;
+    }
+    let (Ok(mut a), Ok(mut b)) = (std::fs::File::open(found), std::fs::File::open(exe)) else { return false };
+    let size = |f: &std::fs::File| f.metadata().map(|m| m.len()).ok();
+    if size(&a).is_none() || size(&a) != size(&b) {
+        return false;
+    }
+    let (mut left, mut right) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    loop {
+        match (read_full(&mut a, &mut left), read_full(&mut b, &mut right)) {
+            (Ok(0), Ok(0)) => return true,
+            (Ok(n), Ok(m)) if n == m && left[..n] == right[..m] => {}
+            _ => return false,
+        }
+    }
+}
+
+/// Fills `buf` from `file` as far as it goes; the bytes read (0 at its end).
+fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read as _;
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
 }
 
 /// The agent's config file and its name for the output. A workspace file is
@@ -617,8 +650,9 @@ fn print_next_steps(edits: &[Edit], launch: &Launch) {
         Launch::Spawn(spawn) => {
             if !spawn.on_path && agents.iter().any(|a| !a.user_level()) {
                 say!(
-                    "The command is this binary's path, {}: no `ragbox` on PATH is this binary. Put it on \
-                     PATH and run init again for files that work on other machines too.",
+                    "The command is this binary's path, {}: the `ragbox` on PATH is not this binary (or there is \
+                     none). Put it on PATH (from a clone, `make install` copies it there) and run init again for \
+                     files that work on other machines too.",
                     spawn.exe
                 );
             }
