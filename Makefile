@@ -1,8 +1,9 @@
-# ragbox: `make run` builds and demonstrates it, `make test` runs every test,
-# `make install` puts the optimised binary on the PATH. Each sets up what it
-# needs first (idempotent): `make run` only the wasm32-wasip2 target and a
-# Python venv with the official MCP SDK; `make test` also Node.js (the MCP
-# conformance suite), PostgreSQL with pgvector, and the cross-build tools.
+# ragbox: `make run` builds it once, puts it on the PATH and demonstrates it;
+# `make install` (the same copy, without the demo) and `make test` reuse that
+# build. Each sets up what it needs first (idempotent): `make run` only the
+# wasm32-wasip2 target and a Python venv with the official MCP SDK; `make test`
+# also Node.js (the MCP conformance suite), PostgreSQL with pgvector, and the
+# cross-build tools.
 
 SHELL := /bin/bash
 VENV := .venv
@@ -10,8 +11,11 @@ PYTHON := $(VENV)/bin/python
 HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 RAGBOX := target/debug/ragbox
 QUERY ?= jwt
+# Where `make install` and `make run` put ragbox: $(PREFIX)/bin, else cargo's
+# own bin folder, which rustup puts on the PATH (a shell expression).
+BIN_DIR := $(if $(PREFIX),$(PREFIX)/bin,$${CARGO_HOME:-$$HOME/.cargo}/bin)
 
-.PHONY: setup setup-run setup-beside-build build model release install dist run test test-rust test-guests test-python test-dist \
+.PHONY: setup setup-run setup-beside-build build model release install dist run demo test test-rust test-guests test-python test-dist \
 	cross ci-trim test-windows bench bench-quick bench-venvs fuzz lint fmt clean
 
 CONFORMANCE := tests/conformance/node_modules/.stamp
@@ -103,8 +107,11 @@ $(DOCUMENTS): .documents-tools-stamp $(DOCS_VENV)/.stamp tests/documents/make_do
 	python3 tests/documents/make_hostile.py target/documents/hostile target/documents/real/facts.pdf
 	@touch $@
 
-# The dev profile builds dependencies optimised (see Cargo.toml): one build
-# serves the tests and the demo.
+# One build for everything: Cargo's dev profile, which here optimises all a
+# search or an index run spends its time in (see Cargo.toml), serves the demo,
+# `make install` and the tests. (`make release` is the fully optimised,
+# stripped build the benchmarks and the published binaries use: a second,
+# separate build.)
 build: .setup-stamp
 	cargo build -p ragbox
 
@@ -117,21 +124,32 @@ model: build
 release: .setup-stamp
 	cargo build --release -p ragbox
 
-# The optimised binary on the PATH: ~/.cargo/bin/ragbox, or $(PREFIX)/bin/ragbox
-# with PREFIX set; then the model, unless it is there already.
-install: .setup-stamp
-	cargo install --locked --path host $(if $(PREFIX),--root "$(PREFIX)")
-	"$(if $(PREFIX),$(PREFIX)/bin,$${CARGO_HOME:-$$HOME/.cargo}/bin)/ragbox" model fetch
+# The build on the PATH: copied to ~/.cargo/bin/ragbox (or $(PREFIX)/bin/ragbox
+# with PREFIX set) under a temporary name, then renamed over the old one, so
+# that agents' servers running the old binary keep it; then the model, unless
+# it is there already. Nothing is built again when `make run` or `make build` ran.
+install: build
+	@bin="$(BIN_DIR)"; mkdir -p "$$bin" \
+		&& cp $(RAGBOX) "$$bin/.ragbox.new" && mv -f "$$bin/.ragbox.new" "$$bin/ragbox" \
+		&& echo "installed $$bin/ragbox" \
+		&& case ":$$PATH:" in *":$$bin:"*) ;; \
+			*) echo "note: $$bin is not on your PATH: add it (export PATH=\"$$bin:\$$PATH\" in your shell's profile)";; esac
+	"$(BIN_DIR)/ragbox" model fetch
 
 # A Python wheel that carries the optimised binary (maturin's bin bindings, as
 # ruff and uv ship), in target/wheels/: `pipx install` or `uvx ragbox` it.
 dist: .setup-stamp $(BUILD_VENV)/.stamp
 	$(BUILD_VENV)/bin/maturin build --release --manifest-path host/Cargo.toml --out target/wheels
 
-run: setup-run build model
+# The first command: the build, copied onto the PATH, then the demo.
+run: setup-run install demo
+
+# An agent's session through the official MCP client: list the tools, search
+# by keyword, embed the example workspace and search it by meaning.
+demo: setup-run model
 	$(PYTHON) scripts/demo.py $(RAGBOX) examples/workspace "$(QUERY)"
 
-test: setup-beside-build model test-rust test-guests test-python test-dist $(if $(filter true,$(CI)),ci-trim) cross test-windows
+test: setup-beside-build model demo test-rust test-guests test-python test-dist $(if $(filter true,$(CI)),ci-trim) cross test-windows
 
 # The test set-up (downloads, Debian packages, venvs, the test documents) in a
 # second make beside the host build: it mostly waits on the network and dpkg,
@@ -147,7 +165,7 @@ setup-beside-build: .setup-stamp
 # What the cross-builds reuse stays: the wasm guests in target/guest-tools.
 ci-trim:
 	@df -h . | sed -n 2p | awk '{print "disk free before trimming: " $$4}'
-	rm -rf target/debug target/wheels-test target/test-compile-cache target/test-packed-models \
+	rm -rf target/debug target/wheels-test target/install-test target/test-compile-cache target/test-packed-models \
 		guest-tools/target target/guest-tools-tests
 
 test-rust:
@@ -169,10 +187,13 @@ test-python:
 	$(PYTHON) -m pytest -q tests/python
 
 # The wheel as a user gets it: built (dev profile, which the tests built
-# already), installed into a fresh venv, and run from there.
+# already), installed into a fresh venv, and run from there; and `make
+# install` into a folder of its own.
 test-dist: $(BUILD_VENV)/.stamp
 	$(BUILD_VENV)/bin/maturin build --profile dev --manifest-path host/Cargo.toml --out target/wheels-test
 	$(PYTHON) scripts/test_wheel.py target/wheels-test
+	rm -rf target/install-test && $(MAKE) --no-print-directory install PREFIX=$(CURDIR)/target/install-test
+	target/install-test/bin/ragbox --version
 
 # The other operating systems: the Windows binary is built (and tested under
 # wine by test-windows); Apple's arm64 target is type-checked whole, its C
