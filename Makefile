@@ -14,6 +14,10 @@ QUERY ?= jwt
 # Where `make install` and `make run` put ragbox: $(PREFIX)/bin, else cargo's
 # own bin folder, which rustup puts on the PATH (a shell expression).
 BIN_DIR := $(if $(PREFIX),$(PREFIX)/bin,$${CARGO_HOME:-$$HOME/.cargo}/bin)
+# What `make dist` builds: this machine's target, or those named (Linux
+# aarch64 through zig, Windows through mingw-w64; macOS needs Apple's SDK:
+# the release workflow builds it on a Mac).
+DIST_TARGETS ?= $(HOST_TRIPLE)
 
 .PHONY: setup setup-run setup-beside-build build model release install dist run demo test test-rust test-guests test-python test-dist \
 	cross ci-trim test-windows bench bench-quick bench-venvs fuzz lint fmt clean
@@ -136,10 +140,20 @@ install: build
 			*) echo "note: $$bin is not on your PATH: add it (export PATH=\"$$bin:\$$PATH\" in your shell's profile)";; esac
 	"$(BIN_DIR)/ragbox" model fetch
 
-# A Python wheel that carries the optimised binary (maturin's bin bindings, as
-# ruff and uv ship), in target/wheels/: `pipx install` or `uvx ragbox` it.
-dist: .setup-stamp $(BUILD_VENV)/.stamp
-	$(BUILD_VENV)/bin/maturin build --release --manifest-path host/Cargo.toml --out target/wheels
+# What a release publishes, for DIST_TARGETS, into target/dist/: a Python
+# wheel that carries the release binary (maturin's bin bindings, as ruff and uv
+# ship theirs: `pipx install` or `uvx` it), the binary in an archive, and a
+# .sha256 beside each (scripts/dist.py; .github/workflows/release.yml runs the
+# same commands for every platform on a tag).
+dist: .setup-stamp $(BUILD_VENV)/.stamp $(if $(filter-out $(HOST_TRIPLE),$(DIST_TARGETS)),.cross-stamp)
+	rm -rf target/dist
+	for t in $(DIST_TARGETS); do \
+		zig=$$(case $$t in *-linux-*) [ $$t != $(HOST_TRIPLE) ] && echo --zig;; esac); \
+		rustup target add $$t && PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" $(BUILD_VENV)/bin/maturin build --release --locked \
+			--manifest-path host/Cargo.toml --target $$t $$zig --out target/dist \
+		&& python3 scripts/dist.py archive --target $$t --out target/dist || exit 1; \
+	done
+	python3 scripts/dist.py checksums target/dist
 
 # The first command: the build, copied onto the PATH, then the demo.
 run: setup-run install demo
@@ -186,11 +200,16 @@ test-guests: $(DOCUMENTS)
 test-python:
 	$(PYTHON) -m pytest -q tests/python
 
-# The wheel as a user gets it: built (dev profile, which the tests built
-# already), installed into a fresh venv, and run from there; and `make
+# The wheel and archive as a user gets them: built as `make dist` builds them
+# (but in the dev profile, which the tests built already), checked against
+# their checksums, installed into a fresh venv and run from there; and `make
 # install` into a folder of its own.
 test-dist: $(BUILD_VENV)/.stamp
-	$(BUILD_VENV)/bin/maturin build --profile dev --manifest-path host/Cargo.toml --out target/wheels-test
+	rm -rf target/wheels-test
+	$(BUILD_VENV)/bin/maturin build --profile dev --locked --manifest-path host/Cargo.toml --out target/wheels-test
+	python3 scripts/dist.py archive --target $(HOST_TRIPLE) --profile dev --out target/wheels-test
+	python3 scripts/dist.py checksums target/wheels-test
+	cd target/wheels-test && sha256sum --check --strict SHA256SUMS && sha256sum --check --strict *.sha256
 	$(PYTHON) scripts/test_wheel.py target/wheels-test
 	rm -rf target/install-test && $(MAKE) --no-print-directory install PREFIX=$(CURDIR)/target/install-test
 	target/install-test/bin/ragbox --version

@@ -1,7 +1,8 @@
 """`make test-dist`: the wheel `make dist` builds, as a user gets it. It is
 installed into a fresh venv (no network: the wheel needs nothing else), its
 `ragbox` runs from the venv's scripts folder, indexes a copy of the example
-workspace and finds a note by meaning."""
+workspace and finds a note by meaning. An archive beside it is unpacked and
+its `ragbox` run."""
 
 import pathlib
 import shutil
@@ -42,6 +43,13 @@ def main(wheels: str) -> None:
         if "jwt" not in hits.lower():
             sys.exit(f"the installed ragbox did not find the JWT note:\n{hits}")
         print(f"{found[0].name}: installed into a fresh venv, {version.strip()}, indexed and searched")
+        # The archive beside it: unpacked, its binary runs and is the same version.
+        for packed in sorted(pathlib.Path(wheels).glob("ragbox-*.tar.gz")):
+            shutil.unpack_archive(packed, tmp / "unpacked")
+            unpacked = tmp / "unpacked" / packed.name.removesuffix(".tar.gz") / "ragbox"
+            if run(str(unpacked), "--version") != version:
+                sys.exit(f"{packed.name}'s ragbox is not the wheel's {version.strip()}")
+            print(f"{packed.name}: unpacked, {version.strip()}")
 
 
 if __name__ == "__main__":
