@@ -15,6 +15,7 @@ mod load;
 mod postgres;
 mod protocol;
 mod rag_server;
+mod readme;
 mod resources;
 mod sandbox;
 mod schemas;

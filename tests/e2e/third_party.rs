@@ -515,18 +515,18 @@ fn a_scaffolded_js_tool_builds_tests_runs_sandboxed_and_reports_its_stack() {
     assert!(!ok && stderr.contains("TypeError") && stderr.contains("logic.js"), "{stderr}");
 }
 
-/// The README's first-tool walk-through, run line for line in a folder outside
+/// The first-tool walk-through (docs/authoring-tools.md), run line for line in a folder outside
 /// the repository, with a fresh home (so `~/.config/ragbox` is the user's
 /// config dir) and this build's `ragbox` on the PATH.
 #[cfg(target_os = "linux")]
 #[test]
-fn the_readme_walk_through_runs_as_written() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+fn the_authoring_walk_through_runs_as_written() {
+    let readme = std::fs::read_to_string(repo_root().join("docs/authoring-tools.md")).unwrap();
     let block = readme
         .split_once("<!-- walk-through: first tool -->\n```sh\n")
         .and_then(|(_, rest)| rest.split_once("\n```"))
         .map(|(block, _)| block)
-        .expect("the README has its walk-through block");
+        .expect("docs/authoring-tools.md has its walk-through block");
     let home = tempfile::tempdir().unwrap();
     let work = home.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
