@@ -23,7 +23,6 @@ import logging
 import math
 import os
 import pathlib
-import platform
 import re
 import shutil
 import statistics
@@ -42,6 +41,8 @@ import tantivy
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from tokenizers import Tokenizer
+
+from machine import cpu_flags, machine  # noqa: F401 (the other benchmarks import them from here)
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -584,18 +585,6 @@ def versions():
     version = importlib.metadata.version
     out["harness"] = f"mcp {version('mcp')}, bm25s {version('bm25s')}, tantivy {version('tantivy')}"
     return out
-
-
-def cpu_flags():
-    """The CPU's vector and matrix flags, as every benchmark result records them."""
-    return " ".join(sorted({f for line in open("/proc/cpuinfo") if line.startswith("flags")
-                            for f in line.split(":", 1)[1].split() if f.startswith(("avx", "fma", "f16c", "amx"))}))
-
-
-def machine():
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
-    return f"{cpu}, {os.cpu_count()} threads, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB"
 
 
 def plot(path, labels, panels):
