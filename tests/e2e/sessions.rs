@@ -201,6 +201,14 @@ fn a_client_that_reads_no_answers_cannot_grow_the_process() {
         drop(other);
         let _ = child.kill();
         let _ = child.wait();
+        // Its client gone, the session ends (its answers waiting go with it): the service,
+        // with no session left, leaves after its linger.
+        if !standalone {
+            wait_for("the flooding session's end", Duration::from_secs(30), || {
+                !Path::new(&format!("/proc/{pid}")).exists()
+                    || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+            });
+        }
     }
 }
 
@@ -375,4 +383,51 @@ fn the_services_log_stays_small_in_a_storm_and_is_started_again_past_its_size() 
     assert!(size < 16384 + (64 << 10), "the log is {size} bytes, past its 16 KiB");
     let old = std::fs::metadata(&kept).unwrap().len();
     assert!(old < 16384 + (64 << 10), "the log kept beside it is {old} bytes");
+}
+
+#[test]
+#[cfg(unix)]
+fn a_client_with_many_calls_waiting_is_still_heard() {
+    for standalone in [false, true] {
+        let f = Fixture::tldr(30);
+        let mut raw = serve(&f, &[], standalone);
+        // More calls than run at once (they also take the workspace's writing turn one by one).
+        let calls = 24u64;
+        for id in 1..=calls {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "embed_document", "arguments": {"path": format!("pages/{}", page(&f, id))}}});
+            raw.send(&request.to_string());
+        }
+        // A ping is answered before the calls waiting ahead of it, and a cancelled call never runs.
+        raw.send(r#"{"jsonrpc":"2.0","id":"ping","method":"ping"}"#);
+        raw.send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": calls}}).to_string(),
+        );
+        let mut answered = Vec::new();
+        let mut ping_after = None;
+        while answered.len() < calls as usize - 1 {
+            let reply = raw.recv_within(Duration::from_secs(120));
+            if reply["id"] == "ping" {
+                ping_after = Some(answered.len());
+            } else {
+                answered.push(reply["id"].as_u64().unwrap());
+            }
+        }
+        assert!(
+            ping_after.is_some_and(|n| n < calls as usize - 1),
+            "standalone={standalone}: the ping waited for all the calls"
+        );
+        assert!(!answered.contains(&calls), "standalone={standalone}: the cancelled call ran");
+        raw.silent_for(Duration::from_millis(500));
+    }
+}
+
+/// The name of the `n`th page of a tldr fixture (1-based).
+fn page(f: &Fixture, n: u64) -> String {
+    let mut names: Vec<String> = std::fs::read_dir(f.workspace.join("pages"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names[(n as usize - 1) % names.len()].clone()
 }

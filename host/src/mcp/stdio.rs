@@ -6,9 +6,11 @@
 //! and from here share stdout a whole line at a time.
 //!
 //! A client that sends requests and reads no answers is held back here: at
-//! most [`MAX_IN_FLIGHT`] of its requests are read ahead of their answers
-//! being written ([`Flow`]); past that no more of its input is read, so
-//! answers waiting for it cannot pile up in a process every session shares.
+//! most [`MAX_IN_FLIGHT`] of its requests reach rmcp ahead of their answers
+//! being written ([`Flow`]); the ones after them wait here, unread by rmcp,
+//! up to [`MAX_PARKED_BYTES`], and past that no more of its input is read. So
+//! answers waiting for it cannot pile up in a process every session shares,
+//! while its cancellations, pings and end are still heard.
 
 use rmcp::model::{ClientJsonRpcMessage, NumberOrString};
 use serde_json::{Value, json};
@@ -28,9 +30,17 @@ const MAX_DEPTH: usize = 127;
 /// Bytes of rmcp's pipes; a message larger than this just takes several writes.
 const PIPE_BYTES: usize = 1 << 20;
 
-/// A client's requests read and not yet answered on its output, at most:
-/// past it, its input waits. Agents send a few at a time.
+/// A client's requests handed to rmcp and not yet answered on its output, at
+/// most: the next wait here. Agents send a few at a time.
 pub const MAX_IN_FLIGHT: usize = 16;
+
+/// Requests waiting for room before rmcp sees them, in bytes (past it, the
+/// client's input is not read until room comes; one line may pass it).
+const MAX_PARKED_BYTES: usize = 16 << 20;
+
+/// How long requests still waiting when the client's input ends are kept
+/// for room (a client that closed its input may still read the answers).
+const PARKED_AT_END: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The first byte of a log line on a relay's socket (ASCII's record
 /// separator): no JSON-RPC message starts with it, so the relay writes such
@@ -52,6 +62,8 @@ pub struct Flow {
 struct FlowState {
     pending: HashSet<String>,
     held: HashMap<String, OwnedSemaphorePermit>,
+    /// The client's output is gone: nothing more will be answered.
+    closed: bool,
 }
 
 impl Flow {
@@ -84,23 +96,30 @@ impl Flow {
             NumberOrString::String(s) => Value::from(&**s).to_string(),
         };
         let mut state = self.state();
-        if state.pending.contains(&key) {
+        if state.pending.contains(&key) && !state.closed {
             state.held.insert(key, permit);
         }
     }
 
-    /// Returns once fewer than `most` requests are in flight.
-    async fn room_for(&self, most: usize) {
-        loop {
-            let notified = self.room.notified();
-            tokio::pin!(notified);
-            // Registered before looking: a request settled meanwhile wakes it.
-            notified.as_mut().enable();
-            if self.state().pending.len() < most {
-                return;
-            }
-            notified.await;
-        }
+    /// Whether fewer than `most` requests are in flight.
+    fn has_room(&self, most: usize) -> bool {
+        self.state().pending.len() < most
+    }
+
+    /// The output is gone (or rmcp's ended): the client's input is read no
+    /// more, and what waits for an answer is let go.
+    fn close(&self) {
+        let released = {
+            let mut state = self.state();
+            state.closed = true;
+            std::mem::take(&mut state.held)
+        };
+        drop(released);
+        self.room.notify_waiters();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.state().closed
     }
 }
 
@@ -143,53 +162,159 @@ where
     ((rmcp_in, rmcp_out), writer)
 }
 
-/// Reads the client's lines: good ones go to rmcp, bad ones get a reply.
-/// While [`MAX_IN_FLIGHT`] of its requests wait for their answers to be
-/// written, the next line is not read.
-async fn read_client<R: AsyncRead + Unpin>(
+/// One line of the client's, read.
+struct Read {
+    line: Vec<u8>,
+    /// More was dropped past [`MAX_MESSAGE_BYTES`].
+    oversized: bool,
+}
+
+/// Reads the client's lines into `lines`, one at a time: while nobody takes
+/// them, the client's input is not read.
+async fn read_lines<R: AsyncRead + Unpin>(input: R, lines: mpsc::Sender<Read>) {
+    let mut input = BufReader::new(input);
+    loop {
+        let mut line = Vec::new();
+        let oversized = match read_line(&mut input, &mut line).await {
+            Ok(Some(oversized)) => oversized,
+            Ok(None) => return,
+            Err(e) => return tracing::error!("cannot read stdin: {e}"),
+        };
+        if lines.send(Read { line, oversized }).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Takes the client's lines: good ones go to rmcp, bad ones get a reply. A
+/// request past [`MAX_IN_FLIGHT`] unanswered ones waits here until one is
+/// answered, and past [`MAX_PARKED_BYTES`] of such the input is not read on;
+/// `ping` and cancellations never wait (a cancelled request still waiting is
+/// dropped). Ends at the input's end (once what waits has gone on, or after
+/// [`PARKED_AT_END`]), or when the output is gone: dropping `to_rmcp` ends
+/// rmcp's input too.
+async fn read_client<R: AsyncRead + Unpin + Send + 'static>(
     input: R,
     mut to_rmcp: DuplexStream,
     replies: mpsc::UnboundedSender<Vec<u8>>,
     flow: Arc<Flow>,
 ) {
-    let mut input = BufReader::new(input);
-    let mut line = Vec::new();
+    let (tx, mut lines) = mpsc::channel::<Read>(1);
+    let reader = tokio::spawn(crate::logs::tagged(crate::logs::current(), read_lines(input, tx)));
+    // However this ends, the reader goes too.
+    let _reader = AbortOnDrop(reader);
+    let mut parked: std::collections::VecDeque<(Value, Vec<u8>)> = std::collections::VecDeque::new();
+    let mut parked_bytes = 0usize;
+    let mut ended: Option<tokio::time::Instant> = None;
     loop {
-        flow.room_for(MAX_IN_FLIGHT).await;
-        line.clear();
-        let oversized = match read_line(&mut input, &mut line).await {
-            Ok(Some(oversized)) => oversized,
-            Ok(None) => return, // EOF: dropping `to_rmcp` ends rmcp's input too
-            Err(e) => return tracing::error!("cannot read stdin: {e}"),
-        };
-        let verdict = if oversized {
-            Err(Some(error(
-                id_in(&line),
-                -32600,
-                format!("message over the {} MiB limit; not read", MAX_MESSAGE_BYTES >> 20),
-            )))
-        } else {
-            check(&line)
-        };
-        match verdict {
-            Ok(sent) => {
-                match sent {
-                    Sent::Request(id) => flow.request(&id),
-                    Sent::Cancelled(id) => flow.settled(&id),
-                    Sent::Other => {}
-                }
-                line.push(b'\n');
-                if to_rmcp.write_all(&line).await.is_err() {
-                    return;
-                }
+        while !parked.is_empty() && flow.has_room(MAX_IN_FLIGHT) {
+            let Some((id, line)) = parked.pop_front() else { break };
+            parked_bytes -= line.len();
+            flow.request(&id);
+            if to_rmcp.write_all(&line).await.is_err() {
+                return;
             }
-            Err(Some(reply)) => {
-                tracing::warn!("refused a client message: {}", reply["error"]["message"]);
-                let _ = replies.send(reply.to_string().into_bytes());
-            }
-            // A notification gets no reply, not even an error.
-            Err(None) => tracing::warn!("ignored a client notification rmcp cannot read"),
         }
+        if flow.is_closed() || (ended.is_some() && parked.is_empty()) {
+            return;
+        }
+        let room = flow.room.notified();
+        tokio::pin!(room);
+        // Registered before looking again: an answer written meanwhile wakes it.
+        room.as_mut().enable();
+        if !parked.is_empty() && flow.has_room(MAX_IN_FLIGHT) || flow.is_closed() {
+            continue;
+        }
+        let can_read = ended.is_none() && parked_bytes < MAX_PARKED_BYTES;
+        let give_up = ended.unwrap_or_else(tokio::time::Instant::now) + PARKED_AT_END;
+        tokio::select! {
+            read = lines.recv(), if can_read => match read {
+                Some(Read { line, oversized }) => {
+                    let waiting = (!parked.is_empty() || !flow.has_room(MAX_IN_FLIGHT)).then_some(&mut parked);
+                    if let Some(line) = take(line, oversized, &flow, &replies, waiting, &mut parked_bytes)
+                        && to_rmcp.write_all(&line).await.is_err()
+                    {
+                        return;
+                    }
+                }
+                None => ended = Some(tokio::time::Instant::now()),
+            },
+            () = &mut room => {}
+            () = tokio::time::sleep_until(give_up), if ended.is_some() => {
+                return tracing::warn!(
+                    waiting = parked.len(),
+                    "the client's input ended with requests still waiting for room; they were not run"
+                );
+            }
+        }
+    }
+}
+
+/// What becomes of one line of the client's: the line to hand rmcp now (with
+/// its newline), or none (answered here, ignored, or `waiting` took it).
+fn take(
+    mut line: Vec<u8>,
+    oversized: bool,
+    flow: &Flow,
+    replies: &mpsc::UnboundedSender<Vec<u8>>,
+    waiting: Option<&mut std::collections::VecDeque<(Value, Vec<u8>)>>,
+    waiting_bytes: &mut usize,
+) -> Option<Vec<u8>> {
+    let verdict = if oversized {
+        Err(Some(error(
+            id_in(&line),
+            -32600,
+            format!("message over the {} MiB limit; not read", MAX_MESSAGE_BYTES >> 20),
+        )))
+    } else {
+        check(&line)
+    };
+    line.push(b'\n');
+    match verdict {
+        Ok(Sent::Request(id)) => match waiting {
+            Some(queue) => {
+                *waiting_bytes += line.len();
+                queue.push_back((id, line));
+                None
+            }
+            None => {
+                flow.request(&id);
+                Some(line)
+            }
+        },
+        Ok(Sent::Cancelled(id)) => {
+            if let Some(queue) = waiting {
+                // Still waiting: it never runs, and gets no answer (as MCP says of a cancelled request).
+                let key = id_key(&id);
+                if let Some(at) = queue.iter().position(|(waiting, _)| id_key(waiting) == key)
+                    && let Some((_, dropped)) = queue.remove(at)
+                {
+                    *waiting_bytes -= dropped.len();
+                }
+            }
+            flow.settled(&id);
+            Some(line)
+        }
+        Ok(Sent::Other) => Some(line),
+        Err(Some(reply)) => {
+            tracing::warn!("refused a client message: {}", reply["error"]["message"]);
+            let _ = replies.send(reply.to_string().into_bytes());
+            None
+        }
+        // A notification gets no reply, not even an error.
+        Err(None) => {
+            tracing::warn!("ignored a client notification rmcp cannot read");
+            None
+        }
+    }
+}
+
+/// Aborts its task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -271,6 +396,8 @@ fn check(line: &[u8]) -> Result<Sent, Option<Value>> {
                 None => Sent::Other,
             }
         }
+        // Answered at once by rmcp, and what a client checks a stuck server with: never waits.
+        (Some("ping"), Some(_)) => Sent::Other,
         (Some(_), Some(id)) => Sent::Request(id),
         _ => Sent::Other,
     })
@@ -421,6 +548,15 @@ async fn write_client<W: AsyncWrite + Unpin>(
     mut output: W,
     flow: Arc<Flow>,
 ) {
+    // However it ends (the client's output gone, or rmcp's), the client's input is let go too.
+    struct Closes(Arc<Flow>);
+    impl Drop for Closes {
+        fn drop(&mut self) {
+            self.0.close();
+        }
+    }
+    let flow = Closes(flow);
+    let flow = &flow.0;
     let mut from_rmcp = BufReader::new(from_rmcp);
     let mut line = Vec::new();
     loop {
@@ -472,6 +608,7 @@ async fn next_log(logs: Option<&mut mpsc::Receiver<Vec<u8>>>) -> Option<Vec<u8>>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncReadExt as _;
 
     #[test]
     fn bad_calls_are_told_why() {
@@ -501,10 +638,7 @@ mod tests {
         // A notification gets no reply, even when it cannot be read.
         assert_eq!(check(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":7}"#), Err(None));
         // A byte-order mark is read past, as rmcp does.
-        assert_eq!(
-            check(b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"),
-            Ok(Sent::Request(json!(1)))
-        );
+        assert_eq!(check(b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"), Ok(Sent::Other));
     }
 
     #[test]
@@ -529,7 +663,8 @@ mod tests {
         for levels in [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1] {
             assert_eq!(depth(at(levels).as_bytes()), levels);
             match check(at(levels).as_bytes()) {
-                Ok(sent) => assert_eq!(sent, Sent::Request(json!(9))),
+                // A ping: answered at once, never counted.
+                Ok(sent) => assert_eq!(sent, Sent::Other),
                 Err(reply) => {
                     let reply = reply.expect("a request gets a reply");
                     assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!(9), &json!(-32600)), "{levels}");
@@ -572,27 +707,59 @@ mod tests {
         assert_ne!(id_key(&json!("7")), id_key(&json!(7)));
     }
 
-    #[tokio::test]
-    async fn a_client_that_reads_no_answers_is_read_no_further() {
-        let flow = Arc::new(Flow::default());
-        for id in 0..MAX_IN_FLIGHT {
-            flow.request(&json!(id));
+    /// Lines rmcp would be handed, read from `from` until `count` came or a moment passed.
+    async fn handed(from: &mut BufReader<DuplexStream>, count: usize) -> Vec<Value> {
+        let mut got = Vec::new();
+        while got.len() < count {
+            let mut line = Vec::new();
+            match tokio::time::timeout(std::time::Duration::from_millis(300), from.read_until(b'\n', &mut line)).await {
+                Ok(Ok(n)) if n > 0 => got.push(serde_json::from_slice(&line).unwrap()),
+                _ => break,
+            }
         }
-        let waiting = tokio::spawn({
-            let flow = flow.clone();
-            async move { flow.room_for(MAX_IN_FLIGHT).await }
-        });
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert!(!waiting.is_finished(), "input is read while {MAX_IN_FLIGHT} answers wait");
-        // A slot held until the answer is out goes with the answer.
+        got
+    }
+
+    #[tokio::test]
+    async fn a_client_that_reads_no_answers_waits_and_is_still_heard() {
+        let flow = Arc::new(Flow::default());
+        let (mut client, input) = tokio::io::duplex(1 << 20);
+        let (to_rmcp, rmcp) = tokio::io::duplex(1 << 20);
+        let (replies, _replies) = mpsc::unbounded_channel();
+        let reading = tokio::spawn(read_client(input, to_rmcp, replies, flow.clone()));
+        let mut rmcp = BufReader::new(rmcp);
+        let request = |id: usize| {
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"x\"}}}}\n")
+        };
+        for id in 0..MAX_IN_FLIGHT + 4 {
+            client.write_all(request(id).as_bytes()).await.unwrap();
+        }
+        // rmcp gets the first 16; the rest wait, and the client is still heard.
+        assert_eq!(handed(&mut rmcp, MAX_IN_FLIGHT + 4).await.len(), MAX_IN_FLIGHT);
+        client.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}\n").await.unwrap();
+        let cancel = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{}}}}}\n",
+            MAX_IN_FLIGHT + 1
+        );
+        client.write_all(cancel.as_bytes()).await.unwrap();
+        let heard = handed(&mut rmcp, 2).await;
+        assert_eq!(
+            (heard[0]["method"].as_str(), heard[1]["method"].as_str()),
+            (Some("ping"), Some("notifications/cancelled"))
+        );
+        // An answer written makes room for the next waiting one; the cancelled one never runs.
         let slots = Arc::new(tokio::sync::Semaphore::new(1));
         flow.hold_until_answered(&NumberOrString::Number(3), slots.clone().try_acquire_owned().unwrap());
-        assert_eq!(slots.available_permits(), 0);
+        assert_eq!(slots.available_permits(), 0, "held until its answer is out");
         flow.settled(&json!(3.0));
         assert_eq!(slots.available_permits(), 1);
-        tokio::time::timeout(std::time::Duration::from_secs(5), waiting).await.unwrap().unwrap();
-        // Nothing is held for a request no longer in flight.
-        flow.hold_until_answered(&NumberOrString::Number(3), slots.clone().try_acquire_owned().unwrap());
-        assert_eq!(slots.available_permits(), 1);
+        flow.settled(&json!(4));
+        let next: Vec<Value> = handed(&mut rmcp, 3).await.iter().map(|m| m["id"].clone()).collect();
+        assert_eq!(next, [json!(MAX_IN_FLIGHT), json!(MAX_IN_FLIGHT + 2)]);
+        // The output gone: the input is let go, and rmcp's ends.
+        flow.close();
+        tokio::time::timeout(std::time::Duration::from_secs(5), reading).await.unwrap().unwrap();
+        let mut rest = Vec::new();
+        assert_eq!(rmcp.read_to_end(&mut rest).await.unwrap(), 0, "rmcp's input ended");
     }
 }
