@@ -304,6 +304,12 @@ fn two_calls_asking_the_same_index_run_it_once() {
         let f = Fixture::tldr(40);
         let mut sessions: Vec<Raw> = (0..if standalone { 1 } else { 2 }).map(|_| serve(&f, &[], standalone)).collect();
         let count = sessions.len();
+        // A run is joined only while the server's watch of the workspace vouches nothing
+        // changed since it started; the watch starts just after `initialize`.
+        for session in &mut sessions {
+            session.ping(0);
+        }
+        std::thread::sleep(Duration::from_millis(1500));
         for id in 1..=2u64 {
             let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                 "params": {"name": "embed_workspace", "arguments": {}}});

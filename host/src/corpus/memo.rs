@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 /// Largest value kept.
@@ -24,7 +24,9 @@ const MAX_LINKED: usize = 1024;
 /// One workspace's kept values.
 #[derive(Default)]
 pub struct Memo {
-    watched: AtomicBool,
+    /// The watches of the workspace running (one per session of the
+    /// per-user service that serves it).
+    watches: AtomicUsize,
     /// Bumped by every change the watch sees.
     epoch: AtomicU64,
     entries: Mutex<HashMap<(String, String), Entry>>,
@@ -47,6 +49,17 @@ fn seen(path: &std::path::Path) -> Seen {
     Some((meta.len(), meta.modified().ok()))
 }
 
+/// A running watch of the workspace (see [`Memo::watching`]).
+pub struct Watching<'a>(&'a Memo);
+
+impl Drop for Watching<'_> {
+    fn drop(&mut self) {
+        if self.0.watches.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.changed();
+        }
+    }
+}
+
 /// The state of things a value was made from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {
@@ -62,10 +75,14 @@ struct Entry {
 }
 
 impl Memo {
-    /// Whether a watch of the workspace reports its changes.
-    pub fn set_watched(&self, watched: bool) {
-        self.changed();
-        self.watched.store(watched, Ordering::SeqCst);
+    /// A watch of the workspace reports its changes until the guard drops.
+    /// What changed while nothing watched was not seen: the first watch
+    /// makes every kept value stale, and so does the last one's end.
+    pub fn watching(&self) -> Watching<'_> {
+        if self.watches.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.changed();
+        }
+        Watching(self)
     }
 
     /// A change in the workspace: every kept value is stale.
@@ -76,7 +93,7 @@ impl Memo {
     /// Now, for a store at `generation`; `None` while nothing watches the
     /// workspace (or it has too many hard-linked files to look at).
     pub fn stamp(&self, generation: u64) -> Option<Stamp> {
-        if !self.watched.load(Ordering::SeqCst) {
+        if self.watches.load(Ordering::SeqCst) == 0 {
             return None;
         }
         {
@@ -148,7 +165,7 @@ mod tests {
     fn kept_only_while_nothing_changed() {
         let memo = Memo::default();
         assert_eq!(memo.stamp(1), None, "nothing kept without a watch");
-        memo.set_watched(true);
+        let watching = memo.watching();
         let at = memo.stamp(1).unwrap();
         memo.put("status", "all", "v1".into(), at);
         assert_eq!(memo.get("status", "all", memo.stamp(1).unwrap()).as_deref(), Some("v1"));
@@ -165,7 +182,11 @@ mod tests {
 
         memo.put("status", "big", "x".repeat(MAX_VALUE_BYTES + 1), memo.stamp(1).unwrap());
         assert_eq!(memo.get("status", "big", memo.stamp(1).unwrap()), None, "too big to keep");
-        memo.set_watched(false);
+        // A second session's watch comes and goes: the first still vouches.
+        memo.put("status", "all", "v2".into(), memo.stamp(1).unwrap());
+        drop(memo.watching());
+        assert_eq!(memo.get("status", "all", memo.stamp(1).unwrap()).as_deref(), Some("v2"));
+        drop(watching);
         assert_eq!(memo.stamp(1), None);
     }
 
@@ -175,7 +196,7 @@ mod tests {
         let inside = dir.path().join("note.md");
         std::fs::write(&inside, "v1").unwrap();
         let memo = Memo::default();
-        memo.set_watched(true);
+        let _watching = memo.watching();
         memo.track_linked([inside.clone()]);
         let at = memo.stamp(1).unwrap();
         memo.put("status", "all", "v1".into(), at);
@@ -188,7 +209,7 @@ mod tests {
     #[test]
     fn the_oldest_values_go_first() {
         let memo = Memo::default();
-        memo.set_watched(true);
+        let _watching = memo.watching();
         let at = memo.stamp(1).unwrap();
         for i in 0..=MAX_ENTRIES {
             memo.put("t", &i.to_string(), i.to_string(), at);

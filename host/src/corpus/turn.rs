@@ -3,8 +3,11 @@
 //! one workspace take turns instead of reading and embedding the same files
 //! at once (a watch run and an explicit run extracted the same documents side
 //! by side: 152 s and 1.12 GB). A call that asks for exactly what the running
-//! one asks (same tool, same arguments) waits for it and takes its result.
+//! one asks (same tool bytes, grants and arguments) waits for it and takes its
+//! result, but only while the workspace's watch has seen no change since that
+//! run started: a call made after an edit must see the edit.
 
+use super::memo::Stamp;
 use crate::sync::lock;
 use std::any::Any;
 use std::sync::{Arc, Condvar, Mutex};
@@ -28,6 +31,8 @@ pub struct Turn {
 /// The call that has the turn: what it asked, and its result once it ends.
 struct Run {
     key: String,
+    /// The workspace as the watch saw it when the run started (`None`: unwatched, never joined).
+    at: Option<Stamp>,
     /// `Some` once it ended: its result, or `None` when it has none to share.
     result: Mutex<Option<Option<Shared>>>,
     done: Condvar,
@@ -49,18 +54,21 @@ pub struct Held<'a> {
 }
 
 impl Turn {
-    /// The turn for a call asking `key`, or the result of the run asking the
-    /// same; waits while another holds it. `None` when `stop` said so first.
-    pub fn take(&self, key: &str, stop: &dyn Fn() -> bool) -> Option<Taken<'_>> {
+    /// The turn for a call asking `key` with the workspace at `now`, or the
+    /// result of the run that asked the same at the same state; waits while
+    /// another holds it. `None` when `stop` said so first.
+    pub fn take(&self, key: &str, now: &dyn Fn() -> Option<Stamp>, stop: &dyn Fn() -> bool) -> Option<Taken<'_>> {
         let mut running = lock(&self.running);
         loop {
+            let at = now();
             match running.as_ref() {
                 None => {
-                    let run = Arc::new(Run { key: key.to_string(), result: Mutex::new(None), done: Condvar::new() });
+                    let run =
+                        Arc::new(Run { key: key.to_string(), at, result: Mutex::new(None), done: Condvar::new() });
                     *running = Some(run.clone());
                     return Some(Taken::Turn(Held { turn: self, run, finished: false }));
                 }
-                Some(run) if run.key == key => {
+                Some(run) if run.key == key && at.is_some() && run.at == at => {
                     let run = run.clone();
                     drop(running);
                     match run.wait(stop)? {
@@ -123,24 +131,35 @@ impl Drop for Held<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::corpus::memo::Memo;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A watched workspace's memo, for its stamps.
+    fn watched() -> Arc<Memo> {
+        let memo = Arc::new(Memo::default());
+        std::mem::forget(memo.watching());
+        memo
+    }
 
     #[test]
     fn one_call_at_a_time_and_the_same_ask_takes_the_running_ones_result() {
-        let turn = Arc::new(Turn::default());
+        let (turn, memo) = (Arc::new(Turn::default()), watched());
         let runs = Arc::new(AtomicUsize::new(0));
-        let Some(Taken::Turn(held)) = turn.take("index {}", &|| false) else { panic!("the first takes the turn") };
+        let now = || memo.stamp(0);
+        let Some(Taken::Turn(held)) = turn.take("index {}", &now, &|| false) else {
+            panic!("the first takes the turn")
+        };
         // The same ask joins; another waits for the turn.
         let joined = std::thread::spawn({
-            let turn = turn.clone();
-            move || match turn.take("index {}", &|| false) {
+            let (turn, memo) = (turn.clone(), memo.clone());
+            move || match turn.take("index {}", &|| memo.stamp(0), &|| false) {
                 Some(Taken::Joined(shared)) => *shared.downcast_ref::<u32>().unwrap(),
                 _ => panic!("joined"),
             }
         });
         let other = std::thread::spawn({
-            let (turn, runs) = (turn.clone(), runs.clone());
-            move || match turn.take("index {paths}", &|| false) {
+            let (turn, memo, runs) = (turn.clone(), memo.clone(), runs.clone());
+            move || match turn.take("index {paths}", &|| memo.stamp(0), &|| false) {
                 Some(Taken::Turn(held)) => {
                     runs.fetch_add(1, Ordering::SeqCst);
                     held.finish(None);
@@ -157,14 +176,38 @@ mod tests {
     }
 
     #[test]
+    fn a_call_after_a_change_or_without_a_watch_runs_itself() {
+        let (turn, memo) = (Arc::new(Turn::default()), watched());
+        let Some(Taken::Turn(held)) = turn.take("k", &|| memo.stamp(0), &|| false) else { panic!() };
+        memo.changed(); // a file edited after the run started
+        let after_edit = std::thread::spawn({
+            let (turn, memo) = (turn.clone(), memo.clone());
+            move || matches!(turn.take("k", &|| memo.stamp(0), &|| false), Some(Taken::Turn(_)))
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        held.finish(Some(Arc::new(1u32)));
+        assert!(after_edit.join().unwrap(), "a call made after an edit runs, it does not take the older result");
+
+        let unwatched = Memo::default();
+        let Some(Taken::Turn(held)) = turn.take("k", &|| unwatched.stamp(0), &|| false) else { panic!() };
+        let second = std::thread::spawn({
+            let turn = turn.clone();
+            move || matches!(turn.take("k", &|| Memo::default().stamp(0), &|| false), Some(Taken::Turn(_)))
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        held.finish(Some(Arc::new(1u32)));
+        assert!(second.join().unwrap(), "with no watch, nothing vouches the result is still true");
+    }
+
+    #[test]
     fn a_run_with_nothing_to_share_leaves_the_turn_to_who_joined_and_a_wait_stops_when_told() {
-        let turn = Arc::new(Turn::default());
-        let Some(Taken::Turn(held)) = turn.take("k", &|| false) else { panic!() };
-        let stopped = turn.take("other", &|| true);
+        let (turn, memo) = (Arc::new(Turn::default()), watched());
+        let Some(Taken::Turn(held)) = turn.take("k", &|| memo.stamp(0), &|| false) else { panic!() };
+        let stopped = turn.take("other", &|| memo.stamp(0), &|| true);
         assert!(stopped.is_none(), "told to stop while waiting");
         let joiner = std::thread::spawn({
-            let turn = turn.clone();
-            move || matches!(turn.take("k", &|| false), Some(Taken::Turn(_)))
+            let (turn, memo) = (turn.clone(), memo.clone());
+            move || matches!(turn.take("k", &|| memo.stamp(0), &|| false), Some(Taken::Turn(_)))
         });
         std::thread::sleep(Duration::from_millis(100));
         drop(held); // ended without a result (a panic, a cancel)

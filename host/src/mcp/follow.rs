@@ -42,7 +42,7 @@ pub async fn watch_workspace(server: RagboxServer, corpus: Arc<Corpus>, index: b
         Err(e) => return tracing::error!("the file watch failed to start: {e}"),
     };
     // A polled tree is seen a second late: too late to vouch for a kept value.
-    corpus.memo().set_watched(!watcher.polling);
+    let watching = (!watcher.polling).then(|| corpus.memo().watching());
     if index {
         tracing::info!(polling = watcher.polling, "watching the workspace for changes");
         follow(&server, &corpus, &mut watcher, &stop).await;
@@ -59,7 +59,7 @@ pub async fn watch_workspace(server: RagboxServer, corpus: Arc<Corpus>, index: b
         // The batches are not needed; the changes were told as they came.
         while let Some(Some(_)) = stop.run_until_cancelled(watcher.next()).await {}
     }
-    corpus.memo().set_watched(false);
+    drop(watching);
 }
 
 /// Indexes what changed while no server watched, then every settled batch.
@@ -107,8 +107,8 @@ async fn index(server: &RagboxServer, changes: &Changes, stop: &CancellationToke
     }
     for _ in 0..MAX_RUNS {
         let request = Request { caller: Caller::FileWatcher, cancel: stop.child_token(), ..Request::default() };
-        let outcome = match server.call(INDEXER, arguments.clone(), request).await {
-            Ok(Ok(called)) => called.outcome,
+        let (outcome, joined) = match server.call(INDEXER, arguments.clone(), request).await {
+            Ok(Ok(called)) => (called.outcome, called.joined),
             Ok(Err(unknown)) => {
                 return tracing::error!(
                     "--watch: {unknown} (is it disabled under [tools.{INDEXER}] in your config or the workspace's?)"
@@ -133,6 +133,7 @@ async fn index(server: &RagboxServer, changes: &Changes, stop: &CancellationToke
             removed = report.removed,
             errors = report.errors().len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
+            joined,
             "--watch: index updated"
         );
         if report.complete || stop.is_cancelled() {

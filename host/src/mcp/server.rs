@@ -385,7 +385,7 @@ impl RagboxServer {
         if let Some(task) = forwarding {
             let _ = task.await;
         }
-        let Called { tool, outcome } = match called {
+        let Called { tool, outcome, .. } = match called {
             Ok(Ok(called)) => called,
             Ok(Err(unknown)) => return Err(McpError::invalid_params(unknown.to_string(), None)),
             Err(failure) => {

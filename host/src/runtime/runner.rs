@@ -85,6 +85,8 @@ pub struct Called {
     pub tool: LoadedTool,
     /// Its result, its own error, or why the host stopped it.
     pub outcome: Outcome,
+    /// Taken from a run that asked the same (see `corpus::turn`), not run itself.
+    pub joined: bool,
 }
 
 /// Runs tool calls for one served workspace (and the others config allows).
@@ -163,26 +165,26 @@ impl Runner {
                 size_kib: arguments.len().div_ceil(1024),
                 limit_kib: MAX_ARGUMENTS_BYTES >> 10,
             };
-            return Ok(Called { tool: tool.clone(), outcome: Outcome::Failed(failure) });
+            return Ok(Called { tool: tool.clone(), outcome: Outcome::Failed(failure), joined: false });
         }
         if let Err(body) = tool.check_arguments(&value) {
             let outcome = Outcome::ToolError { invalid_arguments: true, body };
-            return Ok(Called { tool: tool.clone(), outcome });
+            return Ok(Called { tool: tool.clone(), outcome, joined: false });
         }
         // A call that may write takes its workspace's writing turn: one at a time in this
         // process, and one that asks what the running one asks takes its result.
         let corpus = env.corpus.clone().filter(|_| env.grants.corpus_write && !tool.read_only());
         let cancel = env.cancel.clone();
+        let key = format!("{name}\0{}\0{:?}\0{arguments}", tool.sha256, env.grants);
         let turn =
-            match corpus.as_ref().map(|c| c.writing().take(&format!("{name}\0{arguments}"), &|| cancel.is_cancelled()))
-            {
+            match corpus.as_ref().map(|c| c.writing().take(&key, &|| c.memo().stamp(0), &|| cancel.is_cancelled())) {
                 None => None,
                 Some(None) => {
                     let outcome = Outcome::Failed(Failure::Cancelled { tool: name.to_string() });
-                    return Ok(Called { tool: tool.clone(), outcome });
+                    return Ok(Called { tool: tool.clone(), outcome, joined: false });
                 }
                 Some(Some(Taken::Joined(shared))) => match shared.downcast_ref::<Outcome>() {
-                    Some(outcome) => return Ok(Called { tool: tool.clone(), outcome: outcome.clone() }),
+                    Some(outcome) => return Ok(Called { tool: tool.clone(), outcome: outcome.clone(), joined: true }),
                     None => None,
                 },
                 Some(Some(Taken::Turn(held))) => Some(held),
@@ -195,7 +197,7 @@ impl Runner {
             let shared = !matches!(outcome, Outcome::Failed(Failure::Cancelled { .. }));
             held.finish(shared.then(|| Arc::new(outcome.clone()) as Shared));
         }
-        Ok(Called { tool: tool.clone(), outcome })
+        Ok(Called { tool: tool.clone(), outcome, joined: false })
     }
 }
 
