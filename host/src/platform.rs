@@ -464,8 +464,9 @@ pub fn raise_open_file_limit() -> std::io::Result<libc::rlim_t> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // macOS's `OPEN_MAX` (<sys/syslimits.h>), which the libc crate does not carry.
     #[cfg(target_os = "macos")]
-    let want = limit.rlim_max.min(libc::OPEN_MAX as libc::rlim_t);
+    let want = limit.rlim_max.min(10240);
     #[cfg(not(target_os = "macos"))]
     let want = limit.rlim_max;
     if want > limit.rlim_cur {
