@@ -25,8 +25,8 @@ pub const MAX_IGNORE_FILE_BYTES: u64 = 64 << 10;
 /// stands for any run of characters; case is ignored (as on macOS and
 /// Windows). The list peers such as ck skip, and a few more of the same kind.
 pub const SECRET_FILES: [&str; 24] = [
-    ".env",
-    ".env.*",
+    // `.env`, `.env.local`, `.env-prod`, direnv's `.envrc`.
+    ".env*",
     "*.env",
     "*.pem",
     "*.key",
@@ -46,6 +46,8 @@ pub const SECRET_FILES: [&str; 24] = [
     ".pgpass",
     ".git-credentials",
     ".htpasswd",
+    // The AWS CLI's.
+    "credentials",
     "credentials*.json",
     "*.tfstate",
     "*.tfstate.backup",
@@ -114,6 +116,9 @@ mod tests {
             "terraform.tfstate",
             "terraform.tfstate.backup",
             ".ENV",
+            ".envrc",
+            ".env-prod",
+            "credentials",
         ] {
             assert!(is_secret(secret), "{secret}");
         }
