@@ -147,6 +147,33 @@ struct Site {
     held: u64,
 }
 
+impl Throttle {
+    /// Whether a line from `key` passes at `now`, and how many of its lines
+    /// were held back in the window that just ended, to tell.
+    fn admit(&self, key: (String, u32, u64), now: Instant) -> (bool, Option<u64>) {
+        let mut sites = self.sites.lock().unwrap_or_else(|e| e.into_inner());
+        if sites.len() >= MAX_SITES && !sites.contains_key(&key) {
+            sites.retain(|_, site| now.duration_since(site.since) < WINDOW);
+            // Every place still in its window: this one goes untracked (and unheld).
+            if sites.len() >= MAX_SITES {
+                return (true, None);
+            }
+        }
+        let site = sites.entry(key).or_insert(Site { since: now, lines: 0, held: 0 });
+        let mut told = None;
+        if now.duration_since(site.since) >= WINDOW {
+            told = (site.held > 0).then_some(site.held);
+            *site = Site { since: now, lines: 0, held: 0 };
+        }
+        site.lines += 1;
+        let allowed = site.lines <= LINES_PER_WINDOW;
+        if !allowed {
+            site.held += 1;
+        }
+        (allowed, told)
+    }
+}
+
 impl<S: Subscriber> Layer<S> for Throttle {
     fn event_enabled(&self, event: &Event<'_>, _ctx: LayerContext<'_, S>) -> bool {
         use tracing_log::NormalizeEvent as _;
@@ -155,25 +182,7 @@ impl<S: Subscriber> Layer<S> for Throttle {
         let meta = normalized.as_ref().unwrap_or_else(|| event.metadata());
         let session = SINK.with(|s| s.borrow().as_ref().map_or(0, |sink| sink.session));
         let key = (meta.target().to_string(), meta.line().unwrap_or(0), session);
-        let now = Instant::now();
-        let (allowed, told) = {
-            let mut sites = self.sites.lock().unwrap_or_else(|e| e.into_inner());
-            if sites.len() >= MAX_SITES && !sites.contains_key(&key) {
-                sites.retain(|_, site| now.duration_since(site.since) < WINDOW);
-            }
-            let site = sites.entry(key).or_insert(Site { since: now, lines: 0, held: 0 });
-            let mut told = None;
-            if now.duration_since(site.since) >= WINDOW {
-                told = (site.held > 0).then_some(site.held);
-                *site = Site { since: now, lines: 0, held: 0 };
-            }
-            site.lines += 1;
-            let allowed = site.lines <= LINES_PER_WINDOW;
-            if !allowed {
-                site.held += 1;
-            }
-            (allowed, told)
-        };
+        let (allowed, told) = self.admit(key, Instant::now());
         // Outside the lock: this line passes through here too.
         if let Some(held) = told {
             tracing::warn!(
@@ -278,5 +287,20 @@ mod tests {
         Stderr.write_all(b"outside\n").unwrap();
         assert_eq!(rx.try_recv().unwrap(), b"in the session");
         assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_storm_is_held_back_and_the_places_tracked_stay_bounded() {
+        let throttle = Throttle::default();
+        let start = Instant::now();
+        let site = |line: u32, session: u64| ("notify".to_string(), line, session);
+        let passed = (0..LINES_PER_WINDOW + 5).filter(|_| throttle.admit(site(1, 1), start).0).count();
+        assert_eq!(passed, LINES_PER_WINDOW as usize);
+        assert_eq!(throttle.admit(site(1, 1), start + WINDOW), (true, Some(5)), "the count is told once");
+        // Ten times as many places as it tracks, all within one window: the map stays bounded.
+        for n in 0..MAX_SITES as u64 * 10 {
+            throttle.admit(site(2, n), start + WINDOW);
+        }
+        assert!(throttle.sites.lock().unwrap().len() <= MAX_SITES);
     }
 }
