@@ -29,6 +29,8 @@ impl extract::Host for HostState {
         let read = self.timed(Stage::Extract, |_| extractors.extract(&name, &bytes, remaining, cancel));
         read.map_err(|failure| match failure {
             ExtractFailure::Cancelled => error(ErrorCode::Cancelled, "reading the document was cancelled"),
+            // Out of time before its turn: stopped like a cancel (read next run), said as what it is.
+            busy @ ExtractFailure::Busy => error(ErrorCode::Cancelled, busy.to_string()),
             // Not the file's fault: the indexer reads it again next run.
             unloadable @ ExtractFailure::Unloadable { .. } => error(ErrorCode::Internal, unloadable.to_string()),
             other => invalid(other.to_string()),

@@ -184,6 +184,9 @@ pub enum ExtractFailure {
     /// The call it was read for was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// The process's document readers were all busy until the call's time ran out.
+    #[error("every document reader of ragbox was busy with other calls until this call's time ran out; run it again")]
+    Busy,
     /// The extractor crashed on it.
     #[error("the {extractor} extractor crashed on it ({reason}); the file may be hostile or damaged")]
     Crashed {
@@ -467,7 +470,9 @@ impl Extractors {
         let extractor = self.by_format.get(&ext).ok_or(ExtractFailure::NoExtractor { ext })?;
         // The wait for a slot is the call's time, not the file's: its budget starts once it is read.
         let until = Instant::now().checked_add(within);
-        let _slot = slots().take(until, &cancel).ok_or(ExtractFailure::Cancelled)?;
+        let Some(_slot) = slots().take(until, &cancel) else {
+            return Err(if cancel.is_cancelled() { ExtractFailure::Cancelled } else { ExtractFailure::Busy });
+        };
         let within = until.map_or(within, |until| until.saturating_duration_since(Instant::now()));
         let limits = ExtractLimits { timeout: self.limits.timeout.min(within), ..self.limits };
         match read_below_searches(|| extractor.extract(name, bytes, &limits, cancel)) {
@@ -481,6 +486,23 @@ impl Extractors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reader_waits_for_a_slot_until_its_deadline_or_cancel() {
+        let slots: &'static Slots =
+            Box::leak(Box::new(Slots { free: std::sync::Mutex::new(1), freed: std::sync::Condvar::new() }));
+        let cancel = CancellationToken::new();
+        let held = slots.take(None, &cancel).expect("a free slot");
+        let started = Instant::now();
+        assert!(slots.take(Some(started + Duration::from_millis(100)), &cancel).is_none(), "none came in time");
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        let waiting = std::thread::spawn(move || slots.take(None, &CancellationToken::new()));
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        let _taken = waiting.join().unwrap().expect("a slot given back goes to who waits");
+        cancel.cancel();
+        assert!(slots.take(None, &cancel).is_none(), "a cancelled call stops waiting");
+    }
 
     fn part(label: Option<&str>, text: &str) -> Part {
         Part { label: label.map(str::to_string), text: text.to_string() }
