@@ -231,16 +231,16 @@ impl Hub {
         Ok(Runner::new(setup, Some(loader), corpora.clone()))
     }
 
-    /// Closes every workspace's corpus but those in `served` (a call may
+    /// Closes every workspace's corpus but those `served()` names (a call may
     /// have opened another the user allows) and returns once none of them
     /// writes to its workspace any more: a workspace no session serves may
     /// be deleted as soon as its agent's server exits (a removed worktree, a
     /// temporary folder). The model stays loaded for the next session; a
     /// corpus opens again in milliseconds.
-    pub fn keep_only(&self, served: &[PathBuf]) {
+    pub fn keep_only(&self, served: impl FnOnce() -> Vec<PathBuf>) {
         let corpora = self.corpora.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(corpora) = corpora {
-            corpora.retain(|workspace| served.iter().any(|s| s == workspace));
+            corpora.retain(served);
         }
     }
 }

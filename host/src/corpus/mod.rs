@@ -193,6 +193,12 @@ impl Corpus {
         }
     }
 
+    /// Whether the data dir held open was replaced at its path since: the
+    /// process then opens the workspace's corpus anew for its next call.
+    pub fn replaced(&self) -> bool {
+        self.in_place().is_err()
+    }
+
     /// Where the store is: the redb file, or the shared collection as
     /// `postgres://user@host:port/db#collection` (never a password).
     pub fn location(&self) -> String {
@@ -598,15 +604,24 @@ const KEYWORD_STEP_WAIT: Duration = Duration::from_secs(1);
 /// The corpora of every workspace this process serves, opened on first use.
 pub struct Corpora {
     embedder: Arc<SharedEmbedder>,
-    open: Mutex<HashMap<PathBuf, Arc<Corpus>>>,
+    open: Mutex<Open>,
+    /// Signalled when corpora being closed are closed.
+    closed: Condvar,
     /// The workspace whose index is a shared collection, and the collection.
     shared: Option<(PathBuf, Arc<Collection>)>,
+}
+
+/// The corpora open, and the workspaces whose corpus is being closed.
+#[derive(Default)]
+struct Open {
+    corpora: HashMap<PathBuf, Arc<Corpus>>,
+    closing: std::collections::HashSet<PathBuf>,
 }
 
 impl Corpora {
     /// Corpora that embed with `embedder`, each in its workspace's `.ragbox/`.
     pub fn new(embedder: Arc<SharedEmbedder>) -> Self {
-        Self { embedder, open: Mutex::new(HashMap::new()), shared: None }
+        Self { embedder, open: Mutex::new(Open::default()), closed: Condvar::new(), shared: None }
     }
 
     /// The same, but `served`'s index lives in the shared `collection`
@@ -620,25 +635,51 @@ impl Corpora {
         &self.embedder
     }
 
-    /// Lets go of the corpora of the workspaces `keep` refuses and closes
-    /// them ([`Corpus::close`]); the next call there opens its corpus anew.
-    pub fn retain(&self, keep: impl Fn(&Path) -> bool) {
-        let mut gone = Vec::new();
-        lock(&self.open).retain(|workspace, corpus| {
-            let kept = keep(workspace);
-            if !kept {
-                gone.push(corpus.clone());
-            }
-            kept
-        });
-        for corpus in gone {
+    /// Lets go of the corpora of the workspaces not in `served()` and closes
+    /// them ([`Corpus::close`]); the next call there opens its corpus anew,
+    /// once the old one is closed. `served` is asked while no corpus can be
+    /// opened, so a session that began meanwhile keeps its own.
+    pub fn retain(&self, served: impl FnOnce() -> Vec<PathBuf>) {
+        let gone: Vec<(PathBuf, Arc<Corpus>)> = {
+            let mut open = lock(&self.open);
+            let served = served();
+            let gone: Vec<PathBuf> = open.corpora.keys().filter(|w| !served.contains(w)).cloned().collect();
+            gone.into_iter()
+                .filter_map(|workspace| {
+                    let corpus = open.corpora.remove(&workspace)?;
+                    open.closing.insert(workspace.clone());
+                    Some((workspace, corpus))
+                })
+                .collect()
+        };
+        for (workspace, corpus) in gone {
             corpus.close();
+            lock(&self.open).closing.remove(&workspace);
+            self.closed.notify_all();
         }
     }
 
-    /// The corpus of `workspace` (data in `<workspace>/.ragbox/`).
+    /// The corpus of `workspace` (data in `<workspace>/.ragbox/`); waits
+    /// while its previous corpus is being closed, so two never write there.
+    /// One whose data dir was replaced at its path is closed and opened
+    /// anew: the call meets what is there now (a link is refused, naming it;
+    /// a folder put back serves again, with no restart).
     pub fn get(&self, workspace: &Path) -> Arc<Corpus> {
-        lock(&self.open)
+        let mut open = lock(&self.open);
+        loop {
+            while open.closing.contains(workspace) {
+                open = self.closed.wait(open).unwrap_or_else(|e| e.into_inner());
+            }
+            let Some(corpus) = open.corpora.get(workspace).filter(|c| c.replaced()).cloned() else { break };
+            open.corpora.remove(workspace);
+            open.closing.insert(workspace.to_path_buf());
+            drop(open);
+            corpus.close();
+            open = lock(&self.open);
+            open.closing.remove(workspace);
+            self.closed.notify_all();
+        }
+        open.corpora
             .entry(workspace.to_path_buf())
             .or_insert_with(|| {
                 let workspace = workspace.to_path_buf();

@@ -122,8 +122,8 @@ pub enum DataDirError {
     /// The folder was replaced (by a link, or another folder) since it was opened.
     #[error(
         "{path} was replaced since this ragbox opened it (by a link or another folder): nothing more is \
-         read or written there through this server. Restart the agent's server (or `ragbox serve`) to use \
-         what is there now"
+         read or written there through the folder it opened; the next call opens what is there now (a link \
+         is refused)"
     )]
     Replaced {
         /// The data dir.

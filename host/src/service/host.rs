@@ -38,6 +38,13 @@ struct Sessions {
     count: watch::Sender<usize>,
 }
 
+impl Sessions {
+    /// The workspaces the open sessions serve.
+    fn served(&self) -> Vec<PathBuf> {
+        self.served.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
 /// Serves the sessions relays bring to `socket` until none has been open
 /// for the linger time.
 pub fn run(socket: &Path) -> anyhow::Result<()> {
@@ -216,21 +223,21 @@ impl Open {
     /// session serves, waiting until they write nothing more. Blocks.
     fn close(mut self) {
         self.closed = true;
-        let still = self.leave();
-        self.hub.keep_only(&still);
+        self.leave();
+        let sessions = self.sessions.clone();
+        self.hub.keep_only(move || sessions.served());
     }
 
-    /// Takes the session out of those served: the workspaces still served.
-    fn leave(&self) -> Vec<PathBuf> {
-        let still: Vec<PathBuf> = {
+    /// Takes the session out of those served.
+    fn leave(&self) {
+        let open = {
             let mut open = self.sessions.served.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(at) = open.iter().position(|w| *w == self.served) {
                 open.swap_remove(at);
             }
-            open.clone()
+            open.len()
         };
-        tracing::info!(workspace = %self.served.display(), open = still.len(), "session closed");
-        still
+        tracing::info!(workspace = %self.served.display(), open, "session closed");
     }
 }
 
@@ -241,9 +248,9 @@ impl Drop for Open {
         if self.closed {
             return;
         }
-        let still = self.leave();
-        let hub = self.hub.clone();
-        drop(tokio::task::spawn_blocking(move || hub.keep_only(&still)));
+        self.leave();
+        let (hub, sessions) = (self.hub.clone(), self.sessions.clone());
+        drop(tokio::task::spawn_blocking(move || hub.keep_only(move || sessions.served())));
     }
 }
 
