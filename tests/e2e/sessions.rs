@@ -268,13 +268,28 @@ fn empty_markup_docx(to: &Path) {
 fn hostile_documents_are_read_a_few_at_a_time_for_the_whole_process() {
     for standalone in [false, true] {
         let f = Fixture::empty();
-        let first = f.workspace.join("doc-0.docx");
+        let first = f.dir.path().join("hostile.docx");
         empty_markup_docx(&first);
-        for i in 1..5 {
+        // Five agents in five workspaces each index one at the same time (a workspace's
+        // writes take turns; the process's document readers are what is shared).
+        // Standalone: one agent's five calls, one process.
+        let workspaces: Vec<PathBuf> = (0..5).map(|i| f.dir.path().join(format!("project-{i}"))).collect();
+        for (i, workspace) in workspaces.iter().enumerate() {
+            std::fs::create_dir_all(workspace).unwrap();
+            std::fs::copy(&first, workspace.join(format!("doc-{i}.docx"))).unwrap();
             std::fs::copy(&first, f.workspace.join(format!("doc-{i}.docx"))).unwrap();
         }
-        // Five agents (standalone: one agent's five calls) each index one at the same time.
-        let mut sessions: Vec<Raw> = (0..if standalone { 1 } else { 5 }).map(|_| serve(&f, &[], standalone)).collect();
+        let mut sessions: Vec<Raw> = match standalone {
+            true => vec![serve(&f, &[], true)],
+            false => workspaces
+                .iter()
+                .map(|w| {
+                    let mut command = f.command(&["serve"]);
+                    command.current_dir(w);
+                    Raw::start_command(command)
+                })
+                .collect(),
+        };
         let count = sessions.len();
         for i in 0..5u64 {
             let request = json!({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
@@ -291,9 +306,21 @@ fn hostile_documents_are_read_a_few_at_a_time_for_the_whole_process() {
             true => sessions[0].pid(),
             false => {
                 const SAID: &str = "served by this user's ragbox service pid=";
-                let log = sessions[0].stderr.lock().unwrap().clone();
-                let at = log.find(SAID).unwrap_or_else(|| panic!("not handed to the service: {log}"));
-                log[at + SAID.len()..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
+                let pids: Vec<u32> = sessions
+                    .iter()
+                    .map(|session| {
+                        let log = session.stderr.lock().unwrap().clone();
+                        let at = log.find(SAID).unwrap_or_else(|| panic!("not handed to the service: {log}"));
+                        log[at + SAID.len()..]
+                            .chars()
+                            .take_while(char::is_ascii_digit)
+                            .collect::<String>()
+                            .parse()
+                            .unwrap()
+                    })
+                    .collect();
+                assert!(pids.iter().all(|p| *p == pids[0]), "five workspaces, one service: {pids:?}");
+                pids[0]
             }
         };
         let peak = peak_mib(pid);
