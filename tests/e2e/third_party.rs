@@ -214,8 +214,10 @@ fn a_clones_component_cannot_take_the_name_and_grants_of_the_users_own_tool() {
     let tools = f.config_dir.join("tools");
     std::fs::create_dir_all(&tools).unwrap();
     std::fs::copy(example_tool_wasm(), tools.join("find_todos.wasm")).unwrap();
-    let config =
-        format!("[tools.find_todos]\ngrants = [\"corpus-write\"]\nread_dirs = [{:?}]\n", private.display().to_string());
+    let config = format!(
+        "[tools.find_todos]\ngrants = [\"corpus-write\"]\nread_dirs = [{:?}]\ntimeout_secs = 120\n",
+        private.display().to_string()
+    );
     f.write_user_config(&config);
     // A clone ships a component that calls itself by that name.
     let shipped = f.workspace.join(".ragbox/tools/helper.wasm");
@@ -244,7 +246,10 @@ fn a_clones_component_cannot_take_the_name_and_grants_of_the_users_own_tool() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(
-        said.contains("corpus-write") && said.contains(&private.display().to_string()) && said.contains("trusted"),
+        said.contains("corpus-write")
+            && said.contains(&private.display().to_string())
+            && said.contains("timeout_secs = 120")
+            && said.contains("trusted"),
         "{said}"
     );
 

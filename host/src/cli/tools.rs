@@ -291,6 +291,9 @@ pub fn trust(file: &Path, replace: bool) -> anyhow::Result<()> {
     for line in &taken {
         say!("'{name}' replaces what is {line}");
     }
+    if let Some(limits) = configured_limits(&given) {
+        say!("'{name}' runs under {limits} ([tools.{name}] in your config)");
+    }
     let dir = user_config_dir().context("no config dir for this user: set RAGBOX_CONFIG_DIR")?;
     let path = dir.join(CONFIG_FILE);
     let text = match std::fs::read_to_string(&path) {
@@ -340,9 +343,15 @@ fn taken(
         if theirs == sha256 {
             continue; // these very bytes, copied there
         }
-        let described = load_one(engine, cache, Source::File(path.clone()), &bytes, &theirs, &describe_limits());
-        if described.is_ok_and(|tool| tool.name() == name) {
-            taken.push(format!("the name of your tool {}", path.display()));
+        // A tool's name or an extractor's: both are keys of `[tools.NAME]`.
+        match load_component(engine, cache, Source::File(path.clone()), &bytes, &theirs, &describe_limits()) {
+            Ok(Loaded::Tool(tool)) if tool.name() == name => {
+                taken.push(format!("the name of your tool {}", path.display()));
+            }
+            Ok(Loaded::Extractor(extractor)) if extractor.name() == name => {
+                taken.push(format!("the name of your extractor {}", path.display()));
+            }
+            _ => {}
         }
     }
     if let Some(pin) = &given.sha256 {
@@ -357,6 +366,19 @@ fn taken(
         taken.push(format!("allowed to read {} by [tools.{name}] read_dirs in your config", dirs.join(", ")));
     }
     taken
+}
+
+/// The limits `[tools.NAME]` (`given`) sets, which the trusted bytes run under too.
+fn configured_limits(given: &crate::config::ToolOverrides) -> Option<String> {
+    let limits: Vec<String> = [
+        given.timeout_secs.map(|s| format!("timeout_secs = {s}")),
+        given.memory_mib.map(|m| format!("memory_mib = {m}")),
+        given.max_output_mib.map(|m| format!("max_output_mib = {m}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!limits.is_empty()).then(|| limits.join(", "))
 }
 
 /// Runs the tool `name` once in `workspace` on `arguments` (a JSON object;
