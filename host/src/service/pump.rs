@@ -17,6 +17,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+impl Session {
+    /// Relays the client's session until it ends, opening it again on a new
+    /// service if this one ends first.
+    pub fn relay(self, hello: &Hello) -> anyhow::Result<()> {
+        run(self, hello)
+    }
+}
+
 /// A session is opened again at most this often within [`RESUME_WINDOW`]:
 /// a service that keeps dying (on some request the client keeps retrying)
 /// then ends the relay instead.
@@ -62,7 +70,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Relays `session` until the client's input ends (or its output fails).
-pub fn run(session: Session, hello: &Hello) -> anyhow::Result<()> {
+fn run(session: Session, hello: &Hello) -> anyhow::Result<()> {
     tracing::info!(pid = session.pid, log = %session.log.display(), "served by this user's ragbox service");
     let shared = std::sync::Arc::new(Shared {
         link: Mutex::new(Link { generation: 0, stream: session.stream.try_clone()? }),

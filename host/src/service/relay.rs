@@ -1,8 +1,9 @@
 //! The stdio side of a session: `ragbox serve` reaches the user's service
 //! (starting it if none runs) and says what it serves; once the service has
-//! taken the session, `pump.rs` carries the client's bytes to it and its
-//! replies back. Nothing of the client's is read before the service has taken
-//! the session, so a relay the service turns away serves in its own process.
+//! taken the session, `pump.rs` (which uses this module, never the other way)
+//! carries the client's bytes to it and its replies back. Nothing of the
+//! client's is read before the service has taken the session, so a relay the
+//! service turns away serves in its own process.
 
 use super::place::{Place, lock_file, log_file, max_log};
 use super::{Hello, Reply};
@@ -55,14 +56,6 @@ pub fn connect(hello: &Hello) -> Result<Session, String> {
         Reply::Serving { pid } => Ok(Session { stream, pid, log: log_file(&socket) }),
         Reply::Standalone { why } => Err(why),
         Reply::Opening => Err("the service answered out of turn".into()),
-    }
-}
-
-impl Session {
-    /// Relays the client's session until it ends (see `pump.rs`), opening it
-    /// again on a new service if this one ends first.
-    pub fn relay(self, hello: &Hello) -> anyhow::Result<()> {
-        super::pump::run(self, hello)
     }
 }
 
