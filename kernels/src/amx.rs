@@ -15,7 +15,7 @@
 //! are named in it, and hold nothing between calls ([`block`] configures them
 //! and releases them).
 
-use super::bf16::NR;
+use super::BF16_PANEL as NR;
 
 /// Pairs of depth one tile holds: a 64-byte tile row.
 pub(crate) const PAIRS: usize = 16;

@@ -21,8 +21,9 @@ use super::buf::Buf;
 use super::gemm::{self, Blocking, Epilogue};
 use rayon::prelude::*;
 
-/// Columns of a packed panel: two AVX-512 registers of f32 sums.
-pub const NR: usize = 32;
+/// Columns of a packed panel: two AVX-512 registers of f32 sums (and two
+/// AMX tiles side by side, which read the same panels).
+pub const NR: usize = super::BF16_PANEL;
 /// Rows of A one micro-kernel call covers: 24 accumulators + 2 B + 1 A of 32 registers.
 pub const MR: usize = 12;
 /// Pairs of depth per pass over a panel: a 24 KiB slice of it stays in L1.

@@ -3,6 +3,10 @@
 
 #![warn(missing_docs)]
 
+/// Columns of a packed bf16 panel of B, which the bf16 product's AVX-512
+/// path and its AMX path both read: one definition, below both.
+const BF16_PANEL: usize = 32;
+
 mod amx;
 pub mod attention;
 pub mod bf16;
