@@ -9,8 +9,9 @@
 
 use super::RuntimeError;
 use super::cache::CompileCache;
+use super::component::Source;
 use super::extract::{Extractors, LoadedExtractor, is_extractor};
-use super::tool::{LoadedTool, Source};
+use super::tool::LoadedTool;
 use crate::config::{Limits, Origin};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

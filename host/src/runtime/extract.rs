@@ -11,10 +11,10 @@
 //! the machine's cores and memory, each with its memory limit); the others
 //! wait their turn, as long as their call may.
 
+use super::component::{Source, check_wit_version};
 use super::guard::{Guard, Interrupt};
 use super::linked::{Linked, Relink};
 use super::stderr::StderrCapture;
-use super::tool::Source;
 use crate::runtime::bindings::ragbox::tools::documents::{ExtractError, Extracted, Part};
 use crate::text::one_line as line;
 use std::collections::BTreeMap;
@@ -236,7 +236,7 @@ pub struct LoadedExtractor {
 /// Links `component` to the extractor world (WASI only), once its WIT
 /// version is one this host serves.
 pub(super) fn link(engine: &Engine, component: &Component) -> Result<ExtractorPre<ExtractState>, String> {
-    super::tool::check_wit_version(engine, component)?;
+    check_wit_version(engine, component)?;
     let mut linker: Linker<ExtractState> = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| format!("{e:#}"))?;
     linker

@@ -4,6 +4,7 @@
 pub(crate) mod bindings;
 mod cache;
 mod catalog;
+mod component;
 mod engine;
 mod extract;
 mod fs_guard;
@@ -30,7 +31,7 @@ use linker::capabilities_linker;
 pub use runner::{Called, Reload, Request, Runner, Setup, UnknownTool};
 pub use sandbox::{CallEnv, Caller, HostState, Progress, ProgressSink};
 pub use stages::{Stage, Stages, StagesSink};
-pub use tool::{Failure, LoadedTool, Outcome, Source, WIT_VERSION};
+pub use tool::{Failure, LoadedTool, Outcome};
 
 /// Errors loading a component.
 #[derive(Debug, thiserror::Error)]
