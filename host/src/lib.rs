@@ -23,6 +23,7 @@ pub mod postgres;
 mod resources;
 pub mod runtime;
 mod service;
+pub mod setup;
 pub mod store;
 mod sync;
 mod text;

@@ -1,5 +1,8 @@
 //! Opening a workspace: its config, the allowed folders and the tool catalog,
-//! loaded again whenever the tools folders or the config files change.
+//! loaded again whenever the tools folders or the config files change; and
+//! the per-user service's [`Hub`], which shares one engine, compile cache and
+//! model among its sessions. The command line and the service both set up
+//! through here.
 
 use crate::builtins;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Origin, user_config_dir};
@@ -8,8 +11,8 @@ use crate::datadir::{DataDir, TOOLS_DIR, ToolFile, owner};
 use crate::embed::default_model_dir_or_err;
 use crate::postgres::{Binding, Collection, Target, TargetSpec};
 use crate::runtime::{
-    Catalog, CompileCache, Fingerprint, Found, Outcome, Reload, Request, Runner, Setup, Source, fingerprint,
-    new_engine, read_component, untrusted, wasm_files,
+    Catalog, CompileCache, Fingerprint, Found, Reload, Runner, Setup, Source, fingerprint, new_engine, read_component,
+    untrusted, wasm_files,
 };
 use crate::workspace::Workspaces;
 use anyhow::Context;
@@ -135,7 +138,7 @@ impl Loader {
         let policy = |tool: &str, sha256: &str, origin| config.admits(tool, sha256, origin);
         let pinned = |sha256: &str| config.pins(sha256);
         let found = components(&self.served, &pinned);
-        let limits = super::tools::describe_limits();
+        let limits = crate::runtime::describe_limits();
         let catalog =
             Catalog::load(&self.engine, &self.cache, &builtins::components(), found, &limits, &policy, &pinned);
         Ok(Setup { config, workspaces, catalog })
@@ -242,86 +245,5 @@ impl Hub {
         if let Some(corpora) = corpora {
             corpora.retain(served);
         }
-    }
-}
-
-/// Runs the tool `name` as a client's call would; a tool that is not loaded is this command's error.
-pub fn call(runner: &Runner, name: &str, arguments: serde_json::Value, request: Request) -> anyhow::Result<Outcome> {
-    let serde_json::Value::Object(arguments) = arguments else { anyhow::bail!("arguments must be a JSON object") };
-    Ok(runner.call(name, arguments, request)?.outcome)
-}
-
-/// Runs the tool `name` and returns its JSON result; a tool error becomes
-/// this command's error, in the tool's own words.
-pub fn call_json(runner: &Runner, name: &str, arguments: serde_json::Value) -> anyhow::Result<serde_json::Value> {
-    let body = match call(runner, name, arguments, Request::default())? {
-        Outcome::Ok(json) => json,
-        Outcome::ToolError { body, .. } => anyhow::bail!("{}", tool_error_for_cli(&body)),
-        Outcome::Failed(failure) => anyhow::bail!("{failure}"),
-    };
-    Ok(serde_json::from_str(&body)?)
-}
-
-/// A tool's error as a command-line user reads it: a bad argument is
-/// named by the flag that set it, without the advice meant for MCP clients.
-pub fn tool_error_for_cli(body: &str) -> String {
-    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
-    let invalid = parsed.as_ref().filter(|e| e["error"] == "InvalidParameter").and_then(|e| e["message"].as_str());
-    for_cli(&invalid.map_or_else(|| ragbox_protocol::describe_error(body), str::to_string))
-}
-
-/// `text` from a tool with its parameter and tool names put as the command
-/// line says them (`-n`, not `n_results`; `ragbox index`, not `embed_workspace`).
-pub fn for_cli(text: &str) -> String {
-    const NAMES: [(&str, &str); 8] = [
-        ("n_results", "-n"),
-        ("limit", "-n"),
-        ("date_range", "--date"),
-        ("conversation_type", "--type"),
-        ("source_types", "--source"),
-        ("embed_workspace (or `ragbox index`)", "`ragbox index`"),
-        ("embed_workspace", "`ragbox index`"),
-        ("search_workspace for keyword search", "keyword search (without --semantic)"),
-    ];
-    let mut out = text.to_string();
-    for (tool, cli) in NAMES {
-        out = replace_words(&out, tool, cli);
-    }
-    out
-}
-
-/// `text` with each `word` that stands alone (not inside a longer name) replaced by `with`.
-fn replace_words(text: &str, word: &str, with: &str) -> String {
-    let part_of_name = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(word) {
-        let (before, after) = (&rest[..at], &rest[at + word.len()..]);
-        out.push_str(before);
-        let alone = !part_of_name(before.chars().next_back()) && !part_of_name(after.chars().next());
-        out.push_str(if alone { with } else { word });
-        rest = after;
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tool_errors_name_the_command_lines_flags() {
-        let body = r#"{"error":"InvalidParameter","message":"limit must be between 1 and 50, got 0","suggestion":"Check the parameter against the tool's input schema"}"#;
-        assert_eq!(tool_error_for_cli(body), "-n must be between 1 and 50, got 0");
-        assert_eq!(
-            tool_error_for_cli("n_results must be between 1 and 100, got 0"),
-            "-n must be between 1 and 100, got 0"
-        );
-        assert_eq!(
-            for_cli("Document not found: a.md (nothing is embedded yet: run embed_workspace first)"),
-            "Document not found: a.md (nothing is embedded yet: run `ragbox index` first)"
-        );
-        assert_eq!(for_cli("rate_limit and limits stay"), "rate_limit and limits stay");
     }
 }

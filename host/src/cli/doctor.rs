@@ -2,12 +2,12 @@
 //! workspace and says how to fix what is wrong; `--reset` deletes the index
 //! (after a warning) so it can be built again.
 
-use super::open::open;
 use crate::corpus::Corpus;
 use crate::datadir::{DATA_DIR, DataDir, KEYWORD_DIR, SHARED_DIR, STORE_FILE, VECTORS_DIR};
 use crate::embed::ModelInfo;
 use crate::index::Filter;
 use crate::postgres::Collection;
+use crate::setup::open;
 use crate::store::Store;
 use anyhow::bail;
 use std::io::{BufRead, IsTerminal, Write};
@@ -273,7 +273,7 @@ pub fn reset(workspace: &Path, yes: bool) -> anyhow::Result<()> {
     // is broken is here, whatever store the user's config names.
     match crate::config::Config::load(workspace) {
         Ok(config) => {
-            if let Some(collection) = super::open::shared_collection(&config, workspace)? {
+            if let Some(collection) = crate::setup::shared_collection(&config, workspace)? {
                 return reset_shared(workspace, &collection, yes);
             }
         }

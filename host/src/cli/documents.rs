@@ -2,7 +2,7 @@
 //! Office, EPUB, … : the formats an extractor reads): searched in the index
 //! (BM25) once `ragbox index` has read them, named as passed over before.
 
-use super::open::call_json;
+use super::calls::call_json;
 use super::search::{Mode, Row, SearchArgs, counted, index_rows, index_search, max_results};
 use crate::runtime::Runner;
 use cap_std::fs::{Dir, OpenOptions};

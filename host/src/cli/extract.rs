@@ -2,7 +2,7 @@
 //! the same sandboxed extractor the indexer uses: to check what a PDF or a
 //! deck yields, and to time extraction.
 
-use super::open::catalog;
+use crate::setup::catalog;
 use anyhow::Context as _;
 use serde_json::json;
 use std::io::Write as _;

@@ -2,8 +2,9 @@
 //! the command line, with a progress bar. It runs the same sandboxed
 //! components an agent's `embed_workspace` / `embed_document` call runs.
 
-use super::open::{call, open};
+use super::calls::call;
 use crate::runtime::{Outcome, Progress, Request, Stages, StagesSink};
+use crate::setup::open;
 use anyhow::bail;
 use indicatif::{ProgressBar, ProgressStyle};
 use ragbox_protocol::IndexReport;
@@ -84,7 +85,7 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyh
     }
     let body = match outcome {
         Outcome::Ok(json) => json,
-        Outcome::ToolError { body, .. } => bail!("{}", super::open::tool_error_for_cli(&body)),
+        Outcome::ToolError { body, .. } => bail!("{}", super::calls::tool_error_for_cli(&body)),
         Outcome::Failed(failure) => bail!("{failure}"),
     };
     if as_json {

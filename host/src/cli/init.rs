@@ -342,7 +342,7 @@ fn launch(workspace: &Path, tools: Option<&crate::mcp::Profile>) -> anyhow::Resu
         .and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join(&name)).find(|found| found.is_file()))
         .is_some_and(|found| same_program(&found, &exe));
     // A shared store named on this command line goes with the server (a URL holds no password).
-    let named = super::open::store_args();
+    let named = crate::setup::store_args();
     let mut store = Vec::new();
     for (flag, value) in [("--store", named.url), ("--collection", named.collection)] {
         if let Some(value) = value {

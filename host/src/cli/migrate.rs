@@ -2,9 +2,9 @@
 //! chunks and their vectors, as stored) into a shared collection, so a team
 //! can move to PostgreSQL without embedding anything again.
 
-use super::open::shared_collection_at;
 use crate::config::{Config, DATA_DIR};
 use crate::datadir::DataDir;
+use crate::setup::shared_collection_at;
 use crate::store::{NewChunk, NewDocument, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::Path;

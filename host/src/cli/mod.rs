@@ -7,6 +7,7 @@ macro_rules! say {
     ($($arg:tt)*) => { println!("{}", crate::text::for_terminal(&format!($($arg)*))) };
 }
 
+mod calls;
 mod doctor;
 mod documents;
 mod extract;
@@ -14,7 +15,6 @@ mod index;
 mod init;
 mod migrate;
 mod model;
-pub(crate) mod open;
 mod scaffold;
 mod search;
 mod serve;
@@ -363,7 +363,7 @@ pub fn main() -> ExitCode {
     let serving = matches!(cli.command, Command::Serve { .. } | Command::Service { .. });
     init_logging(if serving { "info,rmcp=warn" } else { "warn" });
     let result = cli.store_args().and_then(|store| {
-        open::set_store_args(store);
+        crate::setup::set_store_args(store);
         run(cli.command)
     });
     match result {
@@ -452,7 +452,7 @@ fn parse() -> Cli {
 impl Cli {
     /// The shared store this command names: on its own flags (or their
     /// variables), or before the command (`ragbox --store URL index`), which wins.
-    fn store_args(&self) -> anyhow::Result<open::StoreArgs> {
+    fn store_args(&self) -> anyhow::Result<crate::setup::StoreArgs> {
         let own = match &self.command {
             Command::Serve { store, .. }
             | Command::Index { store, .. }
@@ -469,14 +469,14 @@ impl Cli {
             Command::Service { .. } | Command::Tools { .. } | Command::Extract { .. } | Command::Model { .. } => None,
         };
         match own {
-            Some((url, collection)) => Ok(open::StoreArgs {
+            Some((url, collection)) => Ok(crate::setup::StoreArgs {
                 url: self.store.clone().or(url),
                 collection: self.collection.clone().or(collection),
             }),
             None if self.store.is_some() || self.collection.is_some() => {
                 anyhow::bail!("--store and --collection choose an index, and this command reads none: leave them out")
             }
-            None => Ok(open::StoreArgs::default()),
+            None => Ok(crate::setup::StoreArgs::default()),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! `ragbox search` and `ragbox similar`: the search tools from the command
 //! line, printed for people (or as the tools' JSON with `--json`).
 
+use super::calls::call_json;
 use super::documents;
-use super::open::{call_json, open};
+use crate::setup::open;
 use ragbox_protocol::{
     IndexedSource, KeywordResults, SearchResult, SearchResults, SemanticResults, SimilarDocuments, SourceList,
 };
@@ -282,7 +283,7 @@ fn nothing_found(
         return Ok(());
     }
     if let Some(message) = found.message() {
-        say!("{}", super::open::for_cli(message));
+        say!("{}", super::calls::for_cli(message));
     }
     say!("No results for \"{}\"{}.", a.query, filters(a));
     let narrowed = a.kind.is_some() || a.date.is_some() || !a.sources.is_empty();

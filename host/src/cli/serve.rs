@@ -1,8 +1,8 @@
 //! `ragbox serve`: MCP over stdio, or Streamable HTTP with `--http`.
 
-use super::open::open;
 use crate::mcp::http::{HttpOptions, TOKEN_FILE, load_or_create_token, serve_http};
 use crate::mcp::{Offer, Profile, RagboxServer, serve_stdio};
+use crate::setup::open;
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -134,7 +134,7 @@ fn relay_to_service(
     workspace: &Path,
     args: &ServeArgs,
 ) -> Result<(crate::service::Session, crate::service::Hello), String> {
-    let store = super::open::store_args();
+    let store = crate::setup::store_args();
     if store.url.is_some() || store.collection.is_some() {
         return Err("--store names a shared store".into());
     }

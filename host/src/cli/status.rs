@@ -1,7 +1,8 @@
 //! `ragbox status`: what is indexed and what waits to be, via the
 //! `get_embedding_status` tool.
 
-use super::open::{call_json, open};
+use super::calls::call_json;
+use crate::setup::open;
 use ragbox_protocol::EmbeddingStatus;
 use serde_json::json;
 use std::path::Path;

@@ -3,17 +3,19 @@
 //! `ragbox tools trust FILE`: pin its bytes in the user's own config;
 //! `ragbox tools call NAME JSON`: run one tool once, as under `serve`.
 
-use super::open::{self, open};
+use super::calls;
 use crate::builtins;
-use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Limits, Origin, user_config_dir};
+use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Origin, user_config_dir};
 use crate::runtime::{
-    Catalog, CompileCache, History, Loaded, LoadedTool, Source, load_component, load_one, new_engine, read_component,
+    Catalog, CompileCache, History, Loaded, LoadedTool, Source, describe_limits, load_component, load_one, new_engine,
+    read_component,
 };
+use crate::setup::open;
 use anyhow::Context;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The grants as `ragbox tools` names them.
 fn grant_names(grants: &Grants) -> Vec<String> {
@@ -207,14 +209,6 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
     Ok(())
 }
 
-/// The limits `describe()` runs under: it must answer fast and small.
-pub fn describe_limits() -> Limits {
-    let mut limits = Config::default().limits_for("(describe)", false);
-    limits.timeout = Duration::from_secs(5);
-    limits.max_output_bytes = 1 << 20;
-    limits
-}
-
 /// Loads `file` far enough to ask its tool name (`describe()`, in a sandbox).
 fn describe(
     engine: &wasmtime::Engine,
@@ -397,7 +391,7 @@ pub fn call(workspace: &Path, name: &str, arguments: Option<&str>) -> anyhow::Re
         anyhow::bail!("the arguments must be a JSON object, e.g. '{{\"query\": \"tar\"}}' (got {})", shown(&text));
     }
     let runner = open(workspace)?;
-    let body = match open::call(&runner, name, arguments, crate::runtime::Request::default())? {
+    let body = match calls::call(&runner, name, arguments, crate::runtime::Request::default())? {
         crate::runtime::Outcome::Ok(json) => json,
         crate::runtime::Outcome::ToolError { body, .. } => {
             anyhow::bail!("tool '{name}' answered with an error: {}", ragbox_protocol::describe_error(&body))

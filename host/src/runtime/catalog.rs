@@ -265,6 +265,14 @@ fn link_on_demand(loaded: &mut Loaded, engine: &Engine, cache: &CompileCache, so
     }
 }
 
+/// The limits `describe()` runs under: it must answer fast and small.
+pub fn describe_limits() -> Limits {
+    let mut limits = crate::config::Config::default().limits_for("(describe)", false);
+    limits.timeout = std::time::Duration::from_secs(5);
+    limits.max_output_bytes = 1 << 20;
+    limits
+}
+
 /// Compiles (or loads from the cache) one component, `sha256` the hex digest
 /// of its `bytes`, and asks it what it is: a tool describes itself, an
 /// extractor names its formats.

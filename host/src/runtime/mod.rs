@@ -21,9 +21,10 @@ mod tool;
 pub use bindings::ragbox::tools::host::Level;
 pub use cache::CompileCache;
 pub use catalog::{
-    Admit, Catalog, Fingerprint, Found, Loaded, Rejected, fingerprint, load_component, load_one, read_component,
-    untrusted, wasm_files,
+    Admit, Catalog, Fingerprint, Found, Loaded, Rejected, describe_limits, fingerprint, load_component, load_one,
+    read_component, untrusted, wasm_files,
 };
+pub use component::{Source, WIT_VERSION};
 pub use engine::new_engine;
 pub use extract::{ExtractFailure, ExtractLimits, Extractors, LoadedExtractor};
 pub use history::{CallRecord, History};

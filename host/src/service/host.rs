@@ -5,11 +5,11 @@
 
 use super::place::{lock_file, log_file, max_log};
 use super::{Hello, Reply};
-use crate::cli::open::Hub;
 use crate::logs;
 use crate::mcp::{Offer, Profile, RagboxServer, serve_lines};
 use crate::memory::Idle;
 use crate::platform;
+use crate::setup::Hub;
 use anyhow::Context as _;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
