@@ -117,7 +117,7 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let options = HttpOptions { addr, allow_public: args.allow_public, allowed_hosts: args.allowed_hosts };
     let served = runtime.block_on(async move {
         let stop = CancellationToken::new();
-        server.start_background(args.watch, &stop);
+        crate::mcp::start_background(&server, args.watch, &stop);
         let served = serve_http(server, options, token, stop.clone()).await;
         stop.cancel();
         served

@@ -24,7 +24,7 @@ use rmcp::model::{
     ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -168,11 +168,11 @@ impl RagboxServer {
         changed
     }
 
-    /// Starts what runs beside the clients: warming up the served workspace's
-    /// model and indexes and the tool most sessions call first, following the
-    /// tools folders, and the workspace's watch (which, with `watch`, also
-    /// indexes). The followers stop when `stop` fires.
-    pub fn start_background(&self, watch: bool, stop: &CancellationToken) {
+    /// Starts warming up the served workspace's model and indexes and the
+    /// tool most sessions call first, and following the tools folders (until
+    /// `stop` fires); returns the served workspace's corpus, for its watch
+    /// (see `session::start_background`).
+    pub(super) fn start_warm_up(&self, stop: &CancellationToken) -> Arc<crate::corpus::Corpus> {
         let corpus = self.inner.runner.corpus(self.workspaces().served());
         // The served workspace's model and indexes, loaded before the first question needs them.
         let warming = corpus.clone();
@@ -195,7 +195,7 @@ impl RagboxServer {
             let (server, stop) = (self.clone(), stop.clone());
             self.spawn(async move { stop.run_until_cancelled(watch_tools(server, loader)).await });
         }
-        self.spawn(super::follow::watch_workspace(self.clone(), corpus, watch, stop.clone()));
+        corpus
     }
 
     /// Runs `work` on a blocking thread, what it logs the session's (see `logs.rs`).
@@ -211,7 +211,7 @@ impl RagboxServer {
     }
 
     /// Runs `task` beside the clients, what it logs the session's.
-    fn spawn<F: Future<Output: Send + 'static> + Send + 'static>(&self, task: F) {
+    pub(super) fn spawn<F: Future<Output: Send + 'static> + Send + 'static>(&self, task: F) {
         let held = self.inner.running.hold();
         tokio::spawn(logs::tagged(self.inner.log.clone(), async move {
             let _held = held;
@@ -219,10 +219,15 @@ impl RagboxServer {
         }));
     }
 
+    /// The stdio session's requests in flight, told to the framing.
+    pub(super) fn set_flow(&self, flow: Arc<Flow>) {
+        let _ = self.inner.flow.set(flow);
+    }
+
     /// Returns once the session's work has ended (its calls were cancelled
     /// with its client's leaving, its background stopped), or [`FINISH_WAIT`]
     /// has passed.
-    async fn finish(&self) {
+    pub(super) async fn finish(&self) {
         if !self.inner.running.finished(FINISH_WAIT).await {
             tracing::warn!("work of a session whose client left was still running after {} s", FINISH_WAIT.as_secs());
         }
@@ -407,51 +412,6 @@ impl RagboxServer {
         }
         Ok(to_result(&tool, outcome).into())
     }
-}
-
-/// Serves MCP over stdin/stdout until the client disconnects.
-pub async fn serve_stdio(server: RagboxServer, watch: bool) -> anyhow::Result<()> {
-    serve_lines(server, watch, tokio::io::stdin(), tokio::io::stdout(), None).await
-}
-
-/// Serves MCP as stdio does, one JSON-RPC message a line, over `input` and
-/// `output` (stdin and stdout, or a relay's socket), until `input` ends; the
-/// lines `logs` brings go out too, marked as log lines (see `stdio::LOG_LINE`).
-pub async fn serve_lines<R, W>(
-    server: RagboxServer,
-    watch: bool,
-    input: R,
-    output: W,
-    logs: Option<tokio::sync::mpsc::Receiver<Vec<u8>>>,
-) -> anyhow::Result<()>
-where
-    R: tokio::io::AsyncRead + Unpin + Send + 'static,
-    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let stop = CancellationToken::new();
-    server.start_background(watch, &stop);
-    let session = server.clone();
-    let flow = Arc::new(Flow::default());
-    let _ = server.inner.flow.set(flow.clone());
-    let (transport, writer) = super::stdio::framed(input, output, logs, flow);
-    let running = server.serve(transport).await;
-    let running = match running {
-        Ok(running) => running,
-        Err(e) => {
-            stop.cancel();
-            session.finish().await;
-            return Err(e.into());
-        }
-    };
-    let reason = running.waiting().await;
-    stop.cancel();
-    // Nothing of the session's goes on once it has ended.
-    session.finish().await;
-    let reason = reason?;
-    // The last replies out before the process ends.
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
-    tracing::info!("client disconnected ({reason:?})");
-    Ok(())
 }
 
 /// Reloads the config and the catalog whenever the tools folders or the
