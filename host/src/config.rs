@@ -51,13 +51,7 @@ use crate::datadir::{DataDir, DataDirError};
 /// Largest user config file read.
 const MAX_USER_CONFIG_BYTES: u64 = 1 << 20;
 
-/// The user's config dir: `$RAGBOX_CONFIG_DIR`, else the platform's.
-pub fn user_config_dir() -> Option<PathBuf> {
-    match std::env::var_os("RAGBOX_CONFIG_DIR") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.config_dir().to_path_buf()),
-    }
-}
+pub use crate::platform::user_config_dir;
 
 /// The user's config file as messages name it (it may not exist yet).
 pub fn user_config_shown() -> String {

@@ -6,6 +6,15 @@
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
 use cap_std::fs::{DirBuilder, Metadata, OpenOptions};
 
+/// The user's config dir: `$RAGBOX_CONFIG_DIR`, else the platform's. Below
+/// the config and the data dir alike (the user's key lives there).
+pub fn user_config_dir() -> Option<std::path::PathBuf> {
+    match std::env::var_os("RAGBOX_CONFIG_DIR") {
+        Some(dir) if !dir.is_empty() => Some(std::path::PathBuf::from(dir)),
+        _ => directories::ProjectDirs::from("", "", "ragbox").map(|d| d.config_dir().to_path_buf()),
+    }
+}
+
 /// A folder of the user's cache (`~/.cache/ragbox/<sub>` or the platform's),
 /// or `$<env>` when set; `None` when `$<env>` is `off` or no home is known.
 pub fn user_cache_dir(env: &str, sub: &str) -> Option<std::path::PathBuf> {

@@ -52,7 +52,7 @@ impl Key {
     pub fn user() -> Result<Arc<Key>, KeyError> {
         static KEY: OnceLock<Result<Arc<Key>, KeyError>> = OnceLock::new();
         KEY.get_or_init(|| {
-            let dir = crate::config::user_config_dir().ok_or_else(|| KeyError {
+            let dir = crate::platform::user_config_dir().ok_or_else(|| KeyError {
                 path: PathBuf::from(KEY_FILE),
                 why: "no config dir is known for this user (HOME is unset)".into(),
             })?;
