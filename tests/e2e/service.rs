@@ -33,17 +33,6 @@ fn alive(pid: u32) -> bool {
         && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
 }
 
-/// Calls `tool` with `arguments` and returns its result.
-fn call(raw: &mut Raw, id: u64, tool: &str, arguments: Value) -> Value {
-    raw.send(
-        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
-            .to_string(),
-    );
-    let reply = raw.recv_within(Duration::from_secs(60));
-    assert_eq!(reply["id"], id, "{reply}");
-    reply["result"].clone()
-}
-
 /// The paths a `search_workspace` result names.
 fn paths(result: &Value) -> Vec<String> {
     let results = result["structuredContent"]["results"].as_array().cloned().unwrap_or_default();
@@ -70,16 +59,16 @@ fn agents_share_one_service_and_each_session_keeps_its_workspace() {
     // One model for both sessions on the indexed workspace.
     for (raw, id) in [(&mut a, 1), (&mut b, 2)] {
         let found =
-            call(raw, id, "search", json!({"query": "which tokens does the mobile API use", "mode": "semantic"}));
+            raw.call_tool(id, "search", json!({"query": "which tokens does the mobile API use", "mode": "semantic"}));
         assert_ne!(found["isError"], true, "{found}");
         assert!(found.to_string().contains("001-auth-ideas"), "{found}");
     }
     // Each session searches its own workspace, and another only where the user allows it.
-    let own = call(&mut c, 3, "search_workspace", json!({"query": "jwt"}));
+    let own = c.call_tool(3, "search_workspace", json!({"query": "jwt"}));
     assert_eq!(paths(&own), ["zebra.md"], "{own}");
-    let theirs = call(&mut a, 4, "search_workspace", json!({"query": "jwt"}));
+    let theirs = a.call_tool(4, "search_workspace", json!({"query": "jwt"}));
     assert!(!paths(&theirs).contains(&"zebra.md".to_string()) && paths(&theirs).len() >= 4, "{theirs}");
-    let refused = call(&mut a, 5, "search_workspace", json!({"query": "zebra", "workspace_path": other}));
+    let refused = a.call_tool(5, "search_workspace", json!({"query": "zebra", "workspace_path": other}));
     assert_eq!(refused["isError"], true, "{refused}");
 
     // `ragbox doctor` tells where it is.
@@ -122,7 +111,7 @@ fn the_service_leaves_after_its_last_session_and_a_killed_ones_sessions_go_on() 
     let second = service_pid(&b);
     assert_ne!(second, first);
     // An answer whose result has keys of a request's name is still an answer: not errored again below.
-    let context = call(&mut b, 10, "get_context", json!({"topic": "jwt"}));
+    let context = b.call_tool(10, "get_context", json!({"topic": "jwt"}));
     assert!(context["structuredContent"]["method"].is_string(), "{context}");
     b.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"loop"}}}"#);
     std::thread::sleep(Duration::from_millis(300));
@@ -136,7 +125,7 @@ fn the_service_leaves_after_its_last_session_and_a_killed_ones_sessions_go_on() 
     let at = log.find(ON).unwrap_or_else(|| panic!("{log}")) + ON.len();
     let third: u32 = log[at..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap();
     assert!(third != second && alive(third));
-    let tools = call(&mut b, 4, "search_workspace", json!({"query": "jwt"}));
+    let tools = b.call_tool(4, "search_workspace", json!({"query": "jwt"}));
     assert!(paths(&tools).len() >= 4, "{tools}");
     // The next agent's server joins it.
     let mut c = Raw::start(&f);
@@ -207,7 +196,7 @@ fn a_sessions_log_reaches_its_own_agent_only() {
     let mut a = Raw::start(&f);
     let b = Raw::start(&f);
     assert_eq!(service_pid(&a), service_pid(&b));
-    let forged = call(&mut a, 1, "hostile", json!({"op": "log_forge"}));
+    let forged = a.call_tool(1, "hostile", json!({"op": "log_forge"}));
     assert_ne!(forged["isError"], true, "{forged}");
     let started = Instant::now();
     while !a.stderr.lock().unwrap().contains("honest line\\nFORGED") {
@@ -341,13 +330,13 @@ fn a_clones_data_dir_reaches_no_further_than_its_own_session() {
         let mut session = Raw::start_with(&f, &args);
         assert_eq!(service_pid(&session), service, "{case}");
         let id = 10 * i as u64;
-        let semantic = call(&mut session, id + 1, "search", json!({"query": "auth ideas", "search_type": "semantic"}));
+        let semantic = session.call_tool(id + 1, "search", json!({"query": "auth ideas", "search_type": "semantic"}));
         let said = semantic.to_string();
         assert!(!said.contains("TOP SECRET") && !said.contains("auth-ideas"), "{case}: {said}");
-        let keyword = call(&mut session, id + 2, "search_workspace", json!({"query": "zebras"}));
+        let keyword = session.call_tool(id + 2, "search_workspace", json!({"query": "zebras"}));
         assert_eq!(paths(&keyword), ["notes.md"], "{case}: {keyword}");
         // The other agent's session, and the service, go on as before.
-        let theirs = call(&mut clean, id + 3, "search", json!({"query": "auth ideas", "search_type": "semantic"}));
+        let theirs = clean.call_tool(id + 3, "search", json!({"query": "auth ideas", "search_type": "semantic"}));
         assert!(theirs.to_string().contains("001-auth-ideas"), "{case}: {theirs}");
         assert_eq!(tree(&out), before, "{case}: something outside changed");
         drop(session);

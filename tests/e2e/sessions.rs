@@ -41,17 +41,6 @@ fn contents(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         .collect()
 }
 
-/// Calls `tool` with `arguments`; the reply's `result`.
-fn call(raw: &mut Raw, id: u64, tool: &str, arguments: Value) -> Value {
-    raw.send(
-        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
-            .to_string(),
-    );
-    let reply = raw.recv_within(Duration::from_secs(60));
-    assert_eq!(reply["id"], id, "{reply}");
-    reply["result"].clone()
-}
-
 /// Deletes `f`'s workspace right after `raw` exits, as `make run`'s demo
 /// (a temporary folder) and a removed git worktree do.
 fn delete_after_exit(f: &Fixture, mut raw: Raw, standalone: bool, round: u64) {
@@ -80,9 +69,9 @@ fn a_workspace_can_be_deleted_the_moment_its_agent_has_exited() {
             // As the demo does: index, search, leave.
             let f = Fixture::tldr(60);
             let mut raw = serve(&f, &[], standalone);
-            let report = call(&mut raw, 1, "embed_workspace", json!({}));
+            let report = raw.call_tool(1, "embed_workspace", json!({}));
             assert_ne!(report["isError"], true, "{report}");
-            let found = call(&mut raw, 2, "search_semantic", json!({"query": "compress files", "n_results": 3}));
+            let found = raw.call_tool(2, "search_semantic", json!({"query": "compress files", "n_results": 3}));
             assert_ne!(found["isError"], true, "{found}");
             delete_after_exit(&f, raw, standalone, round);
 
@@ -113,7 +102,7 @@ fn a_data_dir_swapped_for_a_link_while_served_is_never_written_through() {
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         }
         let mut raw = serve(&f, &["--watch"], standalone);
-        let found = call(&mut raw, 1, "search", json!({"query": "tar", "search_type": "fulltext"}));
+        let found = raw.call_tool(1, "search", json!({"query": "tar", "search_type": "fulltext"}));
         assert_ne!(found["isError"], true, "{found}");
         let before = contents(&other.join(".ragbox"));
 
@@ -131,7 +120,7 @@ fn a_data_dir_swapped_for_a_link_while_served_is_never_written_through() {
             "standalone={standalone}: the other workspace's data dir was written through the link"
         );
         // The session says what happened, naming the folder.
-        let refused = call(&mut raw, 2, "search", json!({"query": "pelicans", "search_type": "fulltext"}));
+        let refused = raw.call_tool(2, "search", json!({"query": "pelicans", "search_type": "fulltext"}));
         assert_eq!(refused["isError"], true, "standalone={standalone}: {refused}");
         let said = refused.to_string();
         assert!(said.contains(&data.display().to_string()) && said.contains("link"), "{said}");
@@ -140,7 +129,7 @@ fn a_data_dir_swapped_for_a_link_while_served_is_never_written_through() {
         // The folder put back, the next call serves from it: no restart.
         std::fs::remove_file(&data).unwrap();
         std::fs::rename(f.dir.path().join("moved-away"), &data).unwrap();
-        let found = call(&mut raw, 3, "search", json!({"query": "tar", "search_type": "fulltext"}));
+        let found = raw.call_tool(3, "search", json!({"query": "tar", "search_type": "fulltext"}));
         assert_ne!(found["isError"], true, "standalone={standalone}: {found}");
         drop(raw);
     }
@@ -198,7 +187,7 @@ fn a_client_that_reads_no_answers_cannot_grow_the_process() {
         // Another agent's session is served meanwhile (by the same service).
         let mut other = serve(&f, &[], standalone);
         other.ping(1);
-        let found = call(&mut other, 2, "search_workspace", json!({"query": "pelican"}));
+        let found = other.call_tool(2, "search_workspace", json!({"query": "pelican"}));
         assert_ne!(found["isError"], true, "{found}");
         let peak = peak_mib(pid);
         // 150 answers of 8 MiB each would be over 1.2 GB; a few at a time wait.
@@ -407,10 +396,10 @@ fn the_services_log_stays_small_in_a_storm_and_is_started_again_past_its_size() 
     let mut raw = Raw::spawn_command(command);
     raw.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
     assert_eq!(raw.recv()["id"], 0);
-    let report = call(&mut raw, 1, "embed_workspace", json!({}));
+    let report = raw.call_tool(1, "embed_workspace", json!({}));
     assert_ne!(report["isError"], true, "{report}");
     for id in 2..40 {
-        let found = call(&mut raw, id, "search", json!({"query": format!("compress files {id}")}));
+        let found = raw.call_tool(id, "search", json!({"query": format!("compress files {id}")}));
         assert_ne!(found["isError"], true, "{found}");
     }
     let log = service_log(&f);
