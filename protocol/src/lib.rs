@@ -3,11 +3,12 @@
 //! sets, and every JSON tool's result. Tools produce these types and the host
 //! reads them, so both sides share one definition and no code reads them by
 //! string keys. Also what both sides skip when they list a workspace (`walk`),
-//! where a file's frontmatter is (`frontmatter`), and how a skill is named over
-//! MCP (`skill`).
+//! where a file's frontmatter is (`frontmatter`), how a skill is named over
+//! MCP (`skill`), and how both tell a letter's script (`script`).
 
 pub mod frontmatter;
 mod results;
+pub mod script;
 pub mod skill;
 pub mod walk;
 
