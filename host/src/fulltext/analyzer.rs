@@ -1,141 +1,313 @@
-//! The text analyzer of every keyword field: English as Lucene's
-//! EnglishAnalyzer reads it (what BM25 baselines such as BEIR's use), plus
-//! code identifiers split so "user name" finds `getUserName`.
+//! The text analyzer of every keyword field. Text is cut into words and
+//! CJK runs ([`words`]). A word is lowercased, dropped when it is a stop word
+//! of its language, its diacritics folded, and stemmed by that language's
+//! Snowball stemmer: the language its document is written in, per script
+//! ([`language`]). A code identifier is also split, so "user name" finds
+//! `getUserName`. A CJK run is read as overlapping character pairs (a lone
+//! character alone), as Lucene's CJK analyzer reads it. English text reads
+//! as Lucene's EnglishAnalyzer (what BM25 baselines such as BEIR's use).
 
+use super::language::{self, Language, Languages};
+use super::words::{self, Piece, Script};
 use std::collections::HashMap;
-use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, Token, TokenFilter,
-    TokenStream, Tokenizer,
-};
+use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
 
 /// The analyzer's name in the schema; a new name means a new index format.
-pub const NAME: &str = "en_words_v2";
+pub const NAME: &str = "words_v3";
 
-/// For indexing: words (split at anything not a letter or digit, so
-/// `snake_case`, `--flags` and `{{placeholders}}` come apart), camelCase
-/// identifiers kept whole and split too, lowercased, stop words dropped,
-/// Porter-stemmed.
+pub use words::positions;
+
+/// For a document's text: its languages told from the text itself, camelCase
+/// identifiers kept whole and split too.
 pub fn analyzer() -> TextAnalyzer {
-    english(
-        TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(40)).filter(CamelCaseSplit),
-        KeptStems,
-    )
+    TextAnalyzer::from(Words::new(Reading::Detect, true))
 }
 
-/// For queries: the same without the camelCase split. A query's `FoxP3`
-/// then looks for the whole word (which `FOXP3` indexed as too), not for
-/// its parts at one position, which only the same casing would hold;
-/// "user name" still finds `getUserName` by the parts indexed. Each query
-/// is read by a fresh copy, so keeping stems would only allocate: the same
-/// stemmer runs without [`KeptStems`].
-pub fn query_analyzer() -> TextAnalyzer {
-    english(
-        TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(40)),
-        Stemmer::new(Language::English),
-    )
+/// For a document's title and path words, read in its text's `languages`
+/// (a title alone is too short to tell).
+pub fn analyzer_in(languages: Languages) -> TextAnalyzer {
+    TextAnalyzer::from(Words::new(Reading::Fixed(languages), true))
 }
 
-/// The word positions the analyzers give `text`: one per word of their
-/// tokenizer ([`SimpleTokenizer`]: each run of letters and digits). Their
-/// filters drop words or split them but keep positions (camelCase parts take
-/// their word's), so a word's position is the count of words before it.
-pub fn positions(text: &str) -> u32 {
-    let mut words = 0u32;
-    let mut in_word = false;
-    for c in text.chars() {
-        // What `SimpleTokenizer` asks of each char (std answers ASCII without Unicode's tables).
-        let letter = c.is_alphanumeric();
-        if letter && !in_word {
-            words = words.saturating_add(1);
-        }
-        in_word = letter;
-    }
-    words
+/// For queries, read in `languages`: as [`analyzer`] without the camelCase
+/// split. A query's `FoxP3` then looks for the whole word (which `FOXP3`
+/// indexed as too), not for its parts at one position, which only the same
+/// casing would hold; "user name" still finds `getUserName` by the parts
+/// indexed. The stop words of every language in `held` (those a tenth of
+/// the index's documents at least were read in) are dropped too: read in
+/// English, a French query's "de" and "la" would match the French words of
+/// every document read as English (a note too short to tell, a page left
+/// untranslated), where they are rare, so they would weigh.
+pub fn query_analyzer(languages: Languages, held: &[Language]) -> TextAnalyzer {
+    let mut words = Words::new(Reading::Fixed(languages), false);
+    words.also_stop = held.to_vec();
+    TextAnalyzer::from(words)
 }
 
-/// Lowercased, English stop words dropped, then stemmed by `stem`.
-fn english<T: Tokenizer, S: TokenFilter>(builder: tantivy::tokenizer::TextAnalyzerBuilder<T>, stem: S) -> TextAnalyzer {
-    let builder = builder.filter(LowerCaser);
-    match StopWordFilter::new(Language::English) {
-        Some(stop) => builder.filter(stop).filter(stem).build(),
-        None => builder.filter(stem).build(),
-    }
+/// Where an analyzer takes a text's languages from.
+#[derive(Clone, Copy)]
+enum Reading {
+    /// Told from the text.
+    Detect,
+    /// Given.
+    Fixed(Languages),
 }
 
-/// Stems kept by one analyzer at most; past it they are dropped and kept
-/// anew (a code base's identifiers are unbounded; ~2 MB at most).
-const KEPT_STEMS: usize = 1 << 15;
-
-/// English (Porter2) stemming, the algorithm tantivy's `Stemmer` runs, with
-/// each word's stem kept: text repeats a small vocabulary, and stemming every
-/// occurrence anew was a third of the keyword indexing thread's time. An
-/// analyzer is cloned per indexing thread and field, so each keeps its own.
+/// The tokenizer behind every analyzer here.
 #[derive(Clone)]
-struct KeptStems;
+struct Words {
+    reading: Reading,
+    /// Whether camelCase identifiers are split too.
+    identifiers: bool,
+    /// Languages whose stop words are dropped besides the reading's.
+    also_stop: Vec<Language>,
+    kept: Kept,
+    /// A word's tokens still to emit, last first.
+    pending: Vec<Token>,
+}
 
-impl TokenFilter for KeptStems {
-    type Tokenizer<T: Tokenizer> = KeptStemmer<T>;
-
-    fn transform<T: Tokenizer>(self, tokenizer: T) -> KeptStemmer<T> {
-        KeptStemmer { inner: tokenizer, stems: HashMap::new() }
+impl Words {
+    fn new(reading: Reading, identifiers: bool) -> Self {
+        Self { reading, identifiers, also_stop: Vec::new(), kept: Kept::default(), pending: Vec::new() }
     }
 }
 
-#[derive(Clone)]
-struct KeptStemmer<T> {
-    inner: T,
-    /// Word → its stem.
-    stems: HashMap<Box<str>, Box<str>>,
-}
+impl Tokenizer for Words {
+    type TokenStream<'a> = WordStream<'a>;
 
-impl<T: Tokenizer> Tokenizer for KeptStemmer<T> {
-    type TokenStream<'a> = KeptStemStream<'a, T::TokenStream<'a>>;
-
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
-        KeptStemStream {
-            tail: self.inner.token_stream(text),
-            stems: &mut self.stems,
-            stemmer: frostem::Stemmer::new(frostem::Algorithm::English),
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> WordStream<'a> {
+        let languages = match self.reading {
+            Reading::Detect => language::detect(text),
+            Reading::Fixed(languages) => languages,
+        };
+        self.pending.clear();
+        WordStream {
+            pieces: words::pieces(text),
+            languages,
+            identifiers: self.identifiers,
+            also_stop: &self.also_stop,
+            kept: &mut self.kept,
+            pending: &mut self.pending,
+            run: None,
+            next_position: 0,
+            token: Token::default(),
         }
     }
 }
 
-struct KeptStemStream<'a, T> {
-    tail: T,
-    stems: &'a mut HashMap<Box<str>, Box<str>>,
-    stemmer: frostem::Stemmer,
+/// The characters of a CJK run (marks left out) and their byte offsets in it.
+type Units<'a> = std::iter::Peekable<std::iter::Filter<std::str::CharIndices<'a>, fn(&(usize, char)) -> bool>>;
+
+/// A CJK run being read in pairs.
+struct Run<'a> {
+    units: Units<'a>,
+    /// The run's byte offset in the text.
+    start: usize,
+    /// The next pair's position.
+    position: usize,
+    /// Whether a pair was read.
+    started: bool,
 }
 
-impl<T: TokenStream> TokenStream for KeptStemStream<'_, T> {
-    fn advance(&mut self) -> bool {
-        if !self.tail.advance() {
+/// The tokens of one text.
+struct WordStream<'a> {
+    pieces: words::Pieces<'a>,
+    languages: Languages,
+    identifiers: bool,
+    also_stop: &'a [Language],
+    kept: &'a mut Kept,
+    pending: &'a mut Vec<Token>,
+    run: Option<Run<'a>>,
+    next_position: usize,
+    token: Token,
+}
+
+impl WordStream<'_> {
+    /// Makes the CJK run's next pair (or its lone character) the current
+    /// token; false once the run is read.
+    fn pair(&mut self) -> bool {
+        let Some(run) = &mut self.run else { return false };
+        let Some((at, first)) = run.units.next() else {
+            self.run = None;
+            return false;
+        };
+        let second = run.units.peek().copied();
+        if second.is_none() && run.started {
+            // The run's last character, already read as the second of the pair before.
+            self.run = None;
             return false;
         }
-        let token = self.tail.token_mut();
-        match self.stems.get(token.text.as_str()) {
-            Some(stem) => {
-                token.text.clear();
-                token.text.push_str(stem);
-            }
-            None => {
-                // Checked per word: one generated file can hold any number of them.
-                if self.stems.len() >= KEPT_STEMS {
-                    self.stems.clear();
-                }
-                let stem: Box<str> = self.stemmer.stem(&token.text).into();
-                let word = std::mem::replace(&mut token.text, stem.to_string());
-                self.stems.insert(word.into_boxed_str(), stem);
-            }
+        self.token.text.clear();
+        self.token.text.push(first);
+        self.token.offset_from = run.start + at;
+        self.token.offset_to = run.start + at + first.len_utf8();
+        if let Some((next, c)) = second {
+            self.token.text.push(c);
+            self.token.offset_to = run.start + next + c.len_utf8();
         }
+        self.token.position = run.position;
+        self.token.position_length = 1;
+        run.position += 1;
+        run.started = true;
         true
     }
 
+    /// Reads `word` (at byte `start`, position `position`) into the tokens to
+    /// emit: the word, then its camelCase parts at its position (as Lucene's
+    /// word delimiter graph does), so both the identifier and its words match.
+    fn word(&mut self, word: &str, start: usize, position: usize) {
+        let word = words::capped(word);
+        let script = words::word_script(word);
+        let language = self.languages.of(script);
+        let mut parts: Vec<(usize, usize)> = Vec::new();
+        if self.identifiers {
+            let cuts = camel_cuts(word);
+            if !cuts.is_empty() {
+                let ends = cuts.iter().copied().chain(std::iter::once(word.len()));
+                parts = std::iter::once(0).chain(cuts.iter().copied()).zip(ends).collect();
+            }
+        }
+        // Pushed last first.
+        for &(from, to) in parts.iter().rev().chain(std::iter::once(&(0, word.len()))) {
+            let mut text = String::new();
+            if self.kept.read(&word[from..to], script, language, self.also_stop, &mut text) {
+                let (offset_from, offset_to) = (start + from, start + to);
+                self.pending.push(Token { text, offset_from, offset_to, position, position_length: 1 });
+            }
+        }
+    }
+}
+
+impl TokenStream for WordStream<'_> {
+    fn advance(&mut self) -> bool {
+        loop {
+            if let Some(token) = self.pending.pop() {
+                self.token = token;
+                return true;
+            }
+            if self.pair() {
+                return true;
+            }
+            let Some(piece) = self.pieces.next() else { return false };
+            let position = self.next_position;
+            self.next_position += piece.positions() as usize;
+            match piece {
+                Piece::Word { text, start } => self.word(text, start, position),
+                Piece::Cjk { text, start } => {
+                    let unit: fn(&(usize, char)) -> bool = |&(_, c)| words::script::is_cjk(c);
+                    let units = text.char_indices().filter(unit).peekable();
+                    self.run = Some(Run { units, start, position, started: false });
+                }
+            }
+        }
+    }
+
     fn token(&self) -> &Token {
-        self.tail.token()
+        &self.token
     }
 
     fn token_mut(&mut self) -> &mut Token {
-        self.tail.token_mut()
+        &mut self.token
+    }
+}
+
+/// Words read by one analyzer at most, over its languages; past it they are
+/// dropped and kept anew (a code base's identifiers are unbounded; ~2 MB at most).
+const KEPT_WORDS: usize = 1 << 15;
+
+/// Each word's term as read once: text repeats a small vocabulary, and
+/// stemming every occurrence anew was a third of the keyword indexing
+/// thread's time. An analyzer is cloned per indexing thread and field, so
+/// each keeps its own.
+#[derive(Clone, Default)]
+struct Kept {
+    languages: HashMap<Language, KeptLanguage>,
+    /// Words kept over all languages.
+    count: usize,
+    /// The word being read, lowercased.
+    lower: String,
+}
+
+/// What one language's words read as.
+#[derive(Clone)]
+struct KeptLanguage {
+    stemmer: frostem::Stemmer,
+    /// A one-word analyzer that drops the language's stop words.
+    stop: Option<TextAnalyzer>,
+    /// Lowercased word → its term, or `None` for a stop word.
+    words: HashMap<Box<str>, Option<Box<str>>>,
+}
+
+impl KeptLanguage {
+    fn new(language: Language) -> Self {
+        let stop = language::stop_words(language);
+        Self { stemmer: frostem::Stemmer::new(language.algorithm()), stop, words: HashMap::new() }
+    }
+
+    /// Whether `lower` (a lowercased word) is one of the language's stop words.
+    fn is_stop(&mut self, lower: &str) -> bool {
+        self.stop.as_mut().is_some_and(|stop| !stop.token_stream(lower).advance())
+    }
+
+    /// The term of `lower` (a lowercased word of `script`), `None` for a stop word.
+    fn term(&mut self, lower: &str, script: Script) -> Option<Box<str>> {
+        if self.is_stop(lower) {
+            return None;
+        }
+        let folded = words::fold(lower, script);
+        Some(self.stemmer.stem(&folded).into())
+    }
+}
+
+impl Kept {
+    /// Writes `word`'s term (of `script`, stemmed in `language`) to `out`;
+    /// false for a stop word of `language` or of one of `also_stop`.
+    fn read(
+        &mut self,
+        word: &str,
+        script: Script,
+        language: Option<Language>,
+        also_stop: &[Language],
+        out: &mut String,
+    ) -> bool {
+        self.lower.clear();
+        if word.is_ascii() {
+            self.lower.push_str(word);
+            self.lower.make_ascii_lowercase();
+        } else {
+            self.lower.extend(word.chars().flat_map(char::to_lowercase));
+        }
+        for &other in also_stop.iter().filter(|l| l.script() == script && Some(**l) != language) {
+            let kept = self.languages.entry(other).or_insert_with(|| KeptLanguage::new(other));
+            if kept.is_stop(&self.lower) {
+                return false;
+            }
+        }
+        let Some(language) = language else {
+            out.push_str(&words::fold(&self.lower, script));
+            return true;
+        };
+        let kept = self.languages.entry(language).or_insert_with(|| KeptLanguage::new(language));
+        if let Some(term) = kept.words.get(self.lower.as_str()) {
+            return term.as_deref().is_some_and(|t| {
+                out.push_str(t);
+                true
+            });
+        }
+        // Checked per word: one generated file can hold any number of them.
+        if self.count >= KEPT_WORDS {
+            self.languages.values_mut().for_each(|k| k.words.clear());
+            self.count = 0;
+        }
+        let kept = self.languages.entry(language).or_insert_with(|| KeptLanguage::new(language));
+        let term = kept.term(&self.lower, script);
+        if let Some(term) = &term {
+            out.push_str(term);
+        }
+        let found = term.is_some();
+        kept.words.insert(self.lower.as_str().into(), term);
+        self.count += 1;
+        found
     }
 }
 
@@ -168,85 +340,12 @@ fn camel_cuts(word: &str) -> Vec<usize> {
     cuts
 }
 
-/// Emits each token, then its camelCase parts at the same position (as
-/// Lucene's word delimiter graph does), so both the identifier and its words match.
-#[derive(Clone)]
-struct CamelCaseSplit;
-
-impl TokenFilter for CamelCaseSplit {
-    type Tokenizer<T: Tokenizer> = CamelCaseSplitter<T>;
-
-    fn transform<T: Tokenizer>(self, tokenizer: T) -> CamelCaseSplitter<T> {
-        CamelCaseSplitter { inner: tokenizer, pending: Vec::new() }
-    }
-}
-
-#[derive(Clone)]
-struct CamelCaseSplitter<T> {
-    inner: T,
-    pending: Vec<Token>,
-}
-
-impl<T: Tokenizer> Tokenizer for CamelCaseSplitter<T> {
-    type TokenStream<'a> = CamelCaseStream<'a, T::TokenStream<'a>>;
-
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
-        self.pending.clear();
-        CamelCaseStream { tail: self.inner.token_stream(text), pending: &mut self.pending }
-    }
-}
-
-struct CamelCaseStream<'a, T> {
-    tail: T,
-    /// The tokens still to emit, last first: the current one is the last.
-    pending: &'a mut Vec<Token>,
-}
-
-impl<T: TokenStream> CamelCaseStream<'_, T> {
-    fn split(&mut self) {
-        let token = self.tail.token();
-        let cuts = camel_cuts(&token.text);
-        if cuts.is_empty() {
-            return;
-        }
-        let mut ends: Vec<usize> = cuts.clone();
-        ends.push(token.text.len());
-        let starts = std::iter::once(0).chain(cuts);
-        let parts: Vec<Token> =
-            starts.zip(ends).map(|(s, e)| Token { text: token.text[s..e].to_string(), ..token.clone() }).collect();
-        self.pending.extend(parts.into_iter().rev());
-        self.pending.push(token.clone());
-    }
-}
-
-impl<T: TokenStream> TokenStream for CamelCaseStream<'_, T> {
-    fn advance(&mut self) -> bool {
-        self.pending.pop();
-        if !self.pending.is_empty() {
-            return true;
-        }
-        if !self.tail.advance() {
-            return false;
-        }
-        self.split();
-        true
-    }
-
-    fn token(&self) -> &Token {
-        self.pending.last().unwrap_or_else(|| self.tail.token())
-    }
-
-    fn token_mut(&mut self) -> &mut Token {
-        self.pending.last_mut().unwrap_or_else(|| self.tail.token_mut())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tantivy::tokenizer::{LowerCaser, SimpleTokenizer, Stemmer, StopWordFilter};
 
-    fn terms(text: &str) -> Vec<(String, usize)> {
-        let mut analyzer = analyzer();
+    fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(String, usize)> {
         let mut stream = analyzer.token_stream(text);
         let mut out = Vec::new();
         while stream.advance() {
@@ -255,14 +354,21 @@ mod tests {
         out
     }
 
+    fn terms(text: &str) -> Vec<(String, usize)> {
+        tokens(&mut analyzer(), text)
+    }
+
+    fn words_of(text: &str) -> Vec<String> {
+        terms(text).into_iter().map(|(w, _)| w).collect()
+    }
+
     #[test]
     fn identifiers_split_into_their_words() {
-        let words = |t: &str| terms(t).into_iter().map(|(w, _)| w).collect::<Vec<_>>();
-        assert_eq!(words("getUserName"), ["getusernam", "get", "user", "name"]);
-        assert_eq!(words("HTTPServer parse_config"), ["httpserver", "http", "server", "pars", "config"]);
-        assert_eq!(words("tar {{[-C|--directory]}} {{path/to/file}}"), ["tar", "c", "directori", "path", "file"]);
-        assert_eq!(words("The archives"), ["archiv"]);
-        assert_eq!(words("lowercase ALLCAPS"), ["lowercas", "allcap"]);
+        assert_eq!(words_of("getUserName"), ["getusernam", "get", "user", "name"]);
+        assert_eq!(words_of("HTTPServer parse_config"), ["httpserver", "http", "server", "pars", "config"]);
+        assert_eq!(words_of("tar {{[-C|--directory]}} {{path/to/file}}"), ["tar", "c", "directori", "path", "file"]);
+        assert_eq!(words_of("The archives"), ["archiv"]);
+        assert_eq!(words_of("lowercase ALLCAPS"), ["lowercas", "allcap"]);
     }
 
     #[test]
@@ -271,23 +377,109 @@ mod tests {
     }
 
     #[test]
-    fn kept_stems_are_tantivys_stems_and_stay_so_once_dropped() {
-        let plain = || TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser);
-        let mut tantivys = plain().filter(Stemmer::new(Language::English)).build();
-        let mut kept = plain().filter(KeptStems).build();
-        let all = |analyzer: &mut TextAnalyzer, text: &str| {
-            let mut stream = analyzer.token_stream(text);
-            let mut out = Vec::new();
-            while stream.advance() {
-                out.push((stream.token().text.clone(), stream.token().position, stream.token().offset_from));
-            }
-            out
-        };
+    fn english_reads_as_tantivys_english_analyzer() {
+        // What the index read before languages were told apart: Lucene's English
+        // stop words and Porter2 stems, through tantivy's own filters. Words of more
+        // than 40 bytes were dropped then; they are cut now, so the texts have none.
+        let mut tantivys = TextAnalyzer::builder(SimpleTokenizer::default())
+            .filter(LowerCaser)
+            .filter(StopWordFilter::new(tantivy::tokenizer::Language::English).unwrap())
+            .filter(Stemmer::new(tantivy::tokenizer::Language::English))
+            .build();
+        let mut ours = query_analyzer(Languages::default(), &[]);
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut texts = vec![
+            "The quick brown foxes jumped over the lazy dogs; running RUNS ran".to_string(),
+            "Connection resets, generalizations and happiness: argued nationally".to_string(),
+        ];
+        texts.extend(["../README.md", "../docs/architecture.md"].iter().filter_map(|f| {
+            let text = std::fs::read_to_string(root.join(f)).ok()?;
+            Some(text.split(|c: char| !c.is_ascii()).collect::<Vec<_>>().join(" "))
+        }));
+        assert!(texts.len() >= 4);
+        let mut words = 0;
+        for text in &texts {
+            let expected = tokens(&mut tantivys, text);
+            assert_eq!(tokens(&mut ours, text), expected);
+            words += expected.len();
+        }
+        assert!(words > 1000, "{words}");
+    }
+
+    #[test]
+    fn each_language_is_stemmed_and_folded_as_its_own() {
+        let german = "Die Paketverwaltung installiert Programme aus den Archiven und hält sie auf dem neuesten \
+            Stand. Dazu werden die Paketlisten regelmäßig aktualisiert und die Abhängigkeiten zwischen den Paketen \
+            automatisch aufgelöst, sodass das System in einem konsistenten Zustand bleibt.";
+        let read = words_of(german);
+        // German stop words dropped, diacritics folded, German stems: a word's forms are one.
+        assert!(!read.iter().any(|w| ["die", "und", "den", "sie"].contains(&w.as_str())), "{read:?}");
+        assert!(read.iter().all(|w| w.is_ascii()) && read.contains(&"abhang".to_string()), "{read:?}");
+        let mut query = query_analyzer(Languages { latin: Language::German, ..Languages::default() }, &[]);
+        let forms: Vec<_> = ["Paket", "Pakete", "Paketen", "Paketes"].map(|w| tokens(&mut query, w)).into();
+        assert!(forms.windows(2).all(|w| w[0] == w[1]), "{forms:?}");
+        // In English, the same words are other terms.
+        assert_ne!(tokens(&mut query_analyzer(Languages::default(), &[]), "Paketen"), forms[0]);
+        // `resume` finds `résumé`, whatever the language reading them.
+        for latin in [Language::English, Language::French, Language::German] {
+            let mut a = query_analyzer(Languages { latin, ..Languages::default() }, &[]);
+            assert_eq!(tokens(&mut a, "résumé"), tokens(&mut a, "resume"), "{latin:?}");
+        }
+        // Cyrillic words are Russian's, Greek words Greek's, in any document.
+        assert_eq!(words_of("файлы"), ["файл"]);
+        assert_eq!(words_of("αρχεία"), words_of("αρχεια"));
+    }
+
+    #[test]
+    fn cjk_runs_are_read_in_overlapping_pairs() {
+        let pairs = |text: &str| terms(text);
+        let at = |list: &[(&str, usize)]| list.iter().map(|(t, p)| (t.to_string(), *p)).collect::<Vec<_>>();
+        assert_eq!(pairs("日本語の設定"), at(&[("日本", 0), ("本語", 1), ("語の", 2), ("の設", 3), ("設定", 4)]));
+        assert_eq!(pairs("日 本"), at(&[("日", 0), ("本", 1)]));
+        assert_eq!(pairs("한국어"), at(&[("한국", 0), ("국어", 1)]));
+        // Mixed text keeps its Latin words, identifiers whole and split.
+        assert_eq!(
+            pairs("getUserNameを呼ぶ"),
+            at(&[("getusernam", 0), ("get", 0), ("user", 0), ("name", 0), ("を呼", 1), ("呼ぶ", 2)])
+        );
+        assert_eq!(pairs("Linuxカーネル"), at(&[("linux", 0), ("カー", 1), ("ーネ", 2), ("ネル", 3)]));
+    }
+
+    #[test]
+    fn no_script_is_dropped_and_long_words_are_cut() {
+        // Thai (no spaces, marks in words) and Arabic: words, kept.
+        assert_eq!(words_of("ภาษาไทย ที่นี่"), ["ภาษาไทย", "ที่นี่"]);
+        assert_eq!(words_of("مرحبا بالعالم"), ["مرحبا", "بالعالم"]);
+        let long = "ก".repeat(100);
+        assert_eq!(words_of(&long), ["ก".repeat(words::MAX_WORD_CHARS)]);
+        let hash = "a".repeat(64);
+        assert_eq!(words_of(&hash), ["a".repeat(words::MAX_WORD_CHARS)]);
+    }
+
+    #[test]
+    fn a_megabyte_of_one_han_character_is_read_pair_by_pair() {
+        let text = "日".repeat(350_000);
+        let mut analyzer = analyzer();
+        let mut stream = analyzer.token_stream(&text);
+        let (mut count, mut last) = (0, 0);
+        while stream.advance() {
+            assert_eq!(stream.token().text, "日日");
+            count += 1;
+            last = stream.token().position;
+        }
+        assert_eq!(count, 349_999);
+        assert_eq!(last as u32 + 1, positions(&text));
+    }
+
+    #[test]
+    fn kept_terms_are_the_terms_and_stay_so_once_dropped() {
+        let mut kept = query_analyzer(Languages::default(), &[]);
+        let fresh = |text: &str| tokens(&mut query_analyzer(Languages::default(), &[]), text);
         // More distinct words than are kept, each met several times, over many
-        // texts, so stems are found kept, missed, and dropped in between.
+        // texts, so terms are found kept, missed, and dropped in between.
         let stems = ["connect", "generaliz", "happ", "run", "argu", "nation", "cri"];
         let endings = ["ing", "ed", "ies", "ations", "ness", "ly", "s", "", "ement"];
-        let words: Vec<String> = (0..KEPT_STEMS + 5_000)
+        let words: Vec<String> = (0..KEPT_WORDS + 5_000)
             .map(|n| {
                 let prefix: String =
                     [n % 26, n / 26 % 26, n / 676 % 26].iter().map(|&d| (b'a' + d as u8) as char).collect();
@@ -300,8 +492,8 @@ mod tests {
             let size = [4_000, 5_000, words.len()][round];
             for text in words.chunks(size) {
                 let text = format!("{} Running RUNS the {}", text.join(" "), text[..10].join("  "));
-                let expected = all(&mut tantivys, &text);
-                assert_eq!(all(&mut kept, &text), expected);
+                let expected = fresh(&text);
+                assert_eq!(tokens(&mut kept, &text), expected);
                 compared += expected.len();
             }
         }
@@ -309,16 +501,17 @@ mod tests {
     }
 
     #[test]
-    fn kept_stems_stay_bounded_within_one_text() {
-        let mut stemmer = KeptStems.transform(SimpleTokenizer::default());
-        let text: String = (0..KEPT_STEMS + 100).map(|n| format!("w{n}x ")).collect();
-        let mut words = 0;
-        let mut stream = stemmer.token_stream(&text);
+    fn kept_words_stay_bounded_within_one_text() {
+        let mut words = Words::new(Reading::Fixed(Languages::default()), false);
+        let text: String = (0..KEPT_WORDS + 100).map(|n| format!("w{n}x ")).collect();
+        let mut count = 0;
+        let mut stream = words.token_stream(&text);
         while stream.advance() {
-            words += 1;
+            count += 1;
         }
-        assert_eq!(words, KEPT_STEMS + 100);
-        assert!(stemmer.stems.len() <= KEPT_STEMS, "{} stems kept", stemmer.stems.len());
+        assert_eq!(count, KEPT_WORDS + 100);
+        let kept: usize = words.kept.languages.values().map(|k| k.words.len()).sum();
+        assert!(kept <= KEPT_WORDS, "{kept} words kept");
     }
 
     #[test]
@@ -334,6 +527,8 @@ mod tests {
             "snake_case::path/to.rs",
             "\u{2028}\t\u{a0}x",
             "x²³ ½ Ⅻ ٣",
+            "日本語textの中文 ภาษาไทย مرحبا",
+            "葛\u{E0100}城 cafe\u{301}",
             &"y".repeat(60),
         ]
         .iter()
@@ -345,22 +540,27 @@ mod tests {
                 texts.push(text);
             }
         }
-        let mut words = TextAnalyzer::from(SimpleTokenizer::default());
+        // Read with no stop words, every position holds a token: they are 0..positions.
         let mut analyzer = analyzer();
+        let mut every = TextAnalyzer::from(Words::new(Reading::Fixed(Languages::default()), true));
         for text in &texts {
-            let mut stream = words.token_stream(text);
-            let mut count = 0;
-            while stream.advance() {
-                count += 1;
-            }
             let counted = positions(text);
-            assert_eq!(counted, count, "{text:.80}");
-            // Every position the analyzer gives lies inside them (filters drop words, not positions).
             let mut stream = analyzer.token_stream(text);
             while stream.advance() {
                 assert!((stream.token().position as u32) < counted, "{text:.80}");
             }
+            let unstopped = text.replace(|c: char| !c.is_alphanumeric() && !c.is_whitespace(), " ");
+            let unstopped: String = unstopped.split_whitespace().filter(|w| !is_stop(w)).collect::<Vec<_>>().join(" ");
+            let mut seen: Vec<usize> = tokens(&mut every, &unstopped).into_iter().map(|(_, p)| p).collect();
+            seen.dedup();
+            assert_eq!(seen, (0..positions(&unstopped) as usize).collect::<Vec<_>>(), "{unstopped:.80}");
         }
+    }
+
+    /// Whether the default reading drops `word`.
+    fn is_stop(word: &str) -> bool {
+        let script = words::word_script(word);
+        !Kept::default().read(word, script, Languages::default().of(script), &[], &mut String::new())
     }
 
     #[test]

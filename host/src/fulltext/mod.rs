@@ -17,11 +17,14 @@
 
 mod analyzer;
 mod held;
+pub mod language;
+mod words;
 
 use crate::store::{ChunkRecord, DocumentRecord, TextDelta};
 use cap_fs_ext::DirExt as _;
 use cap_std::fs::Dir;
 use held::HeldDirectory;
+use language::{Language, Languages};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -31,9 +34,9 @@ use tantivy::directory::error::LockError;
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::postings::Postings;
 use tantivy::query::{Bm25StatisticsProvider, Bm25Weight};
-use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermSetQuery};
+use tantivy::query::{BooleanQuery, DisjunctionMaxQuery, Occur, Query, QueryParser, TermSetQuery};
 use tantivy::schema::{FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions};
-use tantivy::tokenizer::TokenizerManager;
+use tantivy::tokenizer::{PreTokenizedString, TokenizerManager};
 use tantivy::{DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, Term, doc};
 
 /// The index's folder in its keyword folder.
@@ -105,6 +108,9 @@ const NAME_BOOST: f32 = 0.2;
 /// How much a chunk's own BM25 adds to its document's: enough to order the
 /// passages of one document, too little to lift a weak document.
 const CHUNK_WEIGHT: f32 = 0.3;
+/// A language whose documents are one in this many at least has its stop
+/// words dropped from every reading of a query ([`Part::readings`]).
+const COMMON_SHARE: u64 = 10;
 /// Documents ranked for a search, at least (more when more hits are asked).
 const MIN_DOCUMENTS: usize = 50;
 
@@ -117,6 +123,8 @@ struct Fields {
     name: Field,
     /// Where each chunk's words end, counted in the text's word positions (see [`document_text`]).
     chunk_ends: Field,
+    /// The codes of the languages its words were stemmed in ([`Languages::codes`]).
+    languages: Field,
 }
 
 /// The tantivy index of the documents, one record each.
@@ -125,8 +133,15 @@ struct Part {
     index: Index,
     reader: IndexReader,
     fields: Fields,
-    /// The analyzers queries are read with ([`analyzer::query_analyzer`]).
-    query_analyzers: TokenizerManager,
+}
+
+/// The query read in one set of languages the index holds.
+struct Reading {
+    languages: Languages,
+    /// The languages a tenth of the index's documents at least were read in.
+    held: Vec<Language>,
+    /// Its terms in order, phrases' words included.
+    terms: Vec<String>,
 }
 
 /// A chunk found: its document's path, its ordinal and its BM25 score.
@@ -250,12 +265,13 @@ impl Fulltext {
         let f = self.documents.fields;
         let depth = k.max(MIN_DOCUMENTS);
         let weighted = [(f.text, 1.0), (f.title, TITLE_BOOST), (f.name, NAME_BOOST)];
-        let documents = self.documents.rank(query, &weighted, depth, allowed)?;
+        let readings = self.documents.readings(query)?;
+        let documents = self.documents.rank(query, &readings, &weighted, depth, allowed)?;
         if documents.is_empty() {
             return Ok(Vec::new());
         }
         let ranked: BTreeSet<&str> = documents.iter().map(|(path, _)| path.as_str()).collect();
-        let chunks = self.documents.score_chunks(query, &ranked)?;
+        let chunks = self.documents.score_chunks(&readings, &ranked)?;
         Ok(combine(documents, chunks, k))
     }
 }
@@ -324,9 +340,7 @@ fn document_text(chunks: &[ChunkRecord]) -> (String, Vec<u32>) {
 /// for as a phrase beside its words: a file holding the identifier as
 /// written outranks one holding its words apart.
 fn plain_words(query: &str) -> String {
-    let words = |s: &str| -> Vec<String> {
-        s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_string).collect()
-    };
+    let words = |s: &str| -> Vec<String> { words::pieces(s).map(|p| p.text().to_string()).collect() };
     let mut out: Vec<String> = Vec::new();
     let parts: Vec<&str> = query.split('"').collect();
     let closed = parts.len() % 2 == 1;
@@ -341,7 +355,14 @@ fn plain_words(query: &str) -> String {
         }
         for token in part.split_whitespace() {
             let pieces = words(token).join(" ");
-            if pieces.contains(' ') {
+            // A CJK run is asked for by its pairs, each a word of its own: as one
+            // word it would be a phrase of them, found only as written. (Asked for
+            // as written beside its pairs too, as identifiers are below, it ranked
+            // no better on the Debian Reference's Japanese and Chinese questions.)
+            let pairs = cjk_pairs(token);
+            if !pairs.is_empty() {
+                out.push(pairs);
+            } else if pieces.contains(' ') {
                 out.push(format!("{pieces} \"{pieces}\""));
             } else if !pieces.is_empty() {
                 out.push(pieces);
@@ -349,6 +370,38 @@ fn plain_words(query: &str) -> String {
         }
     }
     out.join(" ")
+}
+
+/// A token's words with each CJK run cut into its overlapping pairs (a lone
+/// character alone), space-separated; empty when it holds no CJK run.
+fn cjk_pairs(token: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut any = false;
+    for piece in words::pieces(token) {
+        match piece {
+            words::Piece::Word { text, .. } => out.push(text.to_string()),
+            words::Piece::Cjk { text, .. } => {
+                any = true;
+                let units: Vec<char> = text.chars().filter(|&c| words::script::is_cjk(c)).collect();
+                match units.as_slice() {
+                    [one] => out.push(one.to_string()),
+                    _ => out.extend(units.windows(2).map(|w| w.iter().collect::<String>())),
+                }
+            }
+        }
+    }
+    if any { out.join(" ") } else { String::new() }
+}
+
+/// `text`'s title or path words as read in `languages`.
+fn pre_tokenized(text: &str, languages: Languages) -> PreTokenizedString {
+    let mut analyzer = analyzer::analyzer_in(languages);
+    let mut tokens = Vec::new();
+    let mut stream = analyzer.token_stream(text);
+    while stream.advance() {
+        tokens.push(stream.token().clone());
+    }
+    PreTokenizedString { text: text.to_string(), tokens }
 }
 
 /// The words of a path that a user searches by: its folders and file name,
@@ -399,6 +452,7 @@ impl Part {
             title: schema.add_text_field("title", analyzed.clone()),
             name: schema.add_text_field("name", analyzed),
             chunk_ends: schema.add_u64_field("chunk_ends", FAST),
+            languages: schema.add_text_field("languages", STRING),
         };
         let schema = schema.build();
         let directory = HeldDirectory::new(folder().map_err(|e| fail(&e))?, dir);
@@ -415,10 +469,8 @@ impl Part {
             Err(e) => return Err(fail(&e)),
         };
         index.tokenizers().register(analyzer::NAME, analyzer::analyzer());
-        let query_analyzers = TokenizerManager::default();
-        query_analyzers.register(analyzer::NAME, analyzer::query_analyzer());
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(|e| fail(&e))?;
-        Ok(Self { dir: dir.to_path_buf(), index, reader, fields, query_analyzers })
+        Ok(Self { dir: dir.to_path_buf(), index, reader, fields })
     }
 
     fn generation(&self) -> Result<u64, FulltextError> {
@@ -434,12 +486,15 @@ impl Part {
     ) -> Result<(), FulltextError> {
         let f = self.fields;
         let (text, ends) = document_text(chunks);
-        let mut record = doc!(
-            f.path => doc.path.as_str(),
-            f.text => text,
-            f.title => doc.title.as_deref().unwrap_or_default(),
-            f.name => path_words(&doc.path),
-        );
+        // The text's analyzer tells its languages from it the same way; the
+        // title and path words, too short to tell, are read in them.
+        let languages = language::detect(&text);
+        let mut record = doc!(f.path => doc.path.as_str(), f.text => text);
+        record.add_pre_tokenized_text(f.title, pre_tokenized(doc.title.as_deref().unwrap_or_default(), languages));
+        record.add_pre_tokenized_text(f.name, pre_tokenized(path_words(&doc.path), languages));
+        for code in languages.codes() {
+            record.add_text(f.languages, code);
+        }
         for end in ends {
             record.add_u64(f.chunk_ends, u64::from(end));
         }
@@ -452,14 +507,12 @@ impl Part {
     /// postings are read: the cost follows them, not the corpus. The words'
     /// rarity is the documents' (chunks have no index to count them in), a
     /// chunk's length is weighed against the ranked documents' chunks.
-    fn score_chunks(&self, query: &str, paths: &BTreeSet<&str>) -> Result<Vec<Found>, FulltextError> {
+    fn score_chunks(&self, readings: &[Reading], paths: &BTreeSet<&str>) -> Result<Vec<Found>, FulltextError> {
         let searcher = self.reader.searcher();
         let text = self.fields.text;
         let mut terms: Vec<Term> = Vec::new();
-        let mut analyzer = self.query_analyzers.get(analyzer::NAME).ok_or_else(|| self.err("no query analyzer"))?;
-        let mut stream = analyzer.token_stream(query);
-        while stream.advance() {
-            let term = Term::from_field_text(text, &stream.token().text);
+        for term in readings.iter().flat_map(|r| &r.terms) {
+            let term = Term::from_field_text(text, term);
             if !terms.contains(&term) {
                 terms.push(term);
             }
@@ -542,21 +595,76 @@ impl Part {
         Ok(found)
     }
 
+    /// `query` read in each set of languages the index's documents were
+    /// read in; readings that come to the same terms are one. Each drops
+    /// the stop words of every language that a tenth of the documents at
+    /// least were read in ([`analyzer::query_analyzer`]): not those of a
+    /// language a few documents were told to be in (wrongly, often: whatlang
+    /// told 62 of tldr's 4,613 English pages French), whose stop words
+    /// (Danish `over`, `under`, `end`) are an English query's words.
+    fn readings(&self, query: &str) -> Result<Vec<Reading>, FulltextError> {
+        let searcher = self.reader.searcher();
+        let mut codes: BTreeSet<String> = BTreeSet::new();
+        for segment in searcher.segment_readers() {
+            let recorded = segment.inverted_index(self.fields.languages).map_err(|e| self.err(e))?;
+            let mut stream = recorded.terms().stream().map_err(|e| self.err(e))?;
+            while stream.advance() {
+                codes.insert(String::from_utf8_lossy(stream.key()).into_owned());
+            }
+        }
+        let documents = searcher.num_docs();
+        let mut held: Vec<Language> = Vec::new();
+        for code in &codes {
+            let Some(language) = Language::from_code(code) else { continue };
+            let term = Term::from_field_text(self.fields.languages, code);
+            if searcher.doc_freq(&term).map_err(|e| self.err(e))?.saturating_mul(COMMON_SHARE) >= documents {
+                held.push(language);
+            }
+        }
+        let words = plain_words(query);
+        let mut readings: Vec<Reading> = Vec::new();
+        for languages in Languages::from_codes(codes.iter().map(String::as_str)) {
+            let mut terms = Vec::new();
+            let mut analyzer = analyzer::query_analyzer(languages, &held);
+            let mut stream = analyzer.token_stream(&words);
+            while stream.advance() {
+                terms.push(stream.token().text.clone());
+            }
+            if !readings.iter().any(|r| r.terms == terms) {
+                readings.push(Reading { languages, held: held.clone(), terms });
+            }
+        }
+        Ok(readings)
+    }
+
     /// The paths of the `limit` best records for `query` over the weighted
-    /// `fields`, with their BM25 scores.
+    /// `fields`, with their BM25 scores. Each record is scored by the reading
+    /// of the query that fits it best: a German note by the query's German
+    /// stems, an English one by its English stems.
     fn rank(
         &self,
         query: &str,
+        readings: &[Reading],
         fields: &[(Field, f32)],
         limit: usize,
         allowed: Option<&BTreeSet<String>>,
     ) -> Result<Vec<(String, f32)>, FulltextError> {
-        let defaults = fields.iter().map(|(f, _)| *f).collect();
-        let mut parser = QueryParser::new(self.index.schema(), defaults, self.query_analyzers.clone());
-        for &(field, boost) in fields {
-            parser.set_field_boost(field, boost);
+        let defaults: Vec<Field> = fields.iter().map(|(f, _)| *f).collect();
+        let words = plain_words(query);
+        let mut each: Vec<Box<dyn Query>> = Vec::with_capacity(readings.len());
+        for reading in readings {
+            let analyzers = TokenizerManager::new();
+            analyzers.register(analyzer::NAME, analyzer::query_analyzer(reading.languages, &reading.held));
+            let mut parser = QueryParser::new(self.index.schema(), defaults.clone(), analyzers);
+            for &(field, boost) in fields {
+                parser.set_field_boost(field, boost);
+            }
+            each.push(parser.parse_query_lenient(&words).0);
         }
-        let (parsed, _errors) = parser.parse_query_lenient(&plain_words(query));
+        let parsed: Box<dyn Query> = match each.len() {
+            1 => each.remove(0),
+            _ => Box::new(DisjunctionMaxQuery::new(each)),
+        };
         let scoped: Box<dyn Query> = match allowed {
             Some(paths) => {
                 let terms = paths.iter().map(|p| Term::from_field_text(self.fields.path, p));
@@ -762,6 +870,91 @@ mod tests {
         assert_eq!(fulltext.generation().unwrap(), 9);
         assert_eq!(paths(&fulltext.search("beta", 5, None).unwrap()), ["a.md#1"]);
         assert_eq!(paths(&fulltext.search("\"alpha one\"", 5, None).unwrap()), ["a.md#0"]);
+    }
+
+    #[test]
+    fn an_index_of_the_english_only_analyzer_is_rebuilt_once() {
+        // The format before languages were told apart: the same fields, read by
+        // `en_words_v2`, no languages field, committed at generation 5.
+        let dir = tempfile::tempdir().unwrap();
+        let older = dir.path().join("documents");
+        std::fs::create_dir_all(&older).unwrap();
+        let mut schema = Schema::builder();
+        let analyzed = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer("en_words_v2")
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        );
+        let path = schema.add_text_field("path", STRING | FAST);
+        for name in ["text", "title", "name"] {
+            schema.add_text_field(name, analyzed.clone());
+        }
+        schema.add_u64_field("chunk_ends", FAST);
+        let index = Index::create_in_dir(&older, schema.build()).unwrap();
+        index.tokenizers().register("en_words_v2", tantivy::tokenizer::SimpleTokenizer::default());
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, WRITER_BUDGET).unwrap();
+        writer.add_document(doc!(path => "a.md")).unwrap();
+        let mut prepared = writer.prepare_commit().unwrap();
+        prepared.set_payload("5");
+        prepared.commit().unwrap();
+        drop((writer, index));
+        // Opened by this version: empty, at generation 0, so the store's every
+        // document is applied again (the vectors, elsewhere, are untouched).
+        let fulltext = Fulltext::open(dir.path()).unwrap();
+        assert_eq!(fulltext.generation().unwrap(), 0);
+        let (doc, records) = document("a.md", None, &["日本語の設定ファイル"]);
+        let delta = Delta { generation: 9, full: true, documents: vec![(doc, records)], removed: Vec::new() };
+        fulltext.apply(&delta).unwrap();
+        assert_eq!(paths(&fulltext.search("設定", 5, None).unwrap()), ["a.md#0"]);
+        // Once: opened again, it is the current format and kept.
+        drop(fulltext);
+        assert_eq!(Fulltext::open(dir.path()).unwrap().generation().unwrap(), 9);
+    }
+
+    #[test]
+    fn each_language_is_found_by_its_own_words() {
+        let (_dir, fulltext) = index(vec![
+            document(
+                "de.md",
+                Some("Paketverwaltung"),
+                &["Die Paketverwaltung von Debian installiert Programme aus den Archiven und hält sie auf dem \
+                   neuesten Stand. Dazu werden die Paketlisten regelmäßig aktualisiert und die Abhängigkeiten \
+                   zwischen den Paketen automatisch aufgelöst."],
+            ),
+            document(
+                "fr.md",
+                None,
+                &["Le système de gestion des paquets de Debian installe les programmes depuis les archives et \
+                   les maintient à jour. Les listes de paquets sont mises à jour régulièrement et les \
+                   dépendances entre les paquets sont résolues automatiquement. Voir le résumé."],
+            ),
+            document("en.md", None, &["The package manager keeps the installed programs up to date."]),
+            document("short.md", None, &["Notes de la semaine"]),
+            document("ja.md", None, &["パッケージ管理システムはアーカイブからプログラムをインストールします。"]),
+            document("zh.md", None, &["软件包管理系统从档案库安装程序并保持其最新状态。"]),
+            document("th.md", None, &["ระบบจัดการแพ็กเกจ ติดตั้งโปรแกรม"]),
+        ]);
+        for (query, want) in [
+            // German forms of one stem; a French plural; a fold.
+            ("Paket", "de.md#0"),
+            ("Abhangigkeit", "de.md#0"),
+            ("dépendance", "fr.md#0"),
+            ("resume", "fr.md#0"),
+            ("packages", "en.md#0"),
+            // Three characters inside a longer run, and a word of a run.
+            ("管理シ", "ja.md#0"),
+            ("档案库", "zh.md#0"),
+            ("ติดตั้งโปรแกรม", "th.md#0"),
+        ] {
+            assert_eq!(
+                paths(&fulltext.search(query, 5, None).unwrap()).first().map(String::as_str),
+                Some(want),
+                "{query}"
+            );
+        }
+        // A French query's stop words find nothing in a note read as English (too short to tell).
+        let hits = fulltext.search("les paquets de la", 5, None).unwrap();
+        assert_eq!(paths(&hits), ["fr.md#0"]);
     }
 
     #[test]
