@@ -100,7 +100,7 @@ fn run(r: &Request) -> Result<SearchResults, String> {
         info["fusion"] = json!({
             "method": "normalized_score_fusion",
             "normalization": "min_max",
-            "semantic_weight": hybrid::SEMANTIC_WEIGHT,
+            "semantic_weight": hybrid::semantic_weight(&r.query),
         });
     }
     Ok(SearchResults {

@@ -9,6 +9,7 @@ use crate::Error;
 use crate::bindings::ragbox::tools::corpus::Filter;
 use crate::bindings::ragbox::tools::fulltext;
 use crate::hybrid::Scored;
+use ragbox_protocol::script;
 use std::collections::HashSet;
 
 /// Longest query (in words) looked for as written when it is not quoted.
@@ -63,9 +64,11 @@ enum Held {
 }
 
 /// How `text` holds `literal` (the query as typed) or, failing that, `words`
-/// (the query's words as [`words_of`] gives them, padded with spaces).
+/// (the query's words as [`words_of`] gives them, padded with spaces). CJK
+/// text has no spaces between its words: a CJK character beside the
+/// literal makes no longer name of it.
 fn held(literal: &str, words: &str, text: &str) -> Option<Held> {
-    let joins = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let joins = |c: Option<char>| c.is_some_and(|c| (c.is_alphanumeric() && !script::is_cjk(c)) || c == '_');
     let mut inside = false;
     for (at, _) in text.match_indices(literal) {
         let (before, after) = (text[..at].chars().next_back(), text[at + literal.len()..].chars().next());
@@ -166,6 +169,10 @@ mod tests {
         assert_eq!(how("offset of a byte"), None);
         // A later standalone occurrence counts, after one inside a longer name.
         assert_eq!(how("max_byte_offset, then byte_offset"), Some(Held::AsWritten));
+        // CJK neighbours join nothing: the literal stands as written in its run.
+        let (literal, words) = ("設定ファイル", format!(" {} ", words_of("設定ファイル")));
+        assert_eq!(held(literal, &words, "この設定ファイルを開く"), Some(Held::AsWritten));
+        assert_eq!(held("v2", &format!(" {} ", words_of("v2")), "設定v2を"), Some(Held::AsWritten));
         assert!(Held::AsWritten < Held::Inside && Held::Inside < Held::Words);
     }
 
