@@ -11,6 +11,7 @@ mod hostile_clone;
 mod hostile_inputs;
 mod hostile_repo;
 mod init_doctor;
+mod languages;
 mod load;
 mod postgres;
 mod protocol;
