@@ -30,8 +30,11 @@ a reporting half, the only one bench/results/quality.md shows.
 ragbox is asked through its MCP `search` tool (50 results, one per file, no
 token cut), as an agent would; its index is kept in bench/.cache and updated
 incrementally, so a re-run embeds only what changed. With --before, an older
-ragbox binary answers the same SciFact queries beside this one, the two
-taking turns on each query, for the latency table (quality is this build's).
+ragbox binary answers every set's questions beside this one (`before` rows),
+each rebuilding the keyword index from the same store first, so that neither
+answers from an index the other, or an earlier sample, left behind (deleted
+documents weigh in BM25's counts until a merge); and the two take turns on
+each SciFact query for the latency table.
 """
 
 import argparse
@@ -42,6 +45,7 @@ import pathlib
 import random
 import re
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -78,6 +82,30 @@ def write_workspace(ws, files):
     for path in ws.rglob("*"):
         if path.is_file() and ".ragbox" not in path.parts and path not in wanted:
             path.unlink()
+
+
+# The older binary of --before, answering beside this build.
+BEFORE = [None]
+
+
+def rankings(ws, queries, doc_of, **options):
+    """ragbox_rankings of this build; with --before, the older binary's runs beside them as `before <mode>`.
+    Each binary first rebuilds the keyword index from the store (the vectors are shared)."""
+    if BEFORE[0] is None:
+        return asyncio.run(ragbox_rankings(ws, queries, doc_of, **options))
+    this = peers.RAGBOX
+    try:
+        peers.RAGBOX = BEFORE[0]
+        shutil.rmtree(ws / ".ragbox" / "keyword", ignore_errors=True)
+        index(ws)
+        older, _ = asyncio.run(ragbox_rankings(ws, queries, doc_of))
+    finally:
+        peers.RAGBOX = this
+    shutil.rmtree(ws / ".ragbox" / "keyword", ignore_errors=True)
+    index(ws)
+    runs, latencies = asyncio.run(ragbox_rankings(ws, queries, doc_of, **options))
+    runs.update({f"before {mode}": run for mode, run in older.items() if mode in MODES})
+    return runs, latencies
 
 
 def index(ws):
@@ -202,7 +230,7 @@ def scifact_set(before=None):
     ws = CACHE / "scifact"
     write_workspace(ws, {f"docs/{d}.md": t for d, t in docs.items()})
     seconds = index(ws)
-    runs, latencies = asyncio.run(ragbox_rankings(ws, queries, lambda p: pathlib.PurePath(p).stem))
+    runs, latencies = rankings(ws, queries, lambda p: pathlib.PurePath(p).stem)
     runs["bm25s"] = bm25s_rankings(docs, queries)
     runs["tantivy-py"] = tantivy_rankings(docs, queries)
     scores = {name: ndcg_metrics(run, relevant) for name, run in runs.items()}
@@ -252,7 +280,7 @@ def tldr_set(samples, half=None):
         answers = {q: {q} for q in queries}
         SET[0] = f"{'tasks' if half else 'tldr'}{seed}"
         keep_answers(answers)
-        runs, latencies = asyncio.run(ragbox_rankings(ws, queries, lambda p: pathlib.PurePath(p).stem))
+        runs, latencies = rankings(ws, queries, lambda p: pathlib.PurePath(p).stem)
         runs["bm25s"] = bm25s_rankings(edited, queries)
         runs["tantivy-py"] = tantivy_rankings(edited, queries)
         per_sample.append({"seed": seed, "index_s": seconds, "p50": {m: p50_ms(l) for m, l in latencies.items()},
@@ -292,7 +320,7 @@ def skills_set():
     ws = CACHE / "skills"
     write_workspace(ws, files)
     seconds = index(ws)
-    runs, latencies = asyncio.run(ragbox_rankings(ws, queries, skill_folder, skills=True))
+    runs, latencies = rankings(ws, queries, skill_folder, skills=True)
     # The baselines score each SKILL.md whole; several folders share a name (pdf, skill-creator): either is right.
     docs = {p: t for p, t in files.items()}
     for name, rank in (("bm25s", bm25s_rankings), ("tantivy-py", tantivy_rankings)):
@@ -459,7 +487,7 @@ def code_set(which):
     keep_answers(answers)
     passages, places = {}, {}
     doc_of = lambda p: p  # noqa: E731
-    runs, latencies = asyncio.run(ragbox_rankings(ws, queries, doc_of, passages=passages, places=places))
+    runs, latencies = rankings(ws, queries, doc_of, passages=passages, places=places)
     runs["bm25s"] = bm25s_rankings(files, queries)
     runs["tantivy-py"] = tantivy_rankings(files, queries)
     scores = {name: hits_metrics(run, answers, 5) for name, run in runs.items()}
@@ -529,7 +557,7 @@ def prose_set(which):
     answers = {q: {q} for q in queries}
     keep_answers(answers)
     doc_of = lambda p: str(pathlib.PurePath(p).parent)  # noqa: E731
-    runs, latencies = asyncio.run(ragbox_rankings(ws, queries, doc_of))
+    runs, latencies = rankings(ws, queries, doc_of)
     docs = {str(pathlib.PurePath(rel).parent): t for rel, t in files.items()}
     runs["bm25s"] = bm25s_rankings(docs, queries)
     runs["tantivy-py"] = tantivy_rankings(docs, queries)
@@ -585,7 +613,9 @@ def report(results, command, total):
         f"- command: `{command}`, {total / 60:.1f} min in all",
         f"- machine: {peers.machine()}; CPU flags: {peers.cpu_flags()}",
         f"- ragbox: {subprocess.run([peers.RAGBOX, '--version'], capture_output=True, text=True).stdout.strip()}; "
-        "its `search` tool over MCP stdio, 50 results (one per file, no token cut)",
+        "its `search` tool over MCP stdio, 50 results (one per file, no token cut)"
+        + (f"; `before` rows: {BEFORE[0]}, each build's keyword index rebuilt from the same store before it answers"
+           if BEFORE[0] else ""),
         "- baselines: bm25s (English stop words, Snowball stemmer) and tantivy-py (`en_stem`) over whole documents",
         "",
     ]
@@ -684,12 +714,13 @@ def main():
                         help="which half of the held-out sets (code, tasks, prose) to ask; only `report` writes "
                              "bench/results/quality.md, `tune` prints")
     parser.add_argument("--samples", type=int, default=3, help="tldr samples of 300 questions (default 3)")
-    parser.add_argument("--before", help="an older ragbox binary whose SciFact latency to show beside this one's")
+    parser.add_argument("--before", help="an older ragbox binary to answer beside this one (quality and SciFact latency)")
     args = parser.parse_args()
     if not peers.RAGBOX.exists():
         raise SystemExit(f"{peers.RAGBOX} is missing: run `make release` (make bench does)")
     CACHE.mkdir(parents=True, exist_ok=True)
     peers.LOG.write_text("")
+    BEFORE[0] = pathlib.Path(args.before) if args.before else None
     started = time.perf_counter()
     results = {}
     for name in args.sets.split(","):
