@@ -4,9 +4,11 @@
 //! reads them, so both sides share one definition and no code reads them by
 //! string keys. Also what both sides skip when they list a workspace (`walk`),
 //! where a file's frontmatter is (`frontmatter`), how a skill is named over
-//! MCP (`skill`), and how both tell a letter's script (`script`).
+//! MCP (`skill`), and how both tell a letter's script (`script`) and a text's
+//! Latin-script language (`language`).
 
 pub mod frontmatter;
+pub mod language;
 mod results;
 pub mod script;
 pub mod skill;

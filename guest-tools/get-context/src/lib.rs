@@ -105,7 +105,7 @@ fn merge(groups: &mut Vec<Found>, found: Found) {
 fn indexed_context(topic: &str, n: usize) -> Result<Option<Vec<Found>>, String> {
     let k = (n * 8).clamp(20, 400) as u32;
     let all = semantic::filter(None, None);
-    let Some(hits) = hybrid::search(topic, k, &all, f32::NEG_INFINITY)? else { return Ok(None) };
+    let Some(hits) = hybrid::search(&hybrid::Query::new(topic), k, &all, f32::NEG_INFINITY)? else { return Ok(None) };
     let mut groups = Vec::new();
     for scored in hits {
         let hit = scored.hit;

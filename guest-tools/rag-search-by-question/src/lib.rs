@@ -5,7 +5,7 @@
 
 use ragbox_sdk::args::optional_count;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::hybrid::Scored;
+use ragbox_sdk::hybrid::{self, Scored};
 use ragbox_sdk::protocol::{ContextChunk, ExtractedInformation, QuestionContext, QuestionSearchInfo};
 use ragbox_sdk::rag_server::{self, Mode, round, source_ref};
 use ragbox_sdk::text::keywords;
@@ -244,7 +244,7 @@ fn confidence(found: &[Scored], excerpts: &[Excerpt], words: &[String]) -> u64 {
 }
 
 fn run(r: &Request) -> Result<QuestionContext, String> {
-    let found = rag_server::search(&r.question, r.mode, r.limit as u32, &r.filter)?;
+    let found = rag_server::search(&hybrid::Query::new(&r.question), r.mode, r.limit as u32, &r.filter)?;
     let kind = classify(&r.question);
     let words = keywords(&r.question);
     let excerpts = extract(&found, &words, kind);

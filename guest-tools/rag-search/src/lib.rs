@@ -51,7 +51,8 @@ struct Request {
 }
 
 fn run(r: &Request) -> Result<SearchResults, String> {
-    let ranked = rag_server::search(&r.query, r.mode, group::depth(r.limit as u32), &r.filter)?;
+    let query = hybrid::Query::new(&r.query);
+    let ranked = rag_server::search(&query, r.mode, group::depth(r.limit as u32), &r.filter)?;
     let mut lines = ragbox_sdk::lines::Lines::default();
     let mut answers: Vec<(FileHit, Vec<Run>)> = group::by_file(ranked, r.limit as usize)
         .into_iter()
@@ -100,7 +101,7 @@ fn run(r: &Request) -> Result<SearchResults, String> {
         info["fusion"] = json!({
             "method": "normalized_score_fusion",
             "normalization": "min_max",
-            "semantic_weight": hybrid::semantic_weight(&r.query),
+            "semantic_weight": query.semantic_weight(),
         });
     }
     Ok(SearchResults {

@@ -18,6 +18,7 @@ use crate::bindings::ragbox::tools::corpus::Filter;
 use crate::bindings::ragbox::tools::fulltext;
 use crate::bindings::ragbox::tools::vectors::Hit;
 use crate::{Error, semantic};
+use ragbox_protocol::language;
 use ragbox_protocol::script::{self, Script};
 use std::collections::HashMap;
 
@@ -34,14 +35,13 @@ pub const OTHER_SCRIPT_WEIGHT: f64 = 0.1;
 /// language written in Latin letters. On the German and French questions
 /// hybrid MRR was 0.58 and 0.54 at 0.2, 0.55 and 0.53 at 0.5.
 pub const OTHER_LANGUAGE_WEIGHT: f64 = 0.2;
-/// The least confidence whatlang must have that a query is not English: on
-/// the English questions, 1 in 136 was told another language at 0.5 or more.
-const MIN_CONFIDENCE: f64 = 0.5;
 
-/// The semantic list's weight for `query`, by its language.
+/// The semantic list's weight for `query`, by its language, told from its
+/// first [`language::SAMPLE_BYTES`] (the rest of a long query changes no verdict).
 pub fn semantic_weight(query: &str) -> f64 {
+    let opening = language::opening(query, language::SAMPLE_BYTES);
     let (mut latin, mut other) = (0usize, 0usize);
-    for c in query.chars().filter(|c| c.is_alphabetic()) {
+    for c in opening.chars().filter(|c| c.is_alphabetic()) {
         match script::of(c) {
             Script::Latin => latin += 1,
             _ => other += 1,
@@ -50,27 +50,29 @@ pub fn semantic_weight(query: &str) -> f64 {
     if other > latin {
         return OTHER_SCRIPT_WEIGHT;
     }
-    use whatlang::Lang;
-    // The Latin-script languages whose words the keyword index stems.
-    let latin = vec![
-        Lang::Eng,
-        Lang::Dan,
-        Lang::Nld,
-        Lang::Fin,
-        Lang::Fra,
-        Lang::Deu,
-        Lang::Hun,
-        Lang::Ita,
-        Lang::Nob,
-        Lang::Por,
-        Lang::Ron,
-        Lang::Spa,
-        Lang::Swe,
-        Lang::Tur,
-    ];
-    match whatlang::Detector::with_allowlist(latin).detect(query) {
-        Some(info) if info.lang() != Lang::Eng && info.confidence() >= MIN_CONFIDENCE => OTHER_LANGUAGE_WEIGHT,
+    match language::latin(opening) {
+        Some(lang) if lang != language::Lang::Eng => OTHER_LANGUAGE_WEIGHT,
         _ => SEMANTIC_WEIGHT,
+    }
+}
+
+/// A query and its semantic weight, told once for a call however many of
+/// its steps ask (the fusion, the response's `search_info`).
+pub struct Query<'a> {
+    /// The query as given.
+    pub text: &'a str,
+    weight: std::cell::OnceCell<f64>,
+}
+
+impl<'a> Query<'a> {
+    /// `text` as a query, its language not yet told.
+    pub fn new(text: &'a str) -> Self {
+        Self { text, weight: std::cell::OnceCell::new() }
+    }
+
+    /// [`semantic_weight`] of the query, told on the first call.
+    pub fn semantic_weight(&self) -> f64 {
+        *self.weight.get_or_init(|| semantic_weight(self.text))
     }
 }
 
@@ -100,12 +102,12 @@ pub fn depth(k: u32) -> u32 {
 /// an identifier-like query as written come first ([`crate::exact`]). Semantic
 /// hits below `min_cosine` are left out before fusion (a tool's own floor
 /// for "no match at all").
-pub fn search(query: &str, k: u32, filter: &Filter, min_cosine: f32) -> Result<Option<Vec<Scored>>, Error> {
-    let Some(mut meaning) = semantic::search(query, depth(k), filter)? else { return Ok(None) };
+pub fn search(query: &Query, k: u32, filter: &Filter, min_cosine: f32) -> Result<Option<Vec<Scored>>, Error> {
+    let Some(mut meaning) = semantic::search(query.text, depth(k), filter)? else { return Ok(None) };
     meaning.retain(|h| h.score >= min_cosine);
-    let keywords = fulltext::search(query, depth(k), filter)?;
-    let fused = fuse(meaning, keywords, k as usize, semantic_weight(query));
-    Ok(Some(crate::exact::first(query, fused, k as usize, filter)?))
+    let keywords = fulltext::search(query.text, depth(k), filter)?;
+    let fused = fuse(meaning, keywords, k as usize, query.semantic_weight());
+    Ok(Some(crate::exact::first(query.text, fused, k as usize, filter)?))
 }
 
 /// A list's scores (best first) scaled to 0..1: its best hit is 1, its hit at
@@ -259,6 +261,12 @@ mod tests {
         {
             assert_eq!(semantic_weight(query), OTHER_LANGUAGE_WEIGHT, "{query}");
         }
+        // Only the opening is read: a long English question followed by pasted Japanese is English.
+        let english = "How do I extract a compressed tar archive into another folder? ".repeat(40);
+        let long = format!("{english}{}", "システムをシャットダウンする方法".repeat(2000));
+        assert_eq!(semantic_weight(&long), SEMANTIC_WEIGHT);
+        let query = Query::new(&long);
+        assert_eq!((query.semantic_weight(), query.semantic_weight()), (SEMANTIC_WEIGHT, SEMANTIC_WEIGHT));
         // The weight moves the fusion: a keyword-only hit outranks a semantic-only one.
         let fused =
             ranked(&fuse(vec![hit("s", 0, 0.9), hit("x", 0, 0.1)], vec![hit("k", 0, 9.0), hit("y", 0, 1.0)], 2, 0.2));

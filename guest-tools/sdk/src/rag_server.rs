@@ -243,10 +243,10 @@ impl Mode {
 /// hit; hybrid, the fused relevance. In every mode a query that is an
 /// identifier, a path or a quoted string puts the files holding it as
 /// written first ([`crate::exact`]).
-pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Scored>, Error> {
+pub fn search(query: &hybrid::Query, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Scored>, Error> {
     let ranked = match mode {
         Mode::Semantic => {
-            let Some(hits) = crate::semantic::search(query, k, filter)? else { return Ok(Vec::new()) };
+            let Some(hits) = crate::semantic::search(query.text, k, filter)? else { return Ok(Vec::new()) };
             hits.into_iter()
                 .map(|hit| {
                     let relevance = f64::from(hit.score).clamp(0.0, 1.0);
@@ -255,7 +255,7 @@ pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Sc
                 .collect()
         }
         Mode::Fulltext => {
-            let hits = fulltext::search(query, k, filter)?;
+            let hits = fulltext::search(query.text, k, filter)?;
             let best = hits.first().map_or(1.0, |h| f64::from(h.score)).max(f64::MIN_POSITIVE);
             hits.into_iter()
                 .map(|hit| {
@@ -267,7 +267,7 @@ pub fn search(query: &str, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Sc
         // hybrid::search looks up exact matches itself.
         Mode::Hybrid => return Ok(hybrid::search(query, k, filter, f32::NEG_INFINITY)?.unwrap_or_default()),
     };
-    crate::exact::first(query, ranked, k as usize, filter)
+    crate::exact::first(query.text, ranked, k as usize, filter)
 }
 
 /// A score rounded for JSON.

@@ -102,7 +102,9 @@ fn run(query: &str, n: u64, max_tokens: u64) -> Result<String, String> {
         extensions: Vec::new(),
         metadata: vec![(MARKER.0.to_string(), MARKER.1.to_string())],
     };
-    let Some(hits) = hybrid::search(query, n as u32, &skills, MIN_COSINE)? else { return Ok(NO_MATCH.to_string()) };
+    let Some(hits) = hybrid::search(&hybrid::Query::new(query), n as u32, &skills, MIN_COSINE)? else {
+        return Ok(NO_MATCH.to_string());
+    };
     // Skills still being embedded are found by their words alone: say so.
     let partial = semantic::coverage().map(|c| format!("\n{}\n", semantic::coverage_note(c)));
     if hits.is_empty() {

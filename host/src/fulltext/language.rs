@@ -5,6 +5,7 @@
 //! quotes still as one language, the note's. Greek letters are Greek.
 
 use super::words::{Piece, Script, pieces, word_script};
+use ragbox_protocol::language::{self as shared, MIN_CONFIDENCE, SAMPLE_BYTES};
 use std::sync::LazyLock;
 use tantivy::tokenizer::{RawTokenizer, StopWordFilter, TextAnalyzer, TokenStream};
 
@@ -209,13 +210,9 @@ const OTHER_CYRILLIC: &str = "cyrillic";
 /// Bytes of a text scanned for its words' languages: a document's opening
 /// tells its language, and the scan's cost stays bounded however large it is.
 const SCAN_BYTES: usize = 64 << 10;
-/// Bytes of a script's words handed to whatlang, at most.
-const SAMPLE_BYTES: usize = 2048;
 /// Fewer bytes of a script's words than this keep its default language: a
 /// few words (a title, a short note, code) do not tell a language apart.
 const MIN_SAMPLE_BYTES: usize = 200;
-/// The least confidence whatlang must have to leave the default.
-const MIN_CONFIDENCE: f64 = 0.5;
 
 /// The languages of `text`'s words, told from its opening.
 pub fn detect(text: &str) -> Languages {
@@ -241,7 +238,7 @@ pub fn detect(text: &str) -> Languages {
     }
     let default = Languages::default();
     Languages {
-        latin: told(&LATIN, &latin).unwrap_or(default.latin),
+        latin: told(&latin).unwrap_or(default.latin),
         cyrillic: if cyrillic.len() < MIN_SAMPLE_BYTES {
             default.cyrillic
         } else {
@@ -259,12 +256,11 @@ pub fn detect(text: &str) -> Languages {
 /// English's. whatlang alone told 62 of tldr's 4,613 English pages French,
 /// most with full confidence ("Convert a GEM image file into a PNM image"):
 /// terse technical English has few of the trigrams it weighs.
-fn told(detector: &whatlang::Detector, sample: &str) -> Option<Language> {
+fn told(sample: &str) -> Option<Language> {
     if sample.len() < MIN_SAMPLE_BYTES {
         return None;
     }
-    let info = detector.detect(sample)?;
-    let language = Language::from_whatlang(info.lang()).filter(|_| info.confidence() >= MIN_CONFIDENCE)?;
+    let language = Language::from_whatlang(shared::latin(sample)?)?;
     if language == Language::English {
         return Some(language);
     }
@@ -291,13 +287,6 @@ pub fn stop_words(language: Language) -> Option<TextAnalyzer> {
     LISTS.iter().find(|(l, _)| *l == language).map(|(_, stop)| stop.clone())
 }
 
-/// whatlang among the Latin-script languages stemmed here.
-static LATIN: LazyLock<whatlang::Detector> = LazyLock::new(|| {
-    whatlang::Detector::with_allowlist(
-        TABLE.iter().filter(|(l, ..)| l.script() == Script::Latin).map(|(.., w)| *w).collect(),
-    )
-});
-
 /// whatlang among the Cyrillic languages it knows: Russian, or one with no stemmer here.
 static CYRILLIC: LazyLock<whatlang::Detector> = LazyLock::new(|| {
     use whatlang::Lang as W;
@@ -307,6 +296,7 @@ static CYRILLIC: LazyLock<whatlang::Detector> = LazyLock::new(|| {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     #[test]
     fn a_document_is_read_in_its_own_language() {
@@ -330,8 +320,16 @@ mod tests {
         let tldr = "Convert a GEM image file into a PNM image. More information: https://netpbm.sourceforge.net/doc/\
             gemtopnm.html. Convert a GEM image file to a PNM image: gemtopnm path/to/file.img > path/to/output.pnm. \
             Display version: gemtopnm -version";
-        assert_eq!(LATIN.detect(tldr).map(|i| i.lang()), Some(whatlang::Lang::Fra));
+        assert_eq!(shared::latin(tldr), Some(whatlang::Lang::Fra));
         assert_eq!(detect(tldr).latin, Language::English);
+    }
+
+    #[test]
+    fn whatlang_chooses_among_the_latin_languages_stemmed_here() {
+        let stemmed: BTreeSet<_> =
+            TABLE.iter().filter(|(l, ..)| l.script() == Script::Latin).map(|(.., w)| w.code()).collect();
+        let told: BTreeSet<_> = shared::LATIN.iter().map(|w| w.code()).collect();
+        assert_eq!(stemmed, told);
     }
 
     #[test]
