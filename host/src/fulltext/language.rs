@@ -172,36 +172,94 @@ impl Languages {
         [self.latin.code(), self.cyrillic.map_or(OTHER_CYRILLIC, Language::code)]
     }
 
-    /// The readings of a set of recorded codes: every Latin language with
-    /// every Cyrillic reading (unknown codes are left out).
-    pub fn from_codes<'a>(codes: impl IntoIterator<Item = &'a str>) -> Vec<Languages> {
-        let mut latin = Vec::new();
-        let mut cyrillic = Vec::new();
-        for code in codes {
-            if code == OTHER_CYRILLIC {
-                cyrillic.push(None);
-            }
-            match Language::from_code(code) {
-                Some(l) if l.script() == Script::Latin => latin.push(l),
-                Some(l) if l.script() == Script::Cyrillic => cyrillic.push(Some(l)),
+    /// The sets of languages `query` is read in, at most [`MAX_READINGS`],
+    /// given how many of the index's `documents` were recorded under each
+    /// code (`held`, [`Self::codes`]). Latin words: in the query's own language
+    /// when whatlang is sure of it, in English, then in each language
+    /// [`is_common`] in the index, most documents first (or, failing all of
+    /// them, the index's most common one). Cyrillic words likewise, Russian
+    /// or kept whole. Languages of a script the query has no word in are not
+    /// told apart: they would read it alike. Reading it in every language
+    /// any document was told to be in made each search as many searches (up
+    /// to 28, one small file of each language in a workspace sufficing).
+    pub fn for_query(query: &str, held: &[(&str, u64)], documents: u64) -> Vec<Languages> {
+        let count = |code: &str| held.iter().find(|(c, _)| *c == code).map_or(0, |(_, n)| *n);
+        let opening = shared::opening(query, SAMPLE_BYTES);
+        let mut latin_words = String::new();
+        let mut has_cyrillic = false;
+        for piece in pieces(opening) {
+            let Piece::Word { text: word, .. } = piece else { continue };
+            match word_script(word) {
+                Script::Latin => {
+                    latin_words.push_str(word);
+                    latin_words.push(' ');
+                }
+                Script::Cyrillic => has_cyrillic = true,
                 _ => {}
             }
         }
         let default = Languages::default();
-        if latin.is_empty() {
-            latin.push(default.latin);
+        // Latin: the query's own language and English first, then the common ones by their documents.
+        let mut by_count: Vec<(Language, u64)> = held
+            .iter()
+            .filter_map(|&(code, n)| Some((Language::from_code(code)?, n)))
+            .filter(|(l, n)| l.script() == Script::Latin && *n > 0)
+            .collect();
+        by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let own = shared::latin(&latin_words).and_then(Language::from_whatlang);
+        let first = own.into_iter().chain([Language::English]).filter(|l| count(l.code()) > 0);
+        let common = by_count.iter().filter(|(_, n)| is_common(*n, documents)).map(|(l, _)| *l);
+        let mut latin: Vec<Language> = Vec::new();
+        for language in first.chain(common) {
+            if !latin.contains(&language) {
+                latin.push(language);
+            }
         }
+        if latin.is_empty() {
+            latin.push(by_count.first().map_or(default.latin, |(l, _)| *l));
+        }
+        if latin_words.is_empty() {
+            latin.truncate(1);
+        }
+        // Cyrillic: Russian or kept whole, the one of more documents first.
+        let mut cyrillic: Vec<(Option<Language>, u64)> =
+            [(Some(Language::Russian), count("ru")), (None, count(OTHER_CYRILLIC))]
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .collect();
+        cyrillic.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        let mut cyrillic: Vec<Option<Language>> = cyrillic
+            .iter()
+            .enumerate()
+            .filter(|(at, (_, n))| *at == 0 || is_common(*n, documents))
+            .map(|(_, (l, _))| *l)
+            .collect();
         if cyrillic.is_empty() {
             cyrillic.push(default.cyrillic);
+        }
+        if !has_cyrillic {
+            cyrillic.truncate(1);
         }
         let mut all: Vec<Languages> = latin
             .iter()
             .flat_map(|&latin| cyrillic.iter().map(move |&cyrillic| Languages { latin, cyrillic }))
             .collect();
-        all.sort();
-        all.dedup();
+        all.truncate(MAX_READINGS);
         all
     }
+}
+
+/// Sets of languages one query is read in at most ([`Languages::for_query`]):
+/// each is another search of the whole index.
+pub const MAX_READINGS: usize = 4;
+/// A language is common in an index when one in this many of its documents at least are in it ...
+const COMMON_SHARE: u64 = 10;
+/// ... and this many at least: a file or two of a language do not make every search read it.
+const COMMON_DOCUMENTS: u64 = 3;
+
+/// Whether a language `n` of an index's `documents` were read in is common there.
+fn is_common(n: u64, documents: u64) -> bool {
+    n >= COMMON_DOCUMENTS && n.saturating_mul(COMMON_SHARE) >= documents
 }
 
 /// The code recorded for Cyrillic words in a language with no stemmer here.
@@ -349,8 +407,39 @@ mod tests {
             assert_eq!(Language::from_code(code), Some(l));
             assert_eq!(l.code(), code);
         }
-        assert_eq!(Languages::from_codes(["de", "ru"]), [german]);
-        assert_eq!(Languages::from_codes(["de", "ru", "en", "cyrillic", "xx"]).len(), 4);
-        assert_eq!(Languages::from_codes([]), [Languages::default()]);
+    }
+
+    #[test]
+    fn a_query_is_read_in_its_own_language_english_and_the_common_ones_only() {
+        let at = |latin, cyrillic| Languages { latin, cyrillic };
+        let (en, de, ru) = (Language::English, Language::German, Some(Language::Russian));
+        // One document of each language: English and the query's own only.
+        let mut one_each: Vec<(&str, u64)> = TABLE.iter().map(|(_, code, _)| (*code, 1)).collect();
+        one_each.push((OTHER_CYRILLIC, 1));
+        let documents = one_each.len() as u64;
+        assert_eq!(Languages::for_query("how are packages installed", &one_each, documents), [at(en, ru)]);
+        let german = "Wie werden die Pakete aus den Archiven installiert und aktualisiert";
+        assert_eq!(Languages::for_query(german, &one_each, documents), [at(de, ru), at(en, ru)]);
+        // Nine Latin-script languages common (a ninth of the documents each) and Cyrillic
+        // words of both kinds: still four readings at most, English among them.
+        let latin = TABLE.iter().filter(|(l, ..)| l.script() == Script::Latin).map(|(_, code, _)| *code);
+        let mut common: Vec<(&str, u64)> = latin.take(9).map(|code| (code, 40)).collect();
+        common.extend([("ru", 320), (OTHER_CYRILLIC, 40)]);
+        assert_eq!(Languages::for_query("how are packages installed", &common, 360).len(), MAX_READINGS);
+        for query in [german, "пакеты packages", "Как установить пакеты"] {
+            let read = Languages::for_query(query, &common, 360);
+            assert!(!read.is_empty() && read.len() <= MAX_READINGS, "{query}: {read:?}");
+            assert!(read.iter().any(|l| l.latin == en), "{query}: {read:?}");
+        }
+        // The common ones by their documents; a file or two of French are not common.
+        let held = [("en", 50), ("de", 30), ("fr", 2), ("ru", 40), ("cyrillic", 1)];
+        assert_eq!(Languages::for_query("packages", &held, 120), [at(en, ru), at(de, ru)]);
+        // Cyrillic readings only for a query with Cyrillic words; a CJK query is read once.
+        let held = [("en", 50), ("ru", 40), ("cyrillic", 30)];
+        assert_eq!(Languages::for_query("пакеты", &held, 120), [at(en, ru), at(en, None)]);
+        assert_eq!(Languages::for_query("パッケージ", &held, 120), [at(en, ru)]);
+        // No English and nothing common: the most common language, not English.
+        assert_eq!(Languages::for_query("Pakete", &[("de", 2), ("fr", 1)], 3), [at(de, ru)]);
+        assert_eq!(Languages::for_query("anything", &[], 0), [Languages::default()]);
     }
 }

@@ -595,8 +595,9 @@ impl Part {
         Ok(found)
     }
 
-    /// `query` read in each set of languages the index's documents were
-    /// read in; readings that come to the same terms are one. Each drops
+    /// `query` read in the sets of languages [`Languages::for_query`] picks
+    /// from those the index's documents were read in; readings that come to
+    /// the same terms are one. Each drops
     /// the stop words of every language that a tenth of the documents at
     /// least were read in ([`analyzer::query_analyzer`]): not those of a
     /// language a few documents were told to be in (wrongly, often: whatlang
@@ -613,17 +614,20 @@ impl Part {
             }
         }
         let documents = searcher.num_docs();
+        let mut counts: Vec<(&str, u64)> = Vec::with_capacity(codes.len());
         let mut held: Vec<Language> = Vec::new();
         for code in &codes {
-            let Some(language) = Language::from_code(code) else { continue };
             let term = Term::from_field_text(self.fields.languages, code);
-            if searcher.doc_freq(&term).map_err(|e| self.err(e))?.saturating_mul(COMMON_SHARE) >= documents {
+            let count = searcher.doc_freq(&term).map_err(|e| self.err(e))?;
+            counts.push((code, count));
+            let Some(language) = Language::from_code(code) else { continue };
+            if count.saturating_mul(COMMON_SHARE) >= documents {
                 held.push(language);
             }
         }
         let words = plain_words(query);
         let mut readings: Vec<Reading> = Vec::new();
-        for languages in Languages::from_codes(codes.iter().map(String::as_str)) {
+        for languages in Languages::for_query(query, &counts, documents) {
             let mut terms = Vec::new();
             let mut analyzer = analyzer::query_analyzer(languages, &held);
             let mut stream = analyzer.token_stream(&words);
@@ -928,6 +932,36 @@ mod tests {
                    les maintient à jour. Les listes de paquets sont mises à jour régulièrement et les \
                    dépendances entre les paquets sont résolues automatiquement. Voir le résumé."],
             ),
+            // German and French are each three documents: a query's words are read in them
+            // whatever its language (a word alone tells none).
+            document(
+                "de2.md",
+                None,
+                &["Nach dem Start des Rechners zeigt die Konsole eine Anmeldung. Wer sich dort mit seinem Namen \
+                   und seinem Kennwort anmeldet, erhält eine Shell, in der er Befehle eingeben kann. Die grafische \
+                   Oberfläche startet erst danach, wenn sie eingerichtet ist."],
+            ),
+            document(
+                "de3.md",
+                None,
+                &["Der Rechnername wird bei der Installation festgelegt und steht in einer Datei im Verzeichnis \
+                   der Systemeinstellungen. Wer ihn später ändern will, muss auch die Namensauflösung anpassen, \
+                   sonst finden sich die Dienste nicht mehr gegenseitig."],
+            ),
+            document(
+                "fr2.md",
+                None,
+                &["Après le démarrage de l'ordinateur, la console affiche une invite de connexion. Celui qui s'y \
+                   connecte avec son nom et son mot de passe obtient un interpréteur de commandes dans lequel il \
+                   peut saisir des commandes. L'interface graphique démarre ensuite, si elle est configurée."],
+            ),
+            document(
+                "fr3.md",
+                None,
+                &["Le nom de la machine est choisi lors de l'installation et se trouve dans un fichier du \
+                   répertoire des réglages du système. Qui veut le changer plus tard doit aussi adapter la \
+                   résolution des noms, sinon les services ne se trouvent plus entre eux."],
+            ),
             document("en.md", None, &["The package manager keeps the installed programs up to date."]),
             document("short.md", None, &["Notes de la semaine"]),
             document("ja.md", None, &["パッケージ管理システムはアーカイブからプログラムをインストールします。"]),
@@ -955,6 +989,87 @@ mod tests {
         // A French query's stop words find nothing in a note read as English (too short to tell).
         let hits = fulltext.search("les paquets de la", 5, None).unwrap();
         assert_eq!(paths(&hits), ["fr.md#0"]);
+    }
+
+    /// One paragraph (about the package manager) in each of 17 languages, past the 200 bytes that tell one.
+    const PACKAGES: [&str; 17] = [
+        "The package management system installs programs from the archives and keeps them up to date. The \
+         package lists are updated regularly and the dependencies between the packages are resolved automatically, \
+         so that the system always stays in a consistent state.",
+        "Pakkehåndteringssystemet installerer programmer fra arkiverne og holder dem opdaterede. Pakkelisterne \
+         bliver opdateret regelmæssigt, og afhængighederne mellem pakkerne bliver løst automatisk, så systemet \
+         altid er i en konsistent tilstand og kan bruges uden problemer.",
+        "Het pakketbeheersysteem installeert programma's uit de archieven en houdt ze up-to-date. De pakketlijsten \
+         worden regelmatig bijgewerkt en de afhankelijkheden tussen de pakketten worden automatisch opgelost, \
+         zodat het systeem altijd in een consistente toestand blijft.",
+        "Pakettienhallintajärjestelmä asentaa ohjelmat arkistoista ja pitää ne ajan tasalla. Pakettiluettelot \
+         päivitetään säännöllisesti, ja pakettien väliset riippuvuudet ratkaistaan automaattisesti, jotta \
+         järjestelmä pysyy aina yhtenäisessä tilassa eikä mitään tarvitse tehdä käsin.",
+        "Le système de gestion des paquets installe les programmes depuis les archives et les maintient à jour. \
+         Les listes de paquets sont mises à jour régulièrement et les dépendances entre les paquets sont résolues \
+         automatiquement, de sorte que le système reste toujours dans un état cohérent.",
+        "Die Paketverwaltung installiert Programme aus den Archiven und hält sie auf dem neuesten Stand. Die \
+         Paketlisten werden regelmäßig aktualisiert und die Abhängigkeiten zwischen den Paketen automatisch \
+         aufgelöst, sodass das System immer in einem konsistenten Zustand bleibt.",
+        "A csomagkezelő rendszer az archívumokból telepíti a programokat, és naprakészen tartja őket. A \
+         csomaglistákat rendszeresen frissíti, és a csomagok közötti függőségeket automatikusan feloldja, így a \
+         rendszer mindig egységes állapotban marad, és nem kell semmit kézzel csinálni.",
+        "Il sistema di gestione dei pacchetti installa i programmi dagli archivi e li mantiene aggiornati. Gli \
+         elenchi dei pacchetti vengono aggiornati regolarmente e le dipendenze tra i pacchetti vengono risolte \
+         automaticamente, in modo che il sistema rimanga sempre in uno stato coerente.",
+        "Pakkehåndteringssystemet installerer programmer fra arkivene og holder dem oppdatert. Pakkelistene blir \
+         oppdatert jevnlig, og avhengighetene mellom pakkene blir løst automatisk, slik at systemet alltid er i en \
+         konsistent tilstand og kan brukes uten problemer av noen.",
+        "O sistema de gerenciamento de pacotes instala os programas a partir dos arquivos e os mantém atualizados. \
+         As listas de pacotes são atualizadas regularmente e as dependências entre os pacotes são resolvidas \
+         automaticamente, para que o sistema permaneça sempre em um estado consistente.",
+        "Sistemul de gestionare a pachetelor instalează programele din arhive și le menține actualizate. Listele \
+         de pachete sunt actualizate în mod regulat, iar dependențele dintre pachete sunt rezolvate automat, \
+         astfel încât sistemul să rămână întotdeauna într-o stare consecventă.",
+        "El sistema de gestión de paquetes instala los programas desde los archivos y los mantiene actualizados. \
+         Las listas de paquetes se actualizan con regularidad y las dependencias entre los paquetes se resuelven \
+         automáticamente, de modo que el sistema siempre permanece en un estado coherente.",
+        "Pakethanteringssystemet installerar program från arkiven och håller dem uppdaterade. Paketlistorna \
+         uppdateras regelbundet och beroendena mellan paketen löses automatiskt, så att systemet alltid förblir \
+         i ett konsekvent tillstånd och kan användas utan några problem.",
+        "Paket yönetim sistemi programları arşivlerden kurar ve onları güncel tutar. Paket listeleri düzenli \
+         olarak güncellenir ve paketler arasındaki bağımlılıklar otomatik olarak çözülür, böylece sistem her \
+         zaman tutarlı bir durumda kalır ve hiçbir şeyin elle yapılması gerekmez.",
+        "Система управления пакетами Debian устанавливает программы из архивов и поддерживает их в актуальном \
+         состоянии. Списки пакетов регулярно обновляются, а зависимости между пакетами разрешаются \
+         автоматически.",
+        "Система керування пакунками Debian встановлює програми з архівів і підтримує їх в актуальному стані. \
+         Списки пакунків регулярно оновлюються, а залежності між пакунками розв'язуються автоматично, і система \
+         завжди лишається узгодженою.",
+        "Το σύστημα διαχείρισης πακέτων εγκαθιστά τα προγράμματα από τα αρχεία και τα διατηρεί ενημερωμένα. Οι \
+         λίστες πακέτων ενημερώνονται τακτικά και οι εξαρτήσεις μεταξύ των πακέτων επιλύονται αυτόματα.",
+    ];
+
+    #[test]
+    fn a_file_of_each_language_does_not_multiply_a_querys_readings() {
+        let documents = PACKAGES.iter().enumerate().map(|(i, text)| document(&format!("{i}.md"), None, &[text]));
+        let (_dir, fulltext) = index(documents.collect());
+        let told: BTreeSet<Languages> = PACKAGES.iter().map(|text| language::detect(text)).collect();
+        assert!(told.len() >= 12, "{told:?}");
+        for query in [
+            "installed packages archives dependencies regularly",
+            "Pakete Abhängigkeiten automatisch aufgelöst",
+            "пакеты packages архивы archives",
+            "パッケージ",
+        ] {
+            let readings = fulltext.documents.readings(query).unwrap();
+            assert!(readings.len() <= language::MAX_READINGS, "{query}: {} readings", readings.len());
+            assert!(readings.iter().any(|r| r.languages.latin == Language::English), "{query}");
+        }
+        // Each is still found by its own words in a question that tells its language.
+        for (query, want) in [
+            ("Wie werden die Paketlisten aktualisiert", "5.md#0"),
+            ("Comment les listes de paquets sont-elles mises à jour", "4.md#0"),
+            ("Come vengono aggiornati gli elenchi dei pacchetti", "7.md#0"),
+        ] {
+            let found = paths(&fulltext.search(query, 5, None).unwrap());
+            assert_eq!(found.first().map(String::as_str), Some(want), "{query}: {found:?}");
+        }
     }
 
     #[test]
