@@ -33,14 +33,11 @@ pub fn analyzer_in(languages: Languages) -> TextAnalyzer {
 /// split. A query's `FoxP3` then looks for the whole word (which `FOXP3`
 /// indexed as too), not for its parts at one position, which only the same
 /// casing would hold; "user name" still finds `getUserName` by the parts
-/// indexed. The stop words of every language in `held` (those a tenth of
-/// the index's documents at least were read in) are dropped too: read in
-/// English, a French query's "de" and "la" would match the French words of
-/// every document read as English (a note too short to tell, a page left
-/// untranslated), where they are rare, so they would weigh.
-pub fn query_analyzer(languages: Languages, held: &[Language]) -> TextAnalyzer {
+/// indexed. The stop words of every language in `also_stop` are dropped
+/// too ([`language::also_stop`]).
+pub fn query_analyzer(languages: Languages, also_stop: &[Language]) -> TextAnalyzer {
     let mut words = Words::new(Reading::Fixed(languages), false);
-    words.also_stop = held.to_vec();
+    words.also_stop = also_stop.to_vec();
     TextAnalyzer::from(words)
 }
 

@@ -182,22 +182,8 @@ impl Languages {
     /// told apart: they would read it alike. Reading it in every language
     /// any document was told to be in made each search as many searches (up
     /// to 28, one small file of each language in a workspace sufficing).
-    pub fn for_query(query: &str, held: &[(&str, u64)], documents: u64) -> Vec<Languages> {
+    pub fn for_query(query: &QueryWords, held: &[(&str, u64)], documents: u64) -> Vec<Languages> {
         let count = |code: &str| held.iter().find(|(c, _)| *c == code).map_or(0, |(_, n)| *n);
-        let opening = shared::opening(query, SAMPLE_BYTES);
-        let mut latin_words = String::new();
-        let mut has_cyrillic = false;
-        for piece in pieces(opening) {
-            let Piece::Word { text: word, .. } = piece else { continue };
-            match word_script(word) {
-                Script::Latin => {
-                    latin_words.push_str(word);
-                    latin_words.push(' ');
-                }
-                Script::Cyrillic => has_cyrillic = true,
-                _ => {}
-            }
-        }
         let default = Languages::default();
         // Latin: the query's own language and English first, then the common ones by their documents.
         let mut by_count: Vec<(Language, u64)> = held
@@ -206,8 +192,7 @@ impl Languages {
             .filter(|(l, n)| l.script() == Script::Latin && *n > 0)
             .collect();
         by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let own = shared::latin(&latin_words).and_then(Language::from_whatlang);
-        let first = own.into_iter().chain([Language::English]).filter(|l| count(l.code()) > 0);
+        let first = query.own.into_iter().chain([Language::English]).filter(|l| count(l.code()) > 0);
         let common = by_count.iter().filter(|(_, n)| is_common(*n, documents)).map(|(l, _)| *l);
         let mut latin: Vec<Language> = Vec::new();
         for language in first.chain(common) {
@@ -218,7 +203,7 @@ impl Languages {
         if latin.is_empty() {
             latin.push(by_count.first().map_or(default.latin, |(l, _)| *l));
         }
-        if latin_words.is_empty() {
+        if query.latin.is_empty() {
             latin.truncate(1);
         }
         // Cyrillic: Russian or kept whole, the one of more documents first.
@@ -237,7 +222,7 @@ impl Languages {
         if cyrillic.is_empty() {
             cyrillic.push(default.cyrillic);
         }
-        if !has_cyrillic {
+        if query.cyrillic.is_empty() {
             cyrillic.truncate(1);
         }
         let mut all: Vec<Languages> = latin
@@ -247,6 +232,89 @@ impl Languages {
         all.truncate(MAX_READINGS);
         all
     }
+}
+
+/// A query's Latin and Cyrillic words (from its first [`SAMPLE_BYTES`]),
+/// and the language whatlang is sure its Latin words are in.
+pub struct QueryWords {
+    latin: String,
+    cyrillic: String,
+    own: Option<Language>,
+}
+
+impl QueryWords {
+    /// The words of `query` that tell its languages.
+    pub fn new(query: &str) -> Self {
+        let (mut latin, mut cyrillic) = (String::new(), String::new());
+        for piece in pieces(shared::opening(query, SAMPLE_BYTES)) {
+            let Piece::Word { text: word, .. } = piece else { continue };
+            let words = match word_script(word) {
+                Script::Latin => &mut latin,
+                Script::Cyrillic => &mut cyrillic,
+                _ => continue,
+            };
+            words.push_str(word);
+            words.push(' ');
+        }
+        let own = shared::latin(&latin).and_then(Language::from_whatlang);
+        Self { latin, cyrillic, own }
+    }
+
+    /// Whether the query reads as written in `language`: whatlang is sure
+    /// of it, or its words of that script hold [`MIN_STOP_WORDS`] of the
+    /// language's stop words (more than of English's, for another Latin one).
+    fn is_in(&self, language: Language) -> bool {
+        if self.own == Some(language) {
+            return true;
+        }
+        let words = match language.script() {
+            Script::Latin => &self.latin,
+            Script::Cyrillic => &self.cyrillic,
+            _ => return false,
+        };
+        let Some(mut own) = stop_words(language) else { return false };
+        let found = stop_words_in(&mut own, words);
+        if found < MIN_STOP_WORDS {
+            return false;
+        }
+        match stop_words(Language::English) {
+            Some(mut english) if language.script() == Script::Latin && language != Language::English => {
+                found > stop_words_in(&mut english, words)
+            }
+            _ => true,
+        }
+    }
+}
+
+/// The languages whose stop words every reading of `query` drops besides
+/// its own ([`super::analyzer::query_analyzer`]): those [`STOP_DOCUMENTS`]
+/// of the index's documents at least are in (`held`, as for
+/// [`Languages::for_query`]) and the query reads as written in
+/// ([`QueryWords::is_in`]). Read in English, a French question's `de` and
+/// `la` match the French words of the documents read as English (notes too
+/// short to tell, pages left untranslated: a French title over an English
+/// page), where they are rare, so weigh. Dropped whenever a tenth of the
+/// documents were in the language, whatever the query's, a workspace of ten
+/// notes with one German note lost `die`, `war` and `man` from every
+/// English query.
+pub fn also_stop(query: &QueryWords, held: &[(&str, u64)]) -> Vec<Language> {
+    held.iter()
+        .filter(|(_, n)| *n >= STOP_DOCUMENTS)
+        .filter_map(|(code, _)| Language::from_code(code))
+        .filter(|&language| query.is_in(language))
+        .collect()
+}
+
+/// Documents of a language an index holds at least for its stop words to be
+/// dropped from other readings: one or two (a note in that language, or
+/// told so wrongly) take no words from any query.
+const STOP_DOCUMENTS: u64 = 3;
+/// Stop words of a language a query holds at least to read as written in it.
+const MIN_STOP_WORDS: usize = 2;
+
+/// How many of the space-separated `words` `stop` drops.
+fn stop_words_in(stop: &mut TextAnalyzer, words: &str) -> usize {
+    words.split(' ').filter(|w| !w.is_empty() && !stop.token_stream(&w.to_lowercase()).advance()).count()
 }
 
 /// Sets of languages one query is read in at most ([`Languages::for_query`]):
@@ -325,10 +393,7 @@ fn told(sample: &str) -> Option<Language> {
     let (Some(mut own), Some(mut english)) = (stop_words(language), stop_words(Language::English)) else {
         return Some(language);
     };
-    let held = |stop: &mut TextAnalyzer| {
-        sample.split(' ').filter(|w| !w.is_empty() && !stop.token_stream(&w.to_lowercase()).advance()).count()
-    };
-    (held(&mut own) > held(&mut english)).then_some(language)
+    (stop_words_in(&mut own, sample) > stop_words_in(&mut english, sample)).then_some(language)
 }
 
 /// A one-word analyzer that drops `language`'s stop words; `None` where tantivy has no list.
@@ -391,6 +456,28 @@ mod tests {
     }
 
     #[test]
+    fn another_languages_stop_words_are_dropped_only_for_a_query_in_it_and_three_documents() {
+        let stop = |query: &str, held: &[(&str, u64)]| also_stop(&QueryWords::new(query), held);
+        // A German and a Danish note among English ones: an English query keeps its words.
+        let few = [("en", 8), ("de", 1), ("da", 1), ("ru", 10)];
+        assert!(stop("die war over man end", &few).is_empty());
+        assert!(stop("les paquets de la", &[("en", 8), ("fr", 2)]).is_empty());
+        assert_eq!(stop("les paquets de la", &[("en", 8), ("fr", 3)]), [Language::French]);
+        // Many French documents: a French query's stop words go; an English query's own
+        // go from its French reading, its French-looking words stay.
+        let many = [("en", 100), ("fr", 30), ("ru", 130)];
+        assert_eq!(stop("les paquets de la", &many), [Language::French]);
+        assert_eq!(stop("Comment les listes de paquets sont-elles mises à jour", &many), [Language::French]);
+        assert!(stop("how do I install packages", &many).is_empty());
+        assert_eq!(stop("the rise of de la Soul", &many), [Language::English]);
+        // A German question in a German and English index: German's, not English's.
+        let german = "Wie werden die Pakete aus den Archiven installiert";
+        assert_eq!(stop(german, &[("en", 30), ("de", 30)]), [Language::German]);
+        // Russian's, for a Russian query in an index of Cyrillic words kept whole.
+        assert_eq!(stop("как и где это", &[("en", 30), ("ru", 25), ("cyrillic", 25)]), [Language::Russian]);
+    }
+
+    #[test]
     fn too_little_text_is_read_as_the_default() {
         assert_eq!(detect("Paketverwaltung"), Languages::default());
         assert_eq!(detect(""), Languages::default());
@@ -409,6 +496,10 @@ mod tests {
         }
     }
 
+    fn read(query: &str, held: &[(&str, u64)], documents: u64) -> Vec<Languages> {
+        Languages::for_query(&QueryWords::new(query), held, documents)
+    }
+
     #[test]
     fn a_query_is_read_in_its_own_language_english_and_the_common_ones_only() {
         let at = |latin, cyrillic| Languages { latin, cyrillic };
@@ -417,29 +508,29 @@ mod tests {
         let mut one_each: Vec<(&str, u64)> = TABLE.iter().map(|(_, code, _)| (*code, 1)).collect();
         one_each.push((OTHER_CYRILLIC, 1));
         let documents = one_each.len() as u64;
-        assert_eq!(Languages::for_query("how are packages installed", &one_each, documents), [at(en, ru)]);
+        assert_eq!(read("how are packages installed", &one_each, documents), [at(en, ru)]);
         let german = "Wie werden die Pakete aus den Archiven installiert und aktualisiert";
-        assert_eq!(Languages::for_query(german, &one_each, documents), [at(de, ru), at(en, ru)]);
+        assert_eq!(read(german, &one_each, documents), [at(de, ru), at(en, ru)]);
         // Nine Latin-script languages common (a ninth of the documents each) and Cyrillic
         // words of both kinds: still four readings at most, English among them.
         let latin = TABLE.iter().filter(|(l, ..)| l.script() == Script::Latin).map(|(_, code, _)| *code);
         let mut common: Vec<(&str, u64)> = latin.take(9).map(|code| (code, 40)).collect();
         common.extend([("ru", 320), (OTHER_CYRILLIC, 40)]);
-        assert_eq!(Languages::for_query("how are packages installed", &common, 360).len(), MAX_READINGS);
+        assert_eq!(read("how are packages installed", &common, 360).len(), MAX_READINGS);
         for query in [german, "пакеты packages", "Как установить пакеты"] {
-            let read = Languages::for_query(query, &common, 360);
+            let read = read(query, &common, 360);
             assert!(!read.is_empty() && read.len() <= MAX_READINGS, "{query}: {read:?}");
             assert!(read.iter().any(|l| l.latin == en), "{query}: {read:?}");
         }
         // The common ones by their documents; a file or two of French are not common.
         let held = [("en", 50), ("de", 30), ("fr", 2), ("ru", 40), ("cyrillic", 1)];
-        assert_eq!(Languages::for_query("packages", &held, 120), [at(en, ru), at(de, ru)]);
+        assert_eq!(read("packages", &held, 120), [at(en, ru), at(de, ru)]);
         // Cyrillic readings only for a query with Cyrillic words; a CJK query is read once.
         let held = [("en", 50), ("ru", 40), ("cyrillic", 30)];
-        assert_eq!(Languages::for_query("пакеты", &held, 120), [at(en, ru), at(en, None)]);
-        assert_eq!(Languages::for_query("パッケージ", &held, 120), [at(en, ru)]);
+        assert_eq!(read("пакеты", &held, 120), [at(en, ru), at(en, None)]);
+        assert_eq!(read("パッケージ", &held, 120), [at(en, ru)]);
         // No English and nothing common: the most common language, not English.
-        assert_eq!(Languages::for_query("Pakete", &[("de", 2), ("fr", 1)], 3), [at(de, ru)]);
-        assert_eq!(Languages::for_query("anything", &[], 0), [Languages::default()]);
+        assert_eq!(read("Pakete", &[("de", 2), ("fr", 1)], 3), [at(de, ru)]);
+        assert_eq!(read("anything", &[], 0), [Languages::default()]);
     }
 }

@@ -108,9 +108,6 @@ const NAME_BOOST: f32 = 0.2;
 /// How much a chunk's own BM25 adds to its document's: enough to order the
 /// passages of one document, too little to lift a weak document.
 const CHUNK_WEIGHT: f32 = 0.3;
-/// A language whose documents are one in this many at least has its stop
-/// words dropped from every reading of a query ([`Part::readings`]).
-const COMMON_SHARE: u64 = 10;
 /// Documents ranked for a search, at least (more when more hits are asked).
 const MIN_DOCUMENTS: usize = 50;
 
@@ -138,8 +135,8 @@ struct Part {
 /// The query read in one set of languages the index holds.
 struct Reading {
     languages: Languages,
-    /// The languages a tenth of the index's documents at least were read in.
-    held: Vec<Language>,
+    /// Languages whose stop words it drops besides its own ([`language::also_stop`]).
+    also_stop: Vec<Language>,
     /// Its terms in order, phrases' words included.
     terms: Vec<String>,
 }
@@ -597,12 +594,8 @@ impl Part {
 
     /// `query` read in the sets of languages [`Languages::for_query`] picks
     /// from those the index's documents were read in; readings that come to
-    /// the same terms are one. Each drops
-    /// the stop words of every language that a tenth of the documents at
-    /// least were read in ([`analyzer::query_analyzer`]): not those of a
-    /// language a few documents were told to be in (wrongly, often: whatlang
-    /// told 62 of tldr's 4,613 English pages French), whose stop words
-    /// (Danish `over`, `under`, `end`) are an English query's words.
+    /// the same terms are one. Each drops the stop words of the languages
+    /// [`language::also_stop`] picks, besides its own.
     fn readings(&self, query: &str) -> Result<Vec<Reading>, FulltextError> {
         let searcher = self.reader.searcher();
         let mut codes: BTreeSet<String> = BTreeSet::new();
@@ -615,27 +608,23 @@ impl Part {
         }
         let documents = searcher.num_docs();
         let mut counts: Vec<(&str, u64)> = Vec::with_capacity(codes.len());
-        let mut held: Vec<Language> = Vec::new();
         for code in &codes {
             let term = Term::from_field_text(self.fields.languages, code);
-            let count = searcher.doc_freq(&term).map_err(|e| self.err(e))?;
-            counts.push((code, count));
-            let Some(language) = Language::from_code(code) else { continue };
-            if count.saturating_mul(COMMON_SHARE) >= documents {
-                held.push(language);
-            }
+            counts.push((code, searcher.doc_freq(&term).map_err(|e| self.err(e))?));
         }
+        let told = language::QueryWords::new(query);
+        let also_stop = language::also_stop(&told, &counts);
         let words = plain_words(query);
         let mut readings: Vec<Reading> = Vec::new();
-        for languages in Languages::for_query(query, &counts, documents) {
+        for languages in Languages::for_query(&told, &counts, documents) {
             let mut terms = Vec::new();
-            let mut analyzer = analyzer::query_analyzer(languages, &held);
+            let mut analyzer = analyzer::query_analyzer(languages, &also_stop);
             let mut stream = analyzer.token_stream(&words);
             while stream.advance() {
                 terms.push(stream.token().text.clone());
             }
             if !readings.iter().any(|r| r.terms == terms) {
-                readings.push(Reading { languages, held: held.clone(), terms });
+                readings.push(Reading { languages, also_stop: also_stop.clone(), terms });
             }
         }
         Ok(readings)
@@ -658,7 +647,7 @@ impl Part {
         let mut each: Vec<Box<dyn Query>> = Vec::with_capacity(readings.len());
         for reading in readings {
             let analyzers = TokenizerManager::new();
-            analyzers.register(analyzer::NAME, analyzer::query_analyzer(reading.languages, &reading.held));
+            analyzers.register(analyzer::NAME, analyzer::query_analyzer(reading.languages, &reading.also_stop));
             let mut parser = QueryParser::new(self.index.schema(), defaults.clone(), analyzers);
             for &(field, boost) in fields {
                 parser.set_field_boost(field, boost);
@@ -989,6 +978,28 @@ mod tests {
         // A French query's stop words find nothing in a note read as English (too short to tell).
         let hits = fulltext.search("les paquets de la", 5, None).unwrap();
         assert_eq!(paths(&hits), ["fr.md#0"]);
+    }
+
+    #[test]
+    fn another_languages_stop_words_stay_in_a_query_unless_it_is_in_that_language() {
+        // Ten notes, one in German and one in Danish: an English query loses none of its
+        // words to their stop words (German `die`, `war`, `man`; Danish `over`, `end`).
+        let mut notes: Vec<_> = (0..8).map(|i| document(&format!("en{i}.md"), None, &[PACKAGES[0]])).collect();
+        notes.push(document("de.md", None, &[PACKAGES[5]]));
+        notes.push(document("da.md", None, &[PACKAGES[1]]));
+        let (_dir, fulltext) = index(notes);
+        let readings = fulltext.documents.readings("die war over man end").unwrap();
+        let english = readings.iter().find(|r| r.languages.latin == Language::English).unwrap();
+        assert_eq!(english.terms, ["die", "war", "over", "man", "end"]);
+        // Three French pages: a French query's stop words find nothing in a note read
+        // as English (too short to tell).
+        let mut pages: Vec<_> = (0..3).map(|i| document(&format!("fr{i}.md"), None, &[PACKAGES[4]])).collect();
+        pages.push(document("en.md", None, &[PACKAGES[0]]));
+        pages.push(document("short.md", None, &["Notes de la semaine"]));
+        let (_dir, fulltext) = index(pages);
+        let hits = paths(&fulltext.search("les paquets de la", 30, None).unwrap());
+        assert_eq!(hits.len(), 3, "{hits:?}");
+        assert!(hits.iter().all(|h| h.starts_with("fr")), "{hits:?}");
     }
 
     /// One paragraph (about the package manager) in each of 17 languages, past the 200 bytes that tell one.
