@@ -25,7 +25,7 @@ use cap_fs_ext::DirExt as _;
 use cap_std::fs::Dir;
 use held::HeldDirectory;
 use language::{Language, Languages};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tantivy::collector::TopDocs;
@@ -507,13 +507,14 @@ impl Part {
     fn score_chunks(&self, readings: &[Reading], paths: &BTreeSet<&str>) -> Result<Vec<Found>, FulltextError> {
         let searcher = self.reader.searcher();
         let text = self.fields.text;
-        let mut terms: Vec<Term> = Vec::new();
-        for term in readings.iter().flat_map(|r| &r.terms) {
-            let term = Term::from_field_text(text, term);
-            if !terms.contains(&term) {
-                terms.push(term);
-            }
-        }
+        // Each term once, in order, however many readings hold it (a set: a long query has many).
+        let mut seen: HashSet<&str> = HashSet::new();
+        let terms: Vec<Term> = readings
+            .iter()
+            .flat_map(|r| &r.terms)
+            .filter(|term| seen.insert(term.as_str()))
+            .map(|term| Term::from_field_text(text, term))
+            .collect();
         // The ranked documents by segment, in doc-id order (postings are read forwards).
         let mut ranked: Vec<Vec<Ranked>> = Vec::new();
         for segment in searcher.segment_readers() {
