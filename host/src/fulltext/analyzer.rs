@@ -10,23 +10,63 @@
 use super::language::{self, Language, Languages};
 use super::words::{self, Piece, Script};
 use std::collections::HashMap;
-use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::tokenizer::{PreTokenizedString, TextAnalyzer, Token, TokenStream, Tokenizer};
 
 /// The analyzer's name in the schema; a new name means a new index format.
 pub const NAME: &str = "words_v3";
 
 pub use words::positions;
 
-/// For a document's text: its languages told from the text itself, camelCase
-/// identifiers kept whole and split too.
+/// For a document's text: its languages read from the line it opens with
+/// ([`open_with`]), or told from the text itself when it has none;
+/// camelCase identifiers kept whole and split too.
 pub fn analyzer() -> TextAnalyzer {
     TextAnalyzer::from(Words::new(Reading::Detect, true))
 }
 
-/// For a document's title and path words, read in its text's `languages`
-/// (a title alone is too short to tell).
-pub fn analyzer_in(languages: Languages) -> TextAnalyzer {
-    TextAnalyzer::from(Words::new(Reading::Fixed(languages), true))
+/// What opens the line naming a text's languages: no text the index is
+/// given starts with it but through [`open_with`].
+const OPENING_MARK: char = '\u{1}';
+
+/// Opens `text` with a line naming `languages`, which [`analyzer`] reads
+/// them from instead of telling them again: the index tells a document's
+/// languages once, for its record (its title and path words are read in
+/// them too), and the text field's analyzer runs later, on the writer's thread.
+pub fn open_with(text: &mut String, languages: Languages) {
+    let [latin, cyrillic] = languages.codes();
+    text.insert_str(0, &format!("{OPENING_MARK}{latin} {cyrillic}\n"));
+}
+
+/// The languages [`open_with`] named at the start of `text`, and the text after that line.
+fn opened(text: &str) -> Option<(Languages, &str)> {
+    let (line, rest) = text.strip_prefix(OPENING_MARK)?.split_once('\n')?;
+    let (latin, cyrillic) = line.split_once(' ')?;
+    Some((Languages::from_codes([latin, cyrillic])?, rest))
+}
+
+/// Reads documents' title and path words, each in its text's languages (a
+/// title alone is too short to tell), camelCase identifiers kept whole and
+/// split too. One for many documents: the words it read are kept for all
+/// of them, within one bound ([`KEPT_WORDS`]) whatever their languages.
+pub struct ShortFields(Words);
+
+impl Default for ShortFields {
+    fn default() -> Self {
+        Self(Words::new(Reading::Fixed(Languages::default()), true))
+    }
+}
+
+impl ShortFields {
+    /// `text` read in `languages`, as the index takes it.
+    pub fn read(&mut self, text: &str, languages: Languages) -> PreTokenizedString {
+        self.0.reading = Reading::Fixed(languages);
+        let mut tokens = Vec::new();
+        let mut stream = self.0.token_stream(text);
+        while stream.advance() {
+            tokens.push(stream.token().clone());
+        }
+        PreTokenizedString { text: text.to_string(), tokens }
+    }
 }
 
 /// For queries, read in `languages`: as [`analyzer`] without the camelCase
@@ -44,7 +84,7 @@ pub fn query_analyzer(languages: Languages, also_stop: &[Language]) -> TextAnaly
 /// Where an analyzer takes a text's languages from.
 #[derive(Clone, Copy)]
 enum Reading {
-    /// Told from the text.
+    /// Read from its opening line, or told from the text.
     Detect,
     /// Given.
     Fixed(Languages),
@@ -73,13 +113,14 @@ impl Tokenizer for Words {
     type TokenStream<'a> = WordStream<'a>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> WordStream<'a> {
-        let languages = match self.reading {
-            Reading::Detect => language::detect(text),
-            Reading::Fixed(languages) => languages,
+        let (languages, body) = match self.reading {
+            Reading::Detect => opened(text).unwrap_or_else(|| (language::detect(text), text)),
+            Reading::Fixed(languages) => (languages, text),
         };
         self.pending.clear();
         WordStream {
-            pieces: words::pieces(text),
+            pieces: words::pieces(body),
+            base: text.len() - body.len(),
             languages,
             identifiers: self.identifiers,
             also_stop: &self.also_stop,
@@ -109,6 +150,8 @@ struct Run<'a> {
 /// The tokens of one text.
 struct WordStream<'a> {
     pieces: words::Pieces<'a>,
+    /// The byte offset of the text read in the text given (past its opening line).
+    base: usize,
     languages: Languages,
     identifiers: bool,
     also_stop: &'a [Language],
@@ -189,8 +232,9 @@ impl TokenStream for WordStream<'_> {
             let position = self.next_position;
             self.next_position += piece.positions() as usize;
             match piece {
-                Piece::Word { text, start } => self.word(text, start, position),
+                Piece::Word { text, start } => self.word(text, self.base + start, position),
                 Piece::Cjk { text, start } => {
+                    let start = self.base + start;
                     let unit: fn(&(usize, char)) -> bool = |&(_, c)| words::script::is_cjk(c);
                     let units = text.char_indices().filter(unit).peekable();
                     self.run = Some(Run { units, start, position, started: false });
@@ -425,6 +469,48 @@ mod tests {
         // Cyrillic words are Russian's, Greek words Greek's, in any document.
         assert_eq!(words_of("файлы"), ["файл"]);
         assert_eq!(words_of("αρχεία"), words_of("αρχεια"));
+    }
+
+    #[test]
+    fn a_text_opened_with_its_languages_is_read_in_them() {
+        let english = "The packages are installed from the archives and kept up to date by the package manager.";
+        let german = Languages { latin: Language::German, ..Languages::default() };
+        let mut text = english.to_string();
+        open_with(&mut text, german);
+        // Read in German though it would be told English; the opening line is no word.
+        let read = tokens(&mut analyzer(), &text);
+        let mut fixed = TextAnalyzer::from(Words::new(Reading::Fixed(german), true));
+        assert_eq!(read, tokens(&mut fixed, english));
+        assert_ne!(read, terms(english));
+        assert_eq!(read.first().map(|(_, p)| *p), Some(0));
+        // Offsets are the text's as given.
+        let mut analyzer = analyzer();
+        let mut stream = analyzer.token_stream(&text);
+        assert!(stream.advance());
+        assert_eq!(&text[stream.token().offset_from..stream.token().offset_to], "The");
+        // A line that only looks like one is the text's own (its stop word counts a position too).
+        assert_eq!(
+            terms("\u{1}xx yy\nThe archives"),
+            [("xx".to_string(), 0), ("yy".to_string(), 1), ("archiv".to_string(), 3)]
+        );
+    }
+
+    #[test]
+    fn short_fields_are_read_in_the_languages_given_each_time() {
+        let mut short = ShortFields::default();
+        let german = Languages { latin: Language::German, ..Languages::default() };
+        for _ in 0..2 {
+            for languages in [german, Languages::default()] {
+                let read: Vec<(String, usize)> = short
+                    .read("Paketen getUserName", languages)
+                    .tokens
+                    .into_iter()
+                    .map(|t| (t.text, t.position))
+                    .collect();
+                let mut fresh = TextAnalyzer::from(Words::new(Reading::Fixed(languages), true));
+                assert_eq!(read, tokens(&mut fresh, "Paketen getUserName"), "{languages:?}");
+            }
+        }
     }
 
     #[test]

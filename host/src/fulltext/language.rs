@@ -172,6 +172,16 @@ impl Languages {
         [self.latin.code(), self.cyrillic.map_or(OTHER_CYRILLIC, Language::code)]
     }
 
+    /// The languages [`Self::codes`] gave these codes; `None` for others.
+    pub fn from_codes([latin, cyrillic]: [&str; 2]) -> Option<Self> {
+        let latin = Language::from_code(latin).filter(|l| l.script() == Script::Latin)?;
+        let cyrillic = match cyrillic {
+            OTHER_CYRILLIC => None,
+            code => Some(Language::from_code(code).filter(|l| l.script() == Script::Cyrillic)?),
+        };
+        Some(Self { latin, cyrillic })
+    }
+
     /// The sets of languages `query` is read in, at most [`MAX_READINGS`],
     /// given how many of the index's `documents` were recorded under each
     /// code (`held`, [`Self::codes`]). Latin words: in the query's own language
@@ -490,6 +500,11 @@ mod tests {
         assert_eq!(german.codes(), ["de", "ru"]);
         let other = Languages { latin: Language::English, cyrillic: None };
         assert_eq!(other.codes(), ["en", "cyrillic"]);
+        for languages in [german, other] {
+            assert_eq!(Languages::from_codes(languages.codes()), Some(languages));
+        }
+        assert_eq!(Languages::from_codes(["ru", "en"]), None);
+        assert_eq!(Languages::from_codes(["xx", "ru"]), None);
         for (l, code, _) in TABLE {
             assert_eq!(Language::from_code(code), Some(l));
             assert_eq!(l.code(), code);

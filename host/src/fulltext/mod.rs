@@ -36,7 +36,7 @@ use tantivy::postings::Postings;
 use tantivy::query::{Bm25StatisticsProvider, Bm25Weight};
 use tantivy::query::{BooleanQuery, DisjunctionMaxQuery, Occur, Query, QueryParser, TermSetQuery};
 use tantivy::schema::{FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions};
-use tantivy::tokenizer::{PreTokenizedString, TokenizerManager};
+use tantivy::tokenizer::TokenizerManager;
 use tantivy::{DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, Term, doc};
 
 /// The index's folder in its keyword folder.
@@ -225,11 +225,13 @@ impl Fulltext {
         for path in delta.removed.iter().chain(delta.documents.iter().map(|(doc, _)| &doc.path)) {
             writer.delete_term(Term::from_field_text(part.fields.path, path));
         }
+        // One for the run: it keeps the words it read, within one bound for all languages.
+        let mut short = analyzer::ShortFields::default();
         for (at, (doc, records)) in delta.documents.iter().enumerate() {
             if at % STOP_EVERY == 0 && stop() {
                 return Err(FulltextError::Stopped);
             }
-            part.add_document(&writer, doc, records)?;
+            part.add_document(&writer, doc, records, &mut short)?;
         }
         if stop() {
             return Err(FulltextError::Stopped);
@@ -390,17 +392,6 @@ fn cjk_pairs(token: &str) -> String {
     if any { out.join(" ") } else { String::new() }
 }
 
-/// `text`'s title or path words as read in `languages`.
-fn pre_tokenized(text: &str, languages: Languages) -> PreTokenizedString {
-    let mut analyzer = analyzer::analyzer_in(languages);
-    let mut tokens = Vec::new();
-    let mut stream = analyzer.token_stream(text);
-    while stream.advance() {
-        tokens.push(stream.token().clone());
-    }
-    PreTokenizedString { text: text.to_string(), tokens }
-}
-
 /// The words of a path that a user searches by: its folders and file name,
 /// without the extension (`pages/git-commit.md` → `pages/git-commit`).
 fn path_words(path: &str) -> &str {
@@ -480,15 +471,19 @@ impl Part {
         writer: &IndexWriter,
         doc: &DocumentRecord,
         chunks: &[ChunkRecord],
+        short: &mut analyzer::ShortFields,
     ) -> Result<(), FulltextError> {
         let f = self.fields;
-        let (text, ends) = document_text(chunks);
-        // The text's analyzer tells its languages from it the same way; the
+        let (mut text, ends) = document_text(chunks);
+        // Told once: the text's analyzer reads them from its opening line; the
         // title and path words, too short to tell, are read in them.
         let languages = language::detect(&text);
+        analyzer::open_with(&mut text, languages);
+        let title = short.read(doc.title.as_deref().unwrap_or_default(), languages);
+        let name = short.read(path_words(&doc.path), languages);
         let mut record = doc!(f.path => doc.path.as_str(), f.text => text);
-        record.add_pre_tokenized_text(f.title, pre_tokenized(doc.title.as_deref().unwrap_or_default(), languages));
-        record.add_pre_tokenized_text(f.name, pre_tokenized(path_words(&doc.path), languages));
+        record.add_pre_tokenized_text(f.title, title);
+        record.add_pre_tokenized_text(f.name, name);
         for code in languages.codes() {
             record.add_text(f.languages, code);
         }
