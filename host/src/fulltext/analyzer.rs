@@ -196,19 +196,26 @@ impl WordStream<'_> {
     /// emit: the word, then its camelCase parts at its position (as Lucene's
     /// word delimiter graph does), so both the identifier and its words match.
     fn word(&mut self, word: &str, start: usize, position: usize) {
-        let word = words::capped(word);
-        let script = words::word_script(word);
+        let whole = words::capped(word);
+        let script = words::word_script(whole);
         let language = self.languages.of(script);
         let mut parts: Vec<(usize, usize)> = Vec::new();
         if self.identifiers {
-            let cuts = camel_cuts(word);
+            // Split before it is cut, each part then cut: cut first, a 41-character
+            // identifier ended in a part of one letter, and was kept whole.
+            let split = words::cut(word, MAX_SPLIT_CHARS);
+            let cuts = camel_cuts(split);
             if !cuts.is_empty() {
-                let ends = cuts.iter().copied().chain(std::iter::once(word.len()));
-                parts = std::iter::once(0).chain(cuts.iter().copied()).zip(ends).collect();
+                let ends = cuts.iter().copied().chain(std::iter::once(split.len()));
+                parts = std::iter::once(0)
+                    .chain(cuts.iter().copied())
+                    .zip(ends)
+                    .map(|(from, to)| (from, from + words::capped(&split[from..to]).len()))
+                    .collect();
             }
         }
         // Pushed last first.
-        for &(from, to) in parts.iter().rev().chain(std::iter::once(&(0, word.len()))) {
+        for &(from, to) in parts.iter().rev().chain(std::iter::once(&(0, whole.len()))) {
             let mut text = String::new();
             if self.kept.read(&word[from..to], script, language, self.also_stop, &mut text) {
                 let (offset_from, offset_to) = (start + from, start + to);
@@ -251,6 +258,10 @@ impl TokenStream for WordStream<'_> {
         &mut self.token
     }
 }
+
+/// Characters of a word split into its camelCase parts, at most: a part
+/// holds [`words::MAX_WORD_CHARS`] at most, and a word can be any length.
+const MAX_SPLIT_CHARS: usize = 4 * words::MAX_WORD_CHARS;
 
 /// Words read by one analyzer at most, over its languages; past it they are
 /// dropped and kept anew (a code base's identifiers are unbounded; ~2 MB at most).
@@ -410,6 +421,21 @@ mod tests {
         assert_eq!(words_of("tar {{[-C|--directory]}} {{path/to/file}}"), ["tar", "c", "directori", "path", "file"]);
         assert_eq!(words_of("The archives"), ["archiv"]);
         assert_eq!(words_of("lowercase ALLCAPS"), ["lowercas", "allcap"]);
+    }
+
+    #[test]
+    fn an_identifier_longer_than_a_word_is_split_whole() {
+        // 44 characters: cut to 40 first, it ended in a part of one letter (`C`) and kept whole.
+        let long = "fetchAuthenticatedUserProfileFromRemoteCache";
+        let read = words_of(long);
+        assert_eq!(read[0], words::capped(&long.to_lowercase()));
+        assert_eq!(read[1..], ["fetch", "authent", "user", "profil", "from", "remot", "cach"]);
+        // Each part is cut as a word is, and only so much of a word is split.
+        let parts = format!("get{}Name", "X".repeat(50));
+        assert_eq!(words_of(&parts)[1..], ["get", &"x".repeat(words::MAX_WORD_CHARS), "name"]);
+        // `ab`, `Cdab` …, `Cd` over the first MAX_SPLIT_CHARS, beside the word cut.
+        let endless = "abCd".repeat(10_000);
+        assert_eq!(words_of(&endless).len(), 1 + 1 + MAX_SPLIT_CHARS / 4);
     }
 
     #[test]

@@ -149,7 +149,12 @@ pub fn fold(word: &str, script: Script) -> std::borrow::Cow<'_, str> {
 
 /// At most [`MAX_WORD_CHARS`] characters of `word`.
 pub fn capped(word: &str) -> &str {
-    match word.char_indices().nth(MAX_WORD_CHARS) {
+    cut(word, MAX_WORD_CHARS)
+}
+
+/// At most `chars` characters of `word`.
+pub fn cut(word: &str, chars: usize) -> &str {
+    match word.char_indices().nth(chars) {
         Some((end, _)) => &word[..end],
         None => word,
     }
