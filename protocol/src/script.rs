@@ -54,6 +54,23 @@ pub fn is_cjk(c: char) -> bool {
     of(c) == Script::Cjk && c.is_alphanumeric()
 }
 
+/// True for the punctuation CJK text is written with (`、` `。` `「` `」`
+/// `・`, full-width `，` `！` `？` `（` …): it separates words as a space
+/// does in other scripts, and joins no identifier.
+pub fn is_cjk_punctuation(c: char) -> bool {
+    let cjk = matches!(
+        c as u32,
+        0x3000..=0x303F       // CJK symbols and punctuation
+        | 0x30A0 | 0x30FB     // ゠ ・
+        | 0xFE30..=0xFE4F     // CJK compatibility forms
+        | 0xFF01..=0xFF0F     // ！ ＂ ＃ … ／
+        | 0xFF1A..=0xFF20     // ： ； ＜ ＝ ＞ ？ ＠
+        | 0xFF3B..=0xFF40     // ［ ＼ ］ ＾ ＿ ｀
+        | 0xFF5B..=0xFF65 // ｛ ｜ ｝ ～ ｟ ｠ ｡ ｢ ｣ ､ ･
+    );
+    cjk && !c.is_alphanumeric()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +89,13 @@ mod tests {
         // CJK punctuation is no letter: it separates.
         for c in ['。', '、', '・', '「', 'ا', 'ก', '1'] {
             assert!(!is_cjk(c), "{c}");
+        }
+        for c in ['。', '、', '・', '「', '」', '，', '！', '（', '｡', '　'] {
+            assert!(is_cjk_punctuation(c), "{c}");
+        }
+        // Letters and ASCII punctuation are not; nor the marks that are letters (々, 〇).
+        for c in ['々', '〇', '日', 'ー', '_', ':', '.', '/', 'a'] {
+            assert!(!is_cjk_punctuation(c), "{c}");
         }
     }
 }

@@ -36,13 +36,14 @@ pub fn phrase(query: &str) -> Option<String> {
 /// True for a token that reads as code rather than a word: `a_b`, `a::b`,
 /// `a.b`, `a/b`, `f()`, `getX`, `utf8`. Punctuation around it (quotes,
 /// backticks, a trailing comma) does not count, nor a hyphen or an
-/// apostrophe inside it: "long-running" and "don't" are English.
+/// apostrophe inside it: "long-running" and "don't" are English; nor CJK
+/// punctuation (`設定、ログ` is two words, as CJK text writes them).
 fn looks_like_code(token: &str) -> bool {
     let word = token.trim_matches(|c: char| !c.is_alphanumeric());
     if word.chars().count() < 3 {
         return false;
     }
-    let joined = word.chars().any(|c| !c.is_alphanumeric() && c != '-' && c != '\'');
+    let joined = word.chars().any(|c| !c.is_alphanumeric() && c != '-' && c != '\'' && !script::is_cjk_punctuation(c));
     let called = token.contains("()");
     let chars: Vec<char> = word.chars().collect();
     let inner_capital = chars.windows(2).any(|w| w[0].is_lowercase() && w[1].is_uppercase());
@@ -186,6 +187,10 @@ mod tests {
             "a",
             "\"",
             "",
+            "設定ファイル、ログの場所",
+            "システムを停止する。その後「再起動」を選ぶ",
+            "中黒・区切りの語",
+            "設定，ログ（一覧）",
         ] {
             assert_eq!(phrase(query), None, "{query}");
         }
