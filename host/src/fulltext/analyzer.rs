@@ -264,7 +264,10 @@ impl TokenStream for WordStream<'_> {
 const MAX_SPLIT_CHARS: usize = 4 * words::MAX_WORD_CHARS;
 
 /// Words read by one analyzer at most, over its languages; past it they are
-/// dropped and kept anew (a code base's identifiers are unbounded; ~2 MB at most).
+/// dropped and kept anew (a code base's identifiers are unbounded). Each
+/// costs its entry (about 33 bytes, in a table of 2^16 slots) and its word
+/// and term: a few MB for everyday words, about 13 MB at most for words of
+/// 40 four-byte characters each kept with a term as long.
 const KEPT_WORDS: usize = 1 << 15;
 
 /// Each word's term as read once: text repeats a small vocabulary, and
