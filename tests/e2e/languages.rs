@@ -109,6 +109,14 @@ fn error_for<'a>(report: &'a Value, path: &str) -> Option<&'a str> {
 #[test]
 fn text_no_stemmer_knows_is_indexed_as_words_with_memory_bounded() {
     let f = Fixture::empty();
+    // A first note, indexed first: the model, the tools and the indexes are then loaded,
+    // and the peak that follows is the hostile files' own.
+    f.write("first.md", "# Notes\n\nA first note, in English.\n");
+    let mut raw = Raw::start_standalone(&f);
+    raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"embed_workspace","arguments":{}}}"#);
+    let first = raw.recv_within(Duration::from_secs(300));
+    assert_eq!(first["result"]["structuredContent"]["embedded"], 1, "{first}");
+    let baseline = peak_mib(raw.pid());
     // Scripts mixed within a word.
     f.write("mixed.md", "日本語textСловоλόγοςمرحبا mixedスクリプト\n");
     // A 1 MB line of one Han character.
@@ -118,9 +126,7 @@ fn text_no_stemmer_knows_is_indexed_as_words_with_memory_bounded() {
     // Thai (no spaces between words, vowel and tone marks) and Arabic: no stemmer here.
     f.write("thai.md", "# บันทึก\n\nระบบจัดการแพ็กเกจ ติดตั้งโปรแกรม และอัปเดตที่นี่\n");
     f.write("arabic.md", "# ملاحظات\n\nنظام إدارة الحزم يثبت البرامج ويحدثها\n");
-    let mut raw = Raw::start_standalone(&f);
-    let baseline = peak_mib(raw.pid());
-    raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"embed_workspace","arguments":{}}}"#);
+    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"embed_workspace","arguments":{}}}"#);
     let indexed = raw.recv_within(Duration::from_secs(300));
     let report = &indexed["result"]["structuredContent"];
     assert_eq!(report["embedded"], 5, "{indexed}");
@@ -128,7 +134,8 @@ fn text_no_stemmer_knows_is_indexed_as_words_with_memory_bounded() {
         assert_eq!(error_for(report, path), None, "{indexed}");
     }
     let grew = peak_mib(raw.pid()).saturating_sub(baseline);
-    assert!(grew < 600, "indexing grew the server's peak memory by {grew} MiB");
+    // Measured: 46 to 55 MiB (15 without the Han line), from a peak of 60 after the first note.
+    assert!(grew < 200, "indexing grew the server's peak memory by {grew} MiB");
     for (id, (query, want)) in [
         ("ติดตั้งโปรแกรม", "thai.md"),
         ("الحزم", "arabic.md"),
