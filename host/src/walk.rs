@@ -262,7 +262,11 @@ impl Walk<'_> {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => self.error(&child_rel, format!("cannot list it: {e}")),
                 }
-            } else if kind.is_file() && !is_agent_config(&child_rel) && (on_the_way || !self.ignored(&child_abs, false))
+            // A worktree's `.git` is a file (a pointer to the main repository): never content either.
+            } else if kind.is_file()
+                && !SKIPPED_DIRS.contains(&name)
+                && !is_agent_config(&child_rel)
+                && (on_the_way || !self.ignored(&child_abs, false))
             {
                 if self.secrets.keeps_out(&child_abs) {
                     // Left out quietly, as ignored files are, unless it was asked for by name.
@@ -456,6 +460,9 @@ mod tests {
         write(ws, ".git/HEAD", "ref");
         write(ws, ".git/info/exclude", "notes/\n");
         write(ws, "deep/.git/HEAD", "ref");
+        // A git worktree's (or submodule's) `.git` is a file.
+        write(ws, "worktree/.git", "gitdir: /elsewhere/.git/worktrees/w");
+        write(ws, "worktree/a.md", "a worktree's file");
         std::os::unix::fs::symlink(ws.join("notes/a.md"), ws.join("link.md")).unwrap();
         std::os::unix::fs::symlink(ws.join("notes"), ws.join("linked-dir")).unwrap();
 
@@ -470,7 +477,8 @@ mod tests {
                 "notes/a.md",
                 "notes/keep.log",
                 "notes/sub/.gitignore",
-                "notes/sub/c.log"
+                "notes/sub/c.log",
+                "worktree/a.md"
             ]
         );
         assert_eq!(found[3].size, 1);

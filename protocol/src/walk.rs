@@ -9,7 +9,9 @@
 //! name ([`SECRET_FILES`]) are never indexed by default, whatever the ignore
 //! files say; only the user's own config can let one in.
 
-/// Folders never walked: ragbox's data dir and version control's.
+/// Names never walked: ragbox's data dir and version control's, folders or
+/// files alike (a git worktree's or submodule's `.git` is a file pointing
+/// at the repository).
 pub const SKIPPED_DIRS: [&str; 4] = [".ragbox", ".git", ".hg", ".svn"];
 
 /// The ignore files read in each folder, weakest first: `.ignore` overrides

@@ -61,11 +61,8 @@ fn builder(root: &str) -> ignore::WalkBuilder {
         .git_global(false)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| {
-            !(e.depth() > 0
-                && e.file_type().is_some_and(|t| t.is_dir())
-                && e.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n)))
-        });
+        // A worktree's `.git` is a file (a pointer to the main repository): never content either.
+        .filter_entry(|e| !(e.depth() > 0 && e.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n))));
     b
 }
 
