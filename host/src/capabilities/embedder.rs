@@ -52,9 +52,20 @@ impl HostState {
         let embedder = self.embedder()?;
         let guard = &self.guard;
         let before = embedder.tokens_embedded();
-        let vectors = embedder.embed_until(texts, kind, || guard.must_stop());
+        // Passages go through the embedding cache; a query is embedded as it comes
+        // (a search must not wait on a cache write).
+        let (vectors, from) = match kind {
+            Kind::Passage => match self.corpus_of_call()?.embed_passages(texts, || guard.must_stop()) {
+                Ok((vectors, from)) => (Ok(vectors), from),
+                Err(e) => (Err(Error::from(e)), Default::default()),
+            },
+            Kind::Query => {
+                (embedder.embed_until(texts, kind, || guard.must_stop()).map_err(Error::from), Default::default())
+            }
+        };
+        self.stages.passages += from;
         // Other calls may share the model: the count is only exact for one call at a time.
         self.stages.tokens_embedded += embedder.tokens_embedded().saturating_sub(before);
-        Ok(vectors?)
+        vectors
     }
 }
