@@ -4,7 +4,7 @@
 //! replica, and each bad setup a user can make.
 
 use ragbox_tests::postgres::{self, PASSWORD_ROLE, PASSWORD_ROLE_SECRET, SUPERUSER, Server};
-use ragbox_tests::{Fixture, call, is_error, ok, shared_data, text};
+use ragbox_tests::{Fixture, call, chunk_sources, is_error, ok, shared_data, text};
 use serde_json::{Value, json};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -539,4 +539,54 @@ fn first_writes_to_many_new_collections_at_once_all_land() {
     assert_eq!(indexes, "10");
     let counts = server.psql("postgres", "SELECT count(DISTINCT documents) FROM ragbox_collections");
     assert_eq!(counts, "1", "every collection holds the same documents");
+}
+
+/// Where one `ragbox index --json --timings` run's chunk vectors came from:
+/// (embedded, from this user's cache, from the team's table).
+fn sources(out: &Output) -> (u64, u64, u64) {
+    let stderr = stderr_of(out);
+    assert!(out.status.success(), "ragbox index failed: {stderr}");
+    let c = chunk_sources(&stderr);
+    (c.embedded, c.from_cache, c.from_team_cache)
+}
+
+/// The team's embedding cache (issue 72): in one database, a teammate (a
+/// user of their own: config, key and cache) who indexes the same files
+/// into their own collection embeds nothing, takes every vector from the
+/// database's table, answers as the first did, and keeps none of those
+/// vectors in their own cache; a vector a writer of the database spoiled
+/// (not the model's length) is not used; one who turned the table off
+/// (`[cache] team = false`) neither reads nor writes it.
+#[test]
+fn a_teammate_indexing_the_same_files_embeds_nothing() {
+    let server = postgres::shared();
+    server.create_database("team_cache");
+    let url = server.url(SUPERUSER, "team_cache");
+    let index = |f: &Fixture, collection: &str| run(shared(f, &url, collection, &["index", "--json", "--timings"]));
+    let ana = mixed(20);
+    let first = index(&ana, "ana");
+    let (made, _, _) = sources(&first);
+    assert!(made > 0, "{}", stderr_of(&first));
+    let entries = || server.psql("team_cache", "SELECT count(*) FROM ragbox_embedding_cache");
+    assert_eq!(entries(), made.to_string(), "every vector ana made is in the table: {}", stderr_of(&first));
+
+    let ben = mixed(20);
+    assert_eq!(sources(&index(&ben, "ben")), (0, 0, made), "ben embeds nothing");
+    let search = |f: &Fixture, collection: &str| {
+        json_of(&run(shared(f, &url, collection, &["search", "extract a tar archive", "--semantic", "--json"])))
+    };
+    assert!(same(&search(&ben, "ben"), &search(&ana, "ana")), "the same answers");
+    let cache = json_of(&run(shared(&ben, &url, "ben", &["cache", "--json"])));
+    assert_eq!(cache["entries"], 0, "the team's vectors stay out of ben's own cache: {cache}");
+    assert_eq!(cache["team"]["entries"], made, "{cache}");
+
+    server.psql("team_cache", "UPDATE ragbox_embedding_cache SET vector = '\\x00'::bytea");
+    let carol = mixed(20);
+    assert_eq!(sources(&index(&carol, "carol")), (made, 0, 0), "a spoiled vector is not used");
+
+    let dan = mixed(20);
+    dan.write_user_config("[cache]\nteam = false\n");
+    server.psql("team_cache", "DELETE FROM ragbox_embedding_cache");
+    assert_eq!(sources(&index(&dan, "dan")), (made, 0, 0));
+    assert_eq!(entries(), "0", "dan wrote nothing to the table");
 }
