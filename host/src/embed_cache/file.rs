@@ -23,17 +23,28 @@ pub(super) fn folder(dir: &Path) -> Result<Dir, CacheError> {
     Dir::open_ambient_dir(dir, cap_std::ambient_authority()).map_err(io)
 }
 
-/// The cache file in `dir` (shown as `shown`), opened for reading and
-/// writing with its identity; made when missing and `create`. A link, a
-/// special file or another user's file is refused, never opened through.
-pub(super) fn open(dir: &Dir, shown: &Path, create: bool) -> Result<Option<(std::fs::File, FileId)>, CacheError> {
+/// How the cache file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Access {
+    /// For reading only (`ragbox cache`, `ragbox doctor`): never made nor changed.
+    Read,
+    /// For reading and writing, when it exists.
+    Write,
+    /// For reading and writing, made when missing.
+    Create,
+}
+
+/// The cache file in `dir` (shown as `shown`), opened as `access` says with
+/// its identity; `None` when missing and not to be made. A link, a special
+/// file or another user's file is refused, never opened through.
+pub(super) fn open(dir: &Dir, shown: &Path, access: Access) -> Result<Option<(std::fs::File, FileId)>, CacheError> {
     let io = |source| CacheError::Io { path: shown.to_path_buf(), source };
     let mut options = OpenOptions::new();
-    options.read(true).write(true).create(create);
+    options.read(true).write(access != Access::Read).create(access == Access::Create);
     platform::no_follow_no_block(platform::private_file(&mut options));
     let file = match dir.open_with(CACHE_FILE, &options) {
         Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && access != Access::Create => return Ok(None),
         // A link is refused by the open itself: say what is there.
         Err(e) => return Err(refused(dir, shown).unwrap_or_else(|| io(e))),
     };
@@ -47,7 +58,7 @@ pub(super) fn open(dir: &Dir, shown: &Path, create: bool) -> Result<Option<(std:
     if !platform::owned_by_this_user(&meta) {
         return Err(CacheError::Foreign { path: shown.to_path_buf() });
     }
-    if platform::open_to_others(&meta) {
+    if access != Access::Read && platform::open_to_others(&meta) {
         file.set_permissions(platform::private_permissions(&meta, false)).map_err(io)?;
     }
     Ok(Some((file.into_std(), platform::file_id(&meta))))
@@ -64,7 +75,7 @@ fn refused(dir: &Dir, shown: &Path) -> Option<CacheError> {
 /// not one to open), to tell whether it was removed or replaced since it was
 /// opened.
 pub(super) fn current(dir: &Dir, shown: &Path) -> Option<FileId> {
-    open(dir, shown, false).ok().flatten().map(|(_, id)| id)
+    open(dir, shown, Access::Read).ok().flatten().map(|(_, id)| id)
 }
 
 /// Removes the cache file (a link or special file there too: only the name).

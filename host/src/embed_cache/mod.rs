@@ -15,12 +15,18 @@
 //! standalone servers) opens the file in redb's multi-writer mode, as the
 //! workspace store does: one write transaction at a time, the others'
 //! commits seen by the next read. Each batch's new vectors are one
-//! transaction, so a kill loses at most that batch. The cache is bounded:
-//! past its cap (`[cache] max_mib`), the entries used longest ago go first,
-//! by a last-used stamp kept to the hour. It is never fatal: a damaged file
-//! is started afresh, and one that cannot be used (a read-only folder, a full
-//! disk, a link or another user's file where it belongs) is left alone with
-//! one warning, the chunks then embedded as without a cache.
+//! transaction, so a kill loses at most that batch. The cache is optional,
+//! so no call waits on it for long: an operation runs on a thread of its own
+//! and the call goes on without it after [`OP_WAIT`] (a process stopped in a
+//! transaction must not freeze every other's embedding), and a write that
+//! cannot take the file within [`LOCK_WAIT`] is dropped. The cache is
+//! bounded: past its cap (`[cache] max_mib`), each write evicts the entries
+//! used longest ago, taken in order from a (stamp, key) table, the stamp
+//! being a per-write counter. It is never fatal: a damaged file is started
+//! afresh, a file of a newer ragbox is left alone (never removed), and one
+//! that cannot be used (a read-only folder, a full disk, a link or another
+//! user's file where it belongs) is left alone with one warning, the chunks
+//! then embedded as without a cache.
 
 mod file;
 
@@ -28,8 +34,8 @@ use crate::platform::FileId;
 use crate::sync::lock;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 /// The cache file's name in its folder.
@@ -44,16 +50,19 @@ pub type Key = [u8; 32];
 
 /// key → the vector, little-endian f32s.
 const VECTORS: TableDefinition<&Key, &[u8]> = TableDefinition::new("vectors");
-/// key → the hour (since the Unix epoch) the entry was last used.
-const USED: TableDefinition<&Key, u32> = TableDefinition::new("used");
-/// The format, the vectors' bytes, and the lookups and hits so far.
+/// key → its last-used stamp (the number of the write that last kept or used it).
+const USED: TableDefinition<&Key, u64> = TableDefinition::new("used");
+/// (last-used stamp, key), oldest first: eviction pops from its front, without a scan.
+const ORDER: TableDefinition<(u64, &Key), ()> = TableDefinition::new("order");
+/// The format, the write counter, the vectors' bytes, and the lookups and hits so far.
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
-/// Bumped when the tables change shape: a file of another format is started afresh.
-const FORMAT: u64 = 1;
+/// Bumped when the tables change shape: a file of an older format is started
+/// afresh; one of a newer format belongs to a newer ragbox and is left alone.
+const FORMAT: u64 = 2;
 
 /// What an entry takes in the file besides its vector's bytes: its key in
-/// both tables, its stamp, and its share of the B-trees' pages (a
+/// the tables, its stamp, and its share of the B-trees' pages (a
 /// 384-dimension vector's 1,536 bytes leave most 4 KiB leaves one or two
 /// entries, as random keys split them). Measured: 32,000 entries under
 /// SHA-256 keys took 2,865 bytes each of the file's allocated pages, and as
@@ -63,9 +72,33 @@ const ENTRY_OVERHEAD: u64 = 1340;
 /// redb's page cache: a lookup reads a few pages per key, once.
 const PAGE_CACHE_BYTES: usize = 16 << 20;
 
-/// A prune leaves the entries at this share of the cap, so that the
-/// inserts right after it do not prune again.
+/// `ragbox cache prune` leaves the entries at this share of the cap, so that
+/// the inserts right after it do not evict at once.
 const PRUNE_TO_PERCENT: u64 = 90;
+
+/// Entries one transaction of `ragbox cache prune` removes (each write of
+/// the call path evicts at most [`EVICT_PER_WRITE`], or twice what it adds).
+const PRUNE_STEP: u64 = 4096;
+
+/// Entries one write evicts at most beyond twice those it adds: the cap
+/// holds, and the transaction stays short.
+const EVICT_PER_WRITE: u64 = 512;
+
+/// How long a write waits for another's (this process's or another's) to
+/// end before it is dropped: the cache is optional, a call must not wait.
+const LOCK_WAIT: Duration = Duration::from_millis(200);
+
+/// How long a call waits for a cache operation as a whole (an open, a read
+/// behind another process's commit, a write's sync to disk) before it goes
+/// on without the cache; the operation ends on its own thread, and no other
+/// starts until it has.
+const OP_WAIT: Duration = Duration::from_millis(500);
+
+/// How long `ragbox cache prune` waits for other processes' writes.
+const PRUNE_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// How far from 1 a vector's length may be (the model's are normalised; f32 rounding stays far inside).
+const UNIT_SLACK: f32 = 1e-3;
 
 /// How long a cache that could not be used is left alone before it is tried
 /// again (a disk that was full may have room now).
@@ -122,7 +155,33 @@ pub enum CacheError {
         /// The cache file's path.
         path: PathBuf,
     },
-    /// redb refused for another reason (a bug, or a file of a newer redb).
+    /// A file a newer ragbox (or redb) wrote: left as it is, never removed.
+    #[error(
+        "the embedding cache at {path} was written by a newer ragbox ({what}); this one leaves it as it is and \
+         embeds without it: use the newer ragbox, or set RAGBOX_EMBEDDING_CACHE to another folder for this one"
+    )]
+    NotOurs {
+        /// The cache file's path.
+        path: PathBuf,
+        /// What was found.
+        what: String,
+    },
+    /// `RAGBOX_EMBEDDING_CACHE` names a relative path, which would mean another folder in every workspace.
+    #[error(
+        "RAGBOX_EMBEDDING_CACHE={path} is not an absolute path: set it to an absolute folder (or to `off`), \
+         so that every ragbox process finds the same cache"
+    )]
+    Relative {
+        /// The path as set.
+        path: PathBuf,
+    },
+    /// A write did not get the file within its wait (another process's write held it).
+    #[error("the embedding cache at {path} is being written by another process")]
+    Locked {
+        /// The cache file's path.
+        path: PathBuf,
+    },
+    /// redb refused for another reason (a bug).
     #[error("the embedding cache at {path} failed: {source}")]
     Redb {
         /// The cache file's path.
@@ -181,18 +240,28 @@ pub struct Pruned {
 
 /// The per-user embedding cache of this process; cheap to share between threads.
 pub struct Cache {
+    inner: Arc<Inner>,
+}
+
+/// What the cache's operations share with the threads they run on.
+struct Inner {
     /// The folder, or `None` when the cache is off.
     dir: Option<PathBuf>,
     max_bytes: AtomicU64,
     slot: Mutex<Slot>,
     pending: Mutex<Pending>,
-    /// Whether this process has said that the cache is not used (said once).
+    /// Whether this process has said that the cache is not used (said once
+    /// until a write succeeds again).
     warned: AtomicBool,
+    /// Operations that outlived [`OP_WAIT`] and still run: none starts meanwhile.
+    stuck: AtomicUsize,
 }
 
 /// The open cache, or why there is none.
 enum Slot {
     Closed,
+    /// One thread is opening it: the others go on without it.
+    Opening,
     Open(Arc<Opened>),
     /// Could not be used at that time: left alone for [`RETRY_AFTER`].
     Failed(Instant),
@@ -221,11 +290,14 @@ impl Cache {
     /// is opened until the first lookup.
     pub fn new(dir: Option<PathBuf>, settings: Settings) -> Self {
         Self {
-            dir: dir.filter(|_| settings.enabled),
-            max_bytes: AtomicU64::new(settings.max_bytes),
-            slot: Mutex::new(Slot::Closed),
-            pending: Mutex::default(),
-            warned: AtomicBool::new(false),
+            inner: Arc::new(Inner {
+                dir: dir.filter(|_| settings.enabled),
+                max_bytes: AtomicU64::new(settings.max_bytes),
+                slot: Mutex::new(Slot::Closed),
+                pending: Mutex::default(),
+                warned: AtomicBool::new(false),
+                stuck: AtomicUsize::new(0),
+            }),
         }
     }
 
@@ -237,133 +309,122 @@ impl Cache {
 
     /// The cache file's path (`None` when the cache is off).
     pub fn path(&self) -> Option<PathBuf> {
-        self.dir.as_deref().map(file::path_in)
+        self.inner.dir.as_deref().map(file::path_in)
     }
 
     /// Takes a new cap (a session's config may have changed it).
     pub fn set_max_bytes(&self, max_bytes: u64) {
-        self.max_bytes.store(max_bytes, Ordering::Relaxed);
+        self.inner.max_bytes.store(max_bytes, Ordering::Relaxed);
     }
 
     /// The vectors kept under `keys`, each `None` where there is none of
-    /// `dimension` values. Never fails: a cache that cannot be read finds nothing.
+    /// `dimension` values of unit length. Never fails nor waits long: a
+    /// cache that cannot be read in time finds nothing (counted as misses).
     pub fn get(&self, keys: &[Key], dimension: usize) -> Vec<Option<Vec<f32>>> {
-        let mut found: Vec<Option<Vec<f32>>> = vec![None; keys.len()];
-        let Some(opened) = self.opened(true) else { return found };
-        let now = hour_now();
-        let stale = self.run(&opened, |db| {
-            let txn = db.begin_read()?;
-            let (Some(vectors), Some(used)) = (open_read(&txn, VECTORS)?, open_read(&txn, USED)?) else {
-                return Ok(Vec::new());
-            };
-            let mut stale = Vec::new();
-            for (slot, key) in found.iter_mut().zip(keys) {
-                let Some(bytes) = vectors.get(key)? else { continue };
-                *slot = decode(bytes.value(), dimension);
-                if slot.is_some() && used.get(key)?.is_none_or(|hour| hour.value() < now) {
-                    stale.push(*key);
-                }
-            }
-            Ok(stale)
-        });
-        let Some(stale) = stale else {
-            // Whatever was read before it failed is not believed.
+        if self.inner.dir.is_none() || keys.is_empty() {
             return vec![None; keys.len()];
-        };
-        let hits = found.iter().filter(|v| v.is_some()).count() as u64;
+        }
+        let inner = self.inner.clone();
+        let asked = keys.to_vec();
+        let found = self
+            .inner
+            .bounded(move || {
+                let opened = inner.opened(true)?;
+                inner.run(&opened, |db| lookup(db, &asked, dimension))
+            })
+            .flatten()
+            .unwrap_or_else(|| vec![None; keys.len()]);
+        let hit: Vec<Key> = keys.iter().zip(&found).filter(|(_, v)| v.is_some()).map(|(k, _)| *k).collect();
         let flush = {
-            let mut pending = lock(&self.pending);
-            pending.lookups += keys.len() as u64;
-            pending.hits += hits;
+            let mut pending = lock(&self.inner.pending);
+            pending.lookups = pending.lookups.saturating_add(keys.len() as u64);
+            pending.hits = pending.hits.saturating_add(hit.len() as u64);
             pending.since.get_or_insert_with(Instant::now).elapsed() >= FLUSH_EVERY
         };
-        if !stale.is_empty() || flush {
-            self.write(&opened, &[], &stale);
+        if !hit.is_empty() || flush {
+            self.write(Vec::new(), hit);
         }
         found
     }
 
     /// Keeps `entries` (key and the vector this process computed for it), in
-    /// one transaction; prunes the least recently used past the cap. Never
-    /// fails: a cache that cannot be written keeps nothing.
+    /// one transaction that also evicts the least recently used past the cap.
+    /// Never fails nor waits long: a cache that cannot be written keeps nothing.
     pub fn put(&self, entries: &[(Key, &[f32])]) {
-        if entries.is_empty() {
+        if entries.is_empty() || self.inner.dir.is_none() {
             return;
         }
-        if let Some(opened) = self.opened(true) {
-            self.write(&opened, entries, &[]);
-        }
+        self.write(entries.iter().map(|(k, v)| (*k, v.to_vec())).collect(), Vec::new());
     }
 
     /// Writes the lookups and hits not yet counted in the file (they are
     /// otherwise written with the next write, at most [`FLUSH_EVERY`] late).
     pub fn flush(&self) {
-        if lock(&self.pending).lookups == 0 {
+        if self.inner.dir.is_none() || lock(&self.inner.pending).lookups == 0 {
             return;
         }
-        if let Some(opened) = self.opened(false) {
-            self.write(&opened, &[], &[]);
-        }
+        let inner = self.inner.clone();
+        self.inner.bounded(move || {
+            if let Some(opened) = inner.opened(false) {
+                inner.write(&opened, &[], &[]);
+            }
+        });
     }
 
-    /// What the cache holds (nothing is made when there is no file yet).
+    /// What the cache holds, read without changing the file: nothing is
+    /// made, repaired or removed (`ragbox cache`, `ragbox doctor`).
     pub fn stats(&self) -> Result<Stats, CacheError> {
-        let max_bytes = self.max_bytes.load(Ordering::Relaxed);
-        let Some(dir) = &self.dir else { return Ok(Stats { max_bytes, ..Stats::default() }) };
+        let max_bytes = self.inner.max_bytes.load(Ordering::Relaxed);
+        let Some(dir) = &self.inner.dir else { return Ok(Stats { max_bytes, ..Stats::default() }) };
         let path = file::path_in(dir);
-        let Some(opened) = self.try_open(false)? else {
+        let Some(mut stats) = read_stats(dir)? else {
             return Ok(Stats { path, max_bytes, ..Stats::default() });
         };
-        let pending = lock(&self.pending);
-        let mut stats = guarded(&opened.path, || {
-            let txn = opened.db.begin_read().map_err(|e| redb_error(&opened.path, e))?;
-            let meta = |name: &str| read_meta(&txn, name, &opened.path);
-            let entries = match open_read(&txn, VECTORS).map_err(|e| redb_error(&opened.path, e))? {
-                Some(vectors) => vectors.len().map_err(|e| redb_error(&opened.path, e))?,
-                None => 0,
-            };
-            Ok(Stats {
-                path: path.clone(),
-                exists: true,
-                entries,
-                bytes: in_use(meta("vector_bytes")?, entries),
-                file_bytes: 0,
-                max_bytes,
-                lookups: meta("lookups")? + pending.lookups,
-                hits: meta("hits")? + pending.hits,
-            })
-        })?;
-        stats.file_bytes = opened.file_bytes();
+        let pending = lock(&self.inner.pending);
+        stats.lookups = stats.lookups.saturating_add(pending.lookups);
+        stats.hits = stats.hits.saturating_add(pending.hits);
+        stats.max_bytes = max_bytes;
         Ok(stats)
     }
 
-    /// Removes the least recently used entries past the cap, then gives the
-    /// freed space back to the file system where no other process is in a
-    /// transaction on the file (`ragbox cache prune`).
+    /// Removes the least recently used entries past the cap, a few thousand
+    /// per transaction, then gives the freed space back to the file system
+    /// where no other process is in a transaction on the file (`ragbox cache prune`).
     pub fn prune(&self) -> Result<Pruned, CacheError> {
-        let Some(opened) = self.try_open(false)? else { return Ok(Pruned::default()) };
+        let Some(dir) = &self.inner.dir else { return Ok(Pruned::default()) };
+        *lock(&self.inner.slot) = Slot::Closed;
+        let Some(mut opened) = Opened::open(dir, false)? else { return Ok(Pruned::default()) };
         let before = opened.file_bytes();
-        let removed = prune(&opened, self.max_bytes.load(Ordering::Relaxed))?;
-        // Compaction needs the only handle on the database in this process.
-        *lock(&self.slot) = Slot::Closed;
-        let mut compacted = false;
-        if let Ok(mut only) = Arc::try_unwrap(opened) {
-            compacted = guarded(&only.path, || match only.db.compact() {
-                Ok(_) => Ok(true),
-                Err(redb::CompactionError::TransactionInProgress) => Ok(false),
-                Err(e) => Err(redb_error(&only.path, e)),
+        let target = self.inner.max_bytes.load(Ordering::Relaxed) / 100 * PRUNE_TO_PERCENT;
+        let path = opened.path.clone();
+        let mut removed = 0;
+        loop {
+            let step = guarded(&path, || {
+                let Some(txn) = begin_write(&opened.db, PRUNE_LOCK_WAIT).map_err(|e| redb_error(&path, e))? else {
+                    return Err(CacheError::Locked { path: path.clone() });
+                };
+                let step = evict_in(&txn, target, PRUNE_STEP).map_err(|e| redb_error(&path, e))?;
+                txn.commit().map_err(|e| redb_error(&path, e))?;
+                Ok(step)
             })?;
-            let after = only.file_bytes();
-            return Ok(Pruned { removed, file_bytes: (before, after), compacted });
+            removed += step;
+            if step < PRUNE_STEP {
+                break;
+            }
         }
-        Ok(Pruned { removed, file_bytes: (before, before), compacted })
+        let compacted = guarded(&path, || match opened.db.compact() {
+            Ok(_) => Ok(true),
+            Err(redb::CompactionError::TransactionInProgress) => Ok(false),
+            Err(e) => Err(redb_error(&path, e)),
+        })?;
+        Ok(Pruned { removed, file_bytes: (before, opened.file_bytes()), compacted })
     }
 
     /// Removes the cache file (`ragbox cache clear`); other processes start
     /// a new one at their next lookup. False when there was none.
     pub fn clear(&self) -> Result<bool, CacheError> {
-        let Some(dir) = &self.dir else { return Ok(false) };
-        *lock(&self.slot) = Slot::Closed;
+        let Some(dir) = &self.inner.dir else { return Ok(false) };
+        *lock(&self.inner.slot) = Slot::Closed;
         let path = file::path_in(dir);
         match file::folder(dir) {
             Ok(folder) => file::remove(&folder, &path),
@@ -372,43 +433,100 @@ impl Cache {
         }
     }
 
-    /// The open cache, opened (made when `create`) if needed; `None` when
-    /// the cache is off or cannot be used now (said once).
-    fn opened(&self, create: bool) -> Option<Arc<Opened>> {
-        self.dir.as_ref()?;
-        {
-            let slot = lock(&self.slot);
-            if let Slot::Failed(at) = &*slot
-                && at.elapsed() < RETRY_AFTER
-            {
-                return None;
+    /// Keeps `entries` and stamps `touched` as used, on a thread of its own,
+    /// waited for at most [`OP_WAIT`].
+    fn write(&self, entries: Vec<(Key, Vec<f32>)>, touched: Vec<Key>) {
+        let inner = self.inner.clone();
+        self.inner.bounded(move || {
+            if let Some(opened) = inner.opened(true) {
+                inner.write(&opened, &entries, &touched);
+            }
+        });
+    }
+}
+
+impl Drop for Cache {
+    /// Writes the lookups not yet counted in the file.
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+/// Where a bounded operation stands, between its thread and the caller.
+const RUNNING: u8 = 0;
+const DONE: u8 = 1;
+const ABANDONED: u8 = 2;
+
+impl Inner {
+    /// Runs `f` on a thread of its own and waits for it at most [`OP_WAIT`]:
+    /// `None` when it took longer (it ends on its own; until it has, no other
+    /// operation starts and every call goes on without the cache).
+    fn bounded<T: Send + 'static>(self: &Arc<Self>, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        if self.stuck.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let (sent, received) = mpsc::sync_channel(1);
+        let state = Arc::new(AtomicU8::new(RUNNING));
+        let (inner, theirs) = (self.clone(), state.clone());
+        let spawned = std::thread::Builder::new().name("embedding-cache".into()).spawn(move || {
+            let _ = sent.send(f());
+            if theirs.swap(DONE, Ordering::AcqRel) == ABANDONED {
+                inner.stuck.fetch_sub(1, Ordering::AcqRel);
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::debug!("no thread for the embedding cache: {e}");
+            return None;
+        }
+        match received.recv_timeout(OP_WAIT) {
+            Ok(value) => Some(value),
+            Err(mpsc::RecvTimeoutError::Disconnected) => None,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // Counted before it is marked, so that the thread's end cannot uncount it first.
+                self.stuck.fetch_add(1, Ordering::AcqRel);
+                if state.swap(ABANDONED, Ordering::AcqRel) == DONE {
+                    self.stuck.fetch_sub(1, Ordering::AcqRel);
+                    return received.try_recv().ok();
+                }
+                tracing::debug!("the embedding cache took longer than {OP_WAIT:?}: this call goes on without it");
+                None
             }
         }
-        match self.try_open(create) {
-            Ok(opened) => opened,
+    }
+
+    /// The open cache, opened (made when `create`) if needed; `None` when
+    /// the cache is off, being opened by another thread, or cannot be used
+    /// now (said once).
+    fn opened(&self, create: bool) -> Option<Arc<Opened>> {
+        let dir = self.dir.as_ref()?;
+        {
+            let mut slot = lock(&self.slot);
+            match &*slot {
+                Slot::Opening => return None,
+                Slot::Failed(at) if at.elapsed() < RETRY_AFTER => return None,
+                Slot::Open(opened) if file::current(&opened.folder, &opened.path) == Some(opened.id) => {
+                    return Some(opened.clone());
+                }
+                _ => *slot = Slot::Opening,
+            }
+        }
+        // Opened without the slot held: an open may wait on another process (its repair, its commit).
+        match Opened::open(dir, create) {
+            Ok(Some(opened)) => {
+                let opened = Arc::new(opened);
+                *lock(&self.slot) = Slot::Open(opened.clone());
+                Some(opened)
+            }
+            Ok(None) => {
+                *lock(&self.slot) = Slot::Closed;
+                None
+            }
             Err(e) => {
                 *lock(&self.slot) = Slot::Failed(Instant::now());
                 self.say(&e);
                 None
             }
         }
-    }
-
-    /// The open cache, or the file opened now (made when `create`).
-    fn try_open(&self, create: bool) -> Result<Option<Arc<Opened>>, CacheError> {
-        let Some(dir) = &self.dir else { return Ok(None) };
-        let mut slot = lock(&self.slot);
-        if let Slot::Open(opened) = &*slot
-            && file::current(&opened.folder, &opened.path) == Some(opened.id)
-        {
-            return Ok(Some(opened.clone()));
-        }
-        let opened = match Opened::open(dir, create)? {
-            Some(opened) => Arc::new(opened),
-            None => return Ok(None),
-        };
-        *slot = Slot::Open(opened.clone());
-        Ok(Some(opened))
     }
 
     /// Runs `f` on the open file; `None` when it failed (said once; a damaged
@@ -432,6 +550,8 @@ impl Cache {
             if file::current(&opened.folder, &opened.path) == Some(opened.id)
                 && let Err(e) = file::remove(&opened.folder, &opened.path)
             {
+                // Left alone for a while, not tried again at every call.
+                *slot = Slot::Failed(Instant::now());
                 drop(slot);
                 return self.say(&e);
             }
@@ -443,49 +563,56 @@ impl Cache {
         self.say(&e);
     }
 
-    /// Keeps `entries`, stamps `touched` as used now and writes the pending
-    /// counts, in one transaction; then prunes if past the cap.
-    fn write(&self, opened: &Opened, entries: &[(Key, &[f32])], touched: &[Key]) {
-        let now = hour_now();
+    /// Keeps `entries`, stamps `touched` as used and writes the pending
+    /// counts, in one transaction that also evicts past the cap; dropped
+    /// (the counts kept for the next) when the file is not free within [`LOCK_WAIT`].
+    fn write(&self, opened: &Opened, entries: &[(Key, Vec<f32>)], touched: &[Key]) {
         let counted = std::mem::take(&mut *lock(&self.pending));
         let max_bytes = self.max_bytes.load(Ordering::Relaxed);
-        let over = self.run(opened, |db| {
-            let txn = db.begin_write()?;
-            let bytes = {
+        let evict_at_most = EVICT_PER_WRITE.saturating_add(2 * entries.len() as u64);
+        let written = self.run(opened, |db| {
+            let Some(txn) = begin_write(db, LOCK_WAIT)? else { return Ok(false) };
+            {
                 let mut vectors = txn.open_table(VECTORS)?;
                 let mut used = txn.open_table(USED)?;
+                let mut order = txn.open_table(ORDER)?;
                 let mut meta = txn.open_table(META)?;
                 let get = |meta: &redb::Table<&str, u64>, name: &str| -> Result<u64, redb::Error> {
                     Ok(meta.get(name)?.map_or(0, |v| v.value()))
                 };
+                let stamp = get(&meta, "clock")?.saturating_add(1);
                 let mut vector_bytes = get(&meta, "vector_bytes")?;
                 for (key, vector) in entries {
                     let encoded = crate::store::encode_vector(vector);
                     if let Some(old) = vectors.insert(key, encoded.as_slice())? {
                         vector_bytes = vector_bytes.saturating_sub(old.value().len() as u64);
                     }
-                    vector_bytes += encoded.len() as u64;
-                    used.insert(key, now)?;
+                    vector_bytes = vector_bytes.saturating_add(encoded.len() as u64);
+                    restamp(&mut used, &mut order, key, stamp)?;
                 }
                 for key in touched {
                     if vectors.get(key)?.is_some() {
-                        used.insert(key, now)?;
+                        restamp(&mut used, &mut order, key, stamp)?;
                     }
                 }
                 let (lookups, hits) = (get(&meta, "lookups")?, get(&meta, "hits")?);
-                meta.insert("lookups", lookups + counted.lookups)?;
-                meta.insert("hits", hits + counted.hits)?;
+                meta.insert("clock", stamp)?;
+                meta.insert("lookups", lookups.saturating_add(counted.lookups))?;
+                meta.insert("hits", hits.saturating_add(counted.hits))?;
                 meta.insert("vector_bytes", vector_bytes)?;
-                in_use(vector_bytes, vectors.len()?)
-            };
+            }
+            evict_in(&txn, max_bytes, evict_at_most)?;
             txn.commit()?;
-            Ok(bytes > max_bytes)
+            Ok(true)
         });
-        if over == Some(true)
-            && let Err(e) = prune(opened, max_bytes)
-        {
-            self.failed(opened, e);
+        if written == Some(true) {
+            // Said again should it fail again: a service runs for weeks.
+            self.warned.store(false, Ordering::Relaxed);
+            return;
         }
+        let mut pending = lock(&self.pending);
+        pending.lookups = pending.lookups.saturating_add(counted.lookups);
+        pending.hits = pending.hits.saturating_add(counted.hits);
     }
 
     /// Says once that the cache is not used, and why.
@@ -498,18 +625,135 @@ impl Cache {
     }
 }
 
-impl Drop for Cache {
-    /// Writes the lookups not yet counted in the file.
-    fn drop(&mut self) {
-        self.flush();
+/// The vectors kept under `keys` (each `None` where there is none usable).
+fn lookup(db: &Database, keys: &[Key], dimension: usize) -> Result<Vec<Option<Vec<f32>>>, redb::Error> {
+    let txn = db.begin_read()?;
+    let Some(vectors) = open_read(&txn, VECTORS)? else { return Ok(vec![None; keys.len()]) };
+    keys.iter().map(|key| Ok(vectors.get(key)?.and_then(|bytes| decode(bytes.value(), dimension)))).collect()
+}
+
+/// A write transaction on `db`, waiting at most `wait` for other writers;
+/// `None` when they held it longer.
+fn begin_write(db: &Database, wait: Duration) -> Result<Option<redb::WriteTransaction>, redb::Error> {
+    let until = Instant::now() + wait;
+    loop {
+        match db.try_begin_write() {
+            Ok(txn) => return Ok(Some(txn)),
+            Err(redb::TransactionError::WouldBlock) if Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(redb::TransactionError::WouldBlock) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Stamps `key` as used at `stamp`, moving it in the eviction order.
+fn restamp(
+    used: &mut redb::Table<&Key, u64>,
+    order: &mut redb::Table<(u64, &Key), ()>,
+    key: &Key,
+    stamp: u64,
+) -> Result<(), redb::Error> {
+    if let Some(old) = used.insert(key, stamp)? {
+        let old = old.value();
+        order.remove((old, key))?;
+    }
+    order.insert((stamp, key), ())?;
+    Ok(())
+}
+
+/// Removes the least recently used entries, oldest stamp first, until their
+/// bytes are at most `target` or `at_most` went; how many went.
+fn evict_in(txn: &redb::WriteTransaction, target: u64, at_most: u64) -> Result<u64, redb::Error> {
+    let mut vectors = txn.open_table(VECTORS)?;
+    let mut meta = txn.open_table(META)?;
+    let mut vector_bytes = meta.get("vector_bytes")?.map_or(0, |v| v.value());
+    let mut entries = vectors.len()?;
+    if in_use(vector_bytes, entries) <= target {
+        return Ok(0);
+    }
+    let mut used = txn.open_table(USED)?;
+    let mut order = txn.open_table(ORDER)?;
+    let mut removed = 0;
+    while removed < at_most && in_use(vector_bytes, entries) > target {
+        let Some(key) = order.pop_first()?.map(|(k, _)| *k.value().1) else { break };
+        used.remove(&key)?;
+        if let Some(old) = vectors.remove(&key)? {
+            vector_bytes = vector_bytes.saturating_sub(old.value().len() as u64);
+            entries = entries.saturating_sub(1);
+            removed += 1;
+        }
+    }
+    meta.insert("vector_bytes", vector_bytes)?;
+    Ok(removed)
+}
+
+/// What the cache file in `dir` holds, read through a read-only handle:
+/// `None` when there is no file.
+fn read_stats(dir: &Path) -> Result<Option<Stats>, CacheError> {
+    if !dir.is_absolute() {
+        return Err(CacheError::Relative { path: dir.to_path_buf() });
+    }
+    let folder = match cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority()) {
+        Ok(folder) => folder,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(dir, e)),
+    };
+    let path = file::path_in(dir);
+    let Some((file, _)) = file::open(&folder, &path, file::Access::Read)? else { return Ok(None) };
+    let db = guarded(&path, || {
+        let backend = redb::backends::FileBackend::new(file).map_err(|e| redb_error(&path, e))?;
+        redb::Builder::new()
+            .set_cache_size(PAGE_CACHE_BYTES)
+            .set_concurrency_mode(redb::ConcurrencyMode::MultiWriter)
+            .open_read_only_with_backend(backend)
+            .map_err(|e| database_error(&path, e))
+    })?;
+    let stats = guarded(&path, || {
+        let txn = db.begin_read().map_err(|e| redb_error(&path, e))?;
+        check_format_of(read_meta_opt(&txn, "format", &path)?, &path)?;
+        let meta = |name: &str| read_meta(&txn, name, &path);
+        let entries = match open_read(&txn, VECTORS).map_err(|e| redb_error(&path, e))? {
+            Some(vectors) => vectors.len().map_err(|e| redb_error(&path, e))?,
+            None => 0,
+        };
+        Ok(Stats {
+            path: path.clone(),
+            exists: true,
+            entries,
+            bytes: in_use(meta("vector_bytes")?, entries),
+            file_bytes: 0,
+            max_bytes: 0,
+            lookups: meta("lookups")?,
+            hits: meta("hits")?,
+        })
+    })?;
+    let file_bytes = folder.symlink_metadata(CACHE_FILE).map_or(0, |m| crate::platform::disk_bytes(&m));
+    Ok(Some(Stats { file_bytes, ..stats }))
+}
+
+/// Whether a file of `format` (`None`: not recorded yet) is one this ragbox
+/// uses: an older one is damaged for it (started afresh), a newer one not its own.
+fn check_format_of(format: Option<u64>, path: &Path) -> Result<(), CacheError> {
+    match format {
+        None | Some(FORMAT) => Ok(()),
+        Some(newer) if newer > FORMAT => {
+            Err(CacheError::NotOurs { path: path.to_path_buf(), what: format!("cache format {newer}") })
+        }
+        Some(older) => Err(CacheError::Corrupt { path: path.to_path_buf(), message: format!("format {older}") }),
     }
 }
 
 impl Opened {
     /// The cache file in `dir`, opened in redb's multi-writer mode (made when
     /// missing and `create`; `None` when missing otherwise). A damaged file
-    /// or one of another format is started afresh, once.
+    /// or one of an older format is started afresh, once; one of a newer
+    /// ragbox is left as it is.
     fn open(dir: &Path, create: bool) -> Result<Option<Self>, CacheError> {
+        if !dir.is_absolute() {
+            return Err(CacheError::Relative { path: dir.to_path_buf() });
+        }
         let folder = match file::folder(dir) {
             Err(CacheError::Io { source, .. }) if !create && source.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(None);
@@ -517,8 +761,9 @@ impl Opened {
             other => other?,
         };
         let path = file::path_in(dir);
+        let access = if create { file::Access::Create } else { file::Access::Write };
         for attempt in 0..2 {
-            let Some((file, id)) = file::open(&folder, &path, create)? else { return Ok(None) };
+            let Some((file, id)) = file::open(&folder, &path, access)? else { return Ok(None) };
             let opened = connect(file, &path).and_then(|db| {
                 let opened = Self { db, folder: folder.try_clone().map_err(|e| io(&path, e))?, path: path.clone(), id };
                 opened.check_format()?;
@@ -535,23 +780,25 @@ impl Opened {
         Err(CacheError::Corrupt { path, message: "it is damaged again as soon as it is made".into() })
     }
 
-    /// Records the format in a new file; refuses a file of another one as damaged.
+    /// Records the format in a new file; refuses a file of another one.
     fn check_format(&self) -> Result<(), CacheError> {
         let path = &self.path;
         guarded(path, || {
             let txn = self.db.begin_read().map_err(|e| redb_error(path, e))?;
-            match read_meta_opt(&txn, "format", path)? {
-                Some(FORMAT) => return Ok(()),
-                Some(other) => {
-                    return Err(CacheError::Corrupt { path: path.clone(), message: format!("format {other}") });
-                }
-                None => {}
+            let format = read_meta_opt(&txn, "format", path)?;
+            check_format_of(format, path)?;
+            if format.is_some() {
+                return Ok(());
             }
             drop(txn);
-            let txn = self.db.begin_write().map_err(|e| redb_error(path, e))?;
+            let Some(txn) = begin_write(&self.db, LOCK_WAIT).map_err(|e| redb_error(path, e))? else {
+                return Err(CacheError::Locked { path: path.clone() });
+            };
             {
                 let mut meta = txn.open_table(META).map_err(|e| redb_error(path, e))?;
-                if meta.get("format").map_err(|e| redb_error(path, e))?.is_none() {
+                let format = meta.get("format").map_err(|e| redb_error(path, e))?.map(|v| v.value());
+                check_format_of(format, path)?;
+                if format.is_none() {
                     meta.insert("format", FORMAT).map_err(|e| redb_error(path, e))?;
                 }
             }
@@ -565,52 +812,6 @@ impl Opened {
     }
 }
 
-/// Removes the least recently used entries until their bytes are at
-/// [`PRUNE_TO_PERCENT`] of `max_bytes`; returns how many went.
-fn prune(opened: &Opened, max_bytes: u64) -> Result<u64, CacheError> {
-    let path = &opened.path;
-    guarded(path, || {
-        let run = || -> Result<u64, redb::Error> {
-            let txn = opened.db.begin_write()?;
-            let removed = {
-                let mut meta = txn.open_table(META)?;
-                let mut vectors = txn.open_table(VECTORS)?;
-                let mut vector_bytes = meta.get("vector_bytes")?.map_or(0, |v| v.value());
-                let mut entries = vectors.len()?;
-                if in_use(vector_bytes, entries) <= max_bytes {
-                    return Ok(0);
-                }
-                let target = max_bytes / 100 * PRUNE_TO_PERCENT;
-                let mut used = txn.open_table(USED)?;
-                let mut order: Vec<(u32, Key)> = Vec::with_capacity(used.len()? as usize);
-                for row in used.iter()? {
-                    let (key, hour) = row?;
-                    order.push((hour.value(), *key.value()));
-                }
-                // Oldest first; within an hour, any order.
-                order.sort_unstable();
-                let mut removed = 0;
-                for (_, key) in &order {
-                    if in_use(vector_bytes, entries) <= target {
-                        break;
-                    }
-                    used.remove(key)?;
-                    if let Some(old) = vectors.remove(key)? {
-                        vector_bytes = vector_bytes.saturating_sub(old.value().len() as u64);
-                        entries -= 1;
-                        removed += 1;
-                    }
-                }
-                meta.insert("vector_bytes", vector_bytes)?;
-                removed
-            };
-            txn.commit()?;
-            Ok(removed)
-        };
-        run().map_err(|e| redb_error(path, e))
-    })
-}
-
 /// Opens the database on `file` in redb's multi-writer mode.
 fn connect(file: std::fs::File, path: &Path) -> Result<Database, CacheError> {
     guarded(path, || {
@@ -619,17 +820,30 @@ fn connect(file: std::fs::File, path: &Path) -> Result<Database, CacheError> {
             .set_cache_size(PAGE_CACHE_BYTES)
             .set_concurrency_mode(redb::ConcurrencyMode::MultiWriter)
             .create_with_backend(backend)
-            .map_err(|e| match e {
-                redb::DatabaseError::DatabaseAlreadyOpen => CacheError::Busy { path: path.to_path_buf() },
-                // redb reports a file that is not a redb database as InvalidData.
-                redb::DatabaseError::Storage(redb::StorageError::Io(e))
-                    if e.kind() != std::io::ErrorKind::InvalidData =>
-                {
-                    io(path, e)
-                }
-                e => CacheError::Corrupt { path: path.to_path_buf(), message: e.to_string() },
-            })
+            .map_err(|e| database_error(path, e))
     })
+}
+
+/// Sorts an error of opening the database into what the cache does about it.
+fn database_error(path: &Path, e: redb::DatabaseError) -> CacheError {
+    let not_ours = |what: String| CacheError::NotOurs { path: path.to_path_buf(), what };
+    match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => CacheError::Busy { path: path.to_path_buf() },
+        // Another redb's file or locks: its writer may still use it.
+        redb::DatabaseError::UpgradeRequired(version) => not_ours(format!("redb file format {version}")),
+        redb::DatabaseError::LockProtocolMismatch => not_ours("another redb locking protocol".into()),
+        // redb says a file format newer than its own only in this message.
+        redb::DatabaseError::Storage(redb::StorageError::Corrupted(message))
+            if message.starts_with("Expected file format version") =>
+        {
+            not_ours(message)
+        }
+        // redb reports a file that is not a redb database as InvalidData.
+        redb::DatabaseError::Storage(redb::StorageError::Io(e)) if e.kind() != std::io::ErrorKind::InvalidData => {
+            io(path, e)
+        }
+        e => CacheError::Corrupt { path: path.to_path_buf(), message: e.to_string() },
+    }
 }
 
 /// Runs `f`, reporting a panic inside redb (a page it cannot make sense of)
@@ -646,6 +860,9 @@ fn redb_error(path: &Path, e: impl Into<redb::Error>) -> CacheError {
         redb::Error::Io(source) => io(path, source),
         redb::Error::Corrupted(message) => CacheError::Corrupt { path: path.to_path_buf(), message },
         redb::Error::DatabaseAlreadyOpen => CacheError::Busy { path: path.to_path_buf() },
+        redb::Error::UpgradeRequired(version) => {
+            CacheError::NotOurs { path: path.to_path_buf(), what: format!("redb file format {version}") }
+        }
         source => CacheError::Redb { path: path.to_path_buf(), source },
     }
 }
@@ -677,25 +894,22 @@ fn read_meta_opt(txn: &redb::ReadTransaction, name: &str, path: &Path) -> Result
 }
 
 /// A stored vector (little-endian f32s, as the store keeps them), when it is
-/// one of `dimension` finite values.
+/// one of `dimension` finite values of unit length, as the model makes them:
+/// the one check for this user's cache and the team's table alike (a long
+/// vector would outscore every other).
 pub(crate) fn decode(bytes: &[u8], dimension: usize) -> Option<Vec<f32>> {
     if bytes.len() != dimension * 4 {
         return None;
     }
     let vector = crate::store::decode_vector(bytes);
-    vector.iter().all(|x| x.is_finite()).then_some(vector)
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    (vector.iter().all(|x| x.is_finite()) && (norm - 1.0).abs() <= UNIT_SLACK).then_some(vector)
 }
 
 /// The bytes `entries` entries whose vectors take `vector_bytes` count for
 /// against the cap (their keys, stamps and share of the B-trees included).
 fn in_use(vector_bytes: u64, entries: u64) -> u64 {
     vector_bytes.saturating_add(entries.saturating_mul(ENTRY_OVERHEAD))
-}
-
-/// Hours since the Unix epoch: the last-used stamp's grain.
-fn hour_now() -> u32 {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    u32::try_from(secs / 3600).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -730,22 +944,88 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let per = 16 + ENTRY_OVERHEAD;
         let c = cache(dir.path(), per * 10);
-        let v = [1.0f32; 4];
+        let v = [0.5f32; 4];
         for n in 0..10 {
             c.put(&[(key(n), &v)]);
         }
-        // Key 0 is older than the rest: stamp it an hour back, then use 5 now.
-        let opened = c.opened(true).unwrap();
-        let txn = opened.db.begin_write().unwrap();
-        txn.open_table(USED).unwrap().insert(&key(0), hour_now() - 1).unwrap();
-        txn.commit().unwrap();
+        // Key 0 was kept first, then used: key 1 is now the one used longest ago.
+        assert_eq!(c.get(&[key(0)], 4), vec![Some(v.to_vec())]);
         c.put(&[(key(10), &v)]);
         let found = c.get(&(0..=10).map(key).collect::<Vec<_>>(), 4);
-        assert_eq!(found[0], None, "the least recently used went first");
-        assert_eq!(found[10], Some(v.to_vec()), "the newest stays");
+        assert_eq!(found[1], None, "the least recently used went first");
+        assert_eq!(found[0], Some(v.to_vec()), "a used entry stays");
+        assert!(found[2..].iter().all(Option::is_some), "only one went: {found:?}");
         let stats = c.stats().unwrap();
-        assert!(stats.bytes <= per * 9, "{stats:?}");
-        assert_eq!(stats.entries, found.iter().filter(|f| f.is_some()).count() as u64);
+        assert!(stats.bytes <= per * 10, "{stats:?}");
+        assert_eq!(stats.entries, 10);
+    }
+
+    #[test]
+    fn a_write_in_progress_elsewhere_never_holds_a_lookup_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Arc::new(cache(dir.path(), 1 << 30));
+        c.put(&[(key(1), &[1.0, 0.0])]);
+        // A writer that never ends (as a stopped process would be) holds the file.
+        let opened = c.inner.opened(true).unwrap();
+        let held = opened.db.begin_write().unwrap();
+        let (done, finished) = mpsc::channel();
+        let theirs = c.clone();
+        std::thread::spawn(move || {
+            let found = theirs.get(&[key(1)], 2);
+            theirs.put(&[(key(2), &[0.0, 1.0])]);
+            done.send(found).unwrap();
+        });
+        let found = finished.recv_timeout(Duration::from_secs(10)).expect("a lookup waited on another's write");
+        assert_eq!(found, vec![Some(vec![1.0, 0.0])], "a read does not need the writer");
+        drop(held);
+    }
+
+    #[test]
+    fn a_file_of_a_newer_format_is_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = cache(dir.path(), 1 << 30);
+        c.put(&[(key(1), &[1.0, 0.0])]);
+        {
+            let opened = c.inner.opened(true).unwrap();
+            let txn = opened.db.begin_write().unwrap();
+            txn.open_table(META).unwrap().insert("format", FORMAT + 1).unwrap();
+            txn.commit().unwrap();
+        }
+        drop(c);
+        let c = cache(dir.path(), 1 << 30);
+        assert_eq!(c.get(&[key(1)], 2), vec![None]);
+        c.put(&[(key(2), &[1.0, 0.0])]);
+        let e = c.stats().unwrap_err().to_string();
+        assert!(e.contains("newer ragbox"), "{e}");
+        assert!(dir.path().join(CACHE_FILE).exists(), "another version's cache is never removed");
+    }
+
+    #[test]
+    fn showing_a_damaged_file_leaves_it_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = vec![0x5a; 64 << 10];
+        std::fs::write(dir.path().join(CACHE_FILE), &garbage).unwrap();
+        assert!(cache(dir.path(), 1 << 30).stats().is_err());
+        assert_eq!(std::fs::read(dir.path().join(CACHE_FILE)).unwrap(), garbage, "stats only reads");
+    }
+
+    #[test]
+    fn a_relative_folder_is_refused_with_the_fix() {
+        let c = cache(Path::new("relative/cache"), 1 << 30);
+        assert_eq!(c.get(&[key(1)], 2), vec![None]);
+        let e = c.stats().unwrap_err().to_string();
+        assert!(e.contains("not an absolute path"), "{e}");
+        assert!(!Path::new("relative").exists(), "nothing made beside the process");
+    }
+
+    #[test]
+    fn only_unit_vectors_of_the_length_asked_are_taken() {
+        let bytes = crate::store::encode_vector;
+        assert_eq!(decode(&bytes(&[0.6, 0.8]), 2), Some(vec![0.6, 0.8]));
+        assert_eq!(decode(&bytes(&[0.6, 0.8]), 3), None, "another length");
+        assert_eq!(decode(&bytes(&[6.0, 8.0]), 2), None, "a long vector would outscore every other");
+        assert_eq!(decode(&bytes(&[f32::NAN, 1.0]), 2), None);
+        assert_eq!(decode(&[1, 2, 3], 1), None);
     }
 
     #[test]
@@ -766,7 +1046,7 @@ mod tests {
         cache(&target.with_extension("d"), 1 << 30).put(&[(key(1), &[1.0])]);
         std::os::unix::fs::symlink(target.with_extension("d").join(CACHE_FILE), dir.path().join(CACHE_FILE)).unwrap();
         let c = cache(dir.path(), 1 << 30);
-        let e = c.try_open(true).err().unwrap().to_string();
+        let e = Opened::open(dir.path(), true).err().unwrap().to_string();
         assert!(e.contains("is a symbolic link") && e.contains("rm "), "{e}");
         assert_eq!(c.get(&[key(1)], 1), vec![None], "a link is not read through");
     }

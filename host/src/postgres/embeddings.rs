@@ -23,9 +23,6 @@ const RETRY_AFTER: Duration = Duration::from_secs(60);
 /// Entries unused for this many days go at `ragbox cache prune`.
 pub const TEAM_KEEP_DAYS: i32 = 90;
 
-/// How far from 1 a vector's length may be (the model's are normalised; f32 rounding stays far inside).
-const UNIT_SLACK: f32 = 1e-3;
-
 /// What the table holds for one key.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Cached {
@@ -107,7 +104,7 @@ impl Collection {
                     let Some(&i) = index.get(row.get::<_, &[u8]>(0)) else { continue };
                     out[i] = Cached {
                         present: true,
-                        vector: row.get::<_, Option<&[u8]>>(1).and_then(|b| unit(b, dimension)),
+                        vector: row.get::<_, Option<&[u8]>>(1).and_then(|b| crate::embed_cache::decode(b, dimension)),
                     };
                 }
             }
@@ -214,27 +211,5 @@ impl Collection {
                  without it ([cache] team = false in your config turns it off)"
             );
         }
-    }
-}
-
-/// A stored vector, when it is one of `dimension` finite values of unit length.
-fn unit(bytes: &[u8], dimension: usize) -> Option<Vec<f32>> {
-    let vector = crate::embed_cache::decode(bytes, dimension)?;
-    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-    ((norm - 1.0).abs() <= UNIT_SLACK).then_some(vector)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::unit;
-
-    #[test]
-    fn only_unit_vectors_of_the_models_length_are_taken() {
-        let bytes = crate::store::encode_vector;
-        assert_eq!(unit(&bytes(&[0.6, 0.8]), 2), Some(vec![0.6, 0.8]));
-        assert_eq!(unit(&bytes(&[0.6, 0.8]), 3), None, "another length");
-        assert_eq!(unit(&bytes(&[6.0, 8.0]), 2), None, "a long vector would outscore every other");
-        assert_eq!(unit(&bytes(&[f32::NAN, 1.0]), 2), None);
-        assert_eq!(unit(&[1, 2, 3], 1), None);
     }
 }
