@@ -702,24 +702,40 @@ fn read_stats(dir: &Path) -> Result<Option<Stats>, CacheError> {
     };
     let path = file::path_in(dir);
     let Some((file, _)) = file::open(&folder, &path, file::Access::Read)? else { return Ok(None) };
-    let db = guarded(&path, || {
+    let opened = guarded(&path, || {
         let backend = redb::backends::FileBackend::new(file).map_err(|e| redb_error(&path, e))?;
-        redb::Builder::new()
+        Ok(redb::Builder::new()
             .set_cache_size(PAGE_CACHE_BYTES)
             .set_concurrency_mode(redb::ConcurrencyMode::MultiWriter)
-            .open_read_only_with_backend(backend)
-            .map_err(|e| database_error(&path, e))
+            .open_read_only_with_backend(backend))
     })?;
-    let stats = guarded(&path, || {
-        let txn = db.begin_read().map_err(|e| redb_error(&path, e))?;
-        check_format_of(read_meta_opt(&txn, "format", &path)?, &path)?;
-        let meta = |name: &str| read_meta(&txn, name, &path);
-        let entries = match open_read(&txn, VECTORS).map_err(|e| redb_error(&path, e))? {
-            Some(vectors) => vectors.len().map_err(|e| redb_error(&path, e))?,
+    let stats = match opened {
+        Ok(db) => stats_of(&db, &path)?,
+        // A process killed in a write left it for redb to repair, which only a writer's
+        // handle does: redb's own recovery, as the next index's open would run it; nothing
+        // is made, removed or started afresh here.
+        Err(redb::DatabaseError::RepairAborted) => {
+            let Some((file, _)) = file::open(&folder, &path, file::Access::Write)? else { return Ok(None) };
+            stats_of(&connect(file, &path)?, &path)?
+        }
+        Err(e) => return Err(database_error(&path, e)),
+    };
+    let file_bytes = folder.symlink_metadata(CACHE_FILE).map_or(0, |m| crate::platform::disk_bytes(&m));
+    Ok(Some(Stats { file_bytes, ..stats }))
+}
+
+/// What the open cache file at `path` holds (its file size left at 0).
+fn stats_of(db: &impl ReadableDatabase, path: &Path) -> Result<Stats, CacheError> {
+    guarded(path, || {
+        let txn = db.begin_read().map_err(|e| redb_error(path, e))?;
+        check_format_of(read_meta_opt(&txn, "format", path)?, path)?;
+        let meta = |name: &str| read_meta(&txn, name, path);
+        let entries = match open_read(&txn, VECTORS).map_err(|e| redb_error(path, e))? {
+            Some(vectors) => vectors.len().map_err(|e| redb_error(path, e))?,
             None => 0,
         };
         Ok(Stats {
-            path: path.clone(),
+            path: path.to_path_buf(),
             exists: true,
             entries,
             bytes: in_use(meta("vector_bytes")?, entries),
@@ -728,9 +744,7 @@ fn read_stats(dir: &Path) -> Result<Option<Stats>, CacheError> {
             lookups: meta("lookups")?,
             hits: meta("hits")?,
         })
-    })?;
-    let file_bytes = folder.symlink_metadata(CACHE_FILE).map_or(0, |m| crate::platform::disk_bytes(&m));
-    Ok(Some(Stats { file_bytes, ..stats }))
+    })
 }
 
 /// Whether a file of `format` (`None`: not recorded yet) is one this ragbox
