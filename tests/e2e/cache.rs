@@ -402,11 +402,12 @@ fn the_cap_holds_and_prune_gives_space_back() {
     assert!(stats["bytes"].as_u64().unwrap() <= 1 << 20, "{stats} {stderr}");
     let kept = stats["entries"].as_u64().unwrap();
     assert!(kept > 0 && kept < chunks.embedded, "{stats}");
-    // The newest entries are kept: the last pages indexed are found by a second workspace.
-    let b = sharing(&a, 600);
-    b.write_user_config("[cache]\nmax_mib = 1\n");
-    let (_, again, _) = index(&b);
-    assert!(again.from_cache > 0, "{again:?}");
+    // The least recently used went: the first pages indexed (in path order) are gone, and
+    // every entry kept is found again (both under the default cap, so that they evict nothing).
+    let (_, oldest, _) = index(&sharing(&a, 100));
+    assert_eq!(oldest.from_cache, 0, "the first pages indexed went first: {oldest:?}");
+    let (_, again, _) = index(&sharing(&a, 600));
+    assert_eq!(again.from_cache, kept + oldest.embedded, "what was kept, and what the first pages put back: {again:?}");
 
     a.write_user_config("[cache]\nmax_mib = 0\n");
     let before = std::fs::metadata(cache_file(&a)).unwrap().len();
