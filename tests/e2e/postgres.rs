@@ -590,3 +590,44 @@ fn a_teammate_indexing_the_same_files_embeds_nothing() {
     assert_eq!(sources(&index(&dan, "dan")), (made, 0, 0));
     assert_eq!(entries(), "0", "dan wrote nothing to the table");
 }
+
+/// A teammate holding the team's table locked does not hold an index up:
+/// the table's statements give up after their lock timeout, the table is
+/// said once to be unused, and every chunk is embedded.
+#[test]
+fn a_teammate_locking_the_team_table_does_not_hold_an_index_up() {
+    let server = postgres::shared();
+    server.create_database("team_cache_locked");
+    let url = server.url(SUPERUSER, "team_cache_locked");
+    let ana = mixed(5);
+    let (made, _, _) = sources(&run(shared(&ana, &url, "ana", &["index", "--json", "--timings"])));
+    assert!(made > 0);
+    let mut holder = server.session(
+        "team_cache_locked",
+        "BEGIN; LOCK TABLE ragbox_embedding_cache IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600);",
+    );
+    // The lock is held once psql waits in its sleep.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.psql("team_cache_locked", "SELECT count(*) FROM pg_locks WHERE mode = 'AccessExclusiveLock' AND relation = 'ragbox_embedding_cache'::regclass") != "1" {
+        assert!(Instant::now() < deadline, "the lock was never taken");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ben = mixed(5);
+    let mut cmd = shared(&ben, &url, "ben", &["index", "--json", "--timings"]);
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run ragbox");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = holder.kill();
+            panic!("ragbox index waited on a teammate's lock for two minutes");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().expect("ragbox output");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(sources(&out), (made, 0, 0), "every chunk embedded");
+    let stderr = stderr_of(&out);
+    assert_eq!(stderr.matches("the team's embedding cache in the shared store is not used").count(), 1, "{stderr}");
+}

@@ -15,10 +15,16 @@ use super::Collection;
 use super::schema;
 use crate::embed_cache::Key;
 use crate::store::StoreError;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// How long a table that failed is left alone before it is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// Bounds set in each transaction on the table during an index: a
+/// teammate's `LOCK TABLE` or a view that sleeps must not hold every
+/// index up; a timeout is the table failing (said once, embedding goes on).
+pub(super) const TEAM_TIMEOUTS: &str = "SET LOCAL lock_timeout = '2s'; SET LOCAL statement_timeout = '10s'";
 
 /// Entries unused for this many days go at `ragbox cache prune`.
 pub const TEAM_KEEP_DAYS: i32 = 90;
@@ -75,37 +81,48 @@ impl Collection {
         if keys.is_empty() || !self.team_ready() {
             return out;
         }
-        let index: std::collections::HashMap<&[u8], usize> =
-            keys.iter().enumerate().map(|(i, k)| (k.as_slice(), i)).collect();
-        let asked: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+        // Each key once, with every position it has (a batch may hold one text twice).
+        let mut at: HashMap<&[u8], Vec<usize>> = HashMap::new();
+        for (i, key) in keys.iter().enumerate() {
+            at.entry(key.as_slice()).or_default().push(i);
+        }
+        let asked: Vec<&[u8]> = at.keys().copied().collect();
+        let wanted: Vec<bool> = asked.iter().map(|k| at[k].iter().any(|&i| fetch.get(i) == Some(&true))).collect();
+        // Only a vector of the model's length leaves the server: a huge value cannot fill this process.
+        let length = i32::try_from(dimension * 4).unwrap_or(i32::MAX);
         let found = self.pool.run(|c| {
-            let rows = c
+            let mut txn = c.transaction().map_err(|e| self.err(e))?;
+            txn.batch_execute(TEAM_TIMEOUTS).map_err(|e| self.err(e))?;
+            let rows = txn
                 .query(
-                    "SELECT w.key, CASE WHEN w.wanted THEN e.vector END, e.used_on < current_date
+                    "SELECT w.key, CASE WHEN w.wanted AND octet_length(e.vector) = $3 THEN e.vector END,
+                            e.used_on < current_date
                      FROM unnest($1::bytea[], $2::bool[]) AS w(key, wanted)
                      JOIN ragbox_embedding_cache e ON e.key = w.key",
-                    &[&asked, &fetch],
+                    &[&asked, &wanted, &length],
                 )
                 .map_err(|e| self.err(e))?;
             let stale: Vec<&[u8]> = rows.iter().filter(|r| r.get::<_, bool>(2)).map(|r| r.get(0)).collect();
             if !stale.is_empty() {
-                c.execute(
+                txn.execute(
                     "UPDATE ragbox_embedding_cache SET used_on = current_date
                      WHERE key = ANY($1) AND used_on < current_date",
                     &[&stale],
                 )
                 .map_err(|e| self.err(e))?;
             }
+            txn.commit().map_err(|e| self.err(e))?;
             Ok(rows)
         });
         match found {
             Ok(rows) => {
                 for row in &rows {
-                    let Some(&i) = index.get(row.get::<_, &[u8]>(0)) else { continue };
-                    out[i] = Cached {
-                        present: true,
-                        vector: row.get::<_, Option<&[u8]>>(1).and_then(|b| crate::embed_cache::decode(b, dimension)),
-                    };
+                    let Some(positions) = at.get(row.get::<_, &[u8]>(0)) else { continue };
+                    let vector = row.get::<_, Option<&[u8]>>(1).and_then(|b| crate::embed_cache::decode(b, dimension));
+                    for &i in positions {
+                        let vector = vector.clone().filter(|_| fetch.get(i) == Some(&true));
+                        out[i] = Cached { present: true, vector };
+                    }
                 }
             }
             Err(e) => self.team_failed(e),
@@ -123,12 +140,15 @@ impl Collection {
         let keys: Vec<&[u8]> = entries.iter().map(|(k, _)| k.as_slice()).collect();
         let vectors: Vec<Vec<u8>> = entries.iter().map(|(_, v)| crate::store::encode_vector(v)).collect();
         let written = self.pool.run(|c| {
-            c.execute(
+            let mut txn = c.transaction().map_err(|e| self.err(e))?;
+            txn.batch_execute(TEAM_TIMEOUTS).map_err(|e| self.err(e))?;
+            txn.execute(
                 "INSERT INTO ragbox_embedding_cache (key, vector)
                  SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO NOTHING",
                 &[&keys, &vectors],
             )
-            .map_err(|e| self.err(e))
+            .map_err(|e| self.err(e))?;
+            txn.commit().map_err(|e| self.err(e))
         });
         if let Err(e) = written {
             self.team_failed(e);

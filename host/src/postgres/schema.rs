@@ -215,6 +215,8 @@ pub fn ensure_cache_table(client: &mut Client, server: &str) -> Result<(), Store
         return Ok(());
     }
     let mut txn = client.transaction().map_err(|e| setup(e.to_string()))?;
+    // Made during an index: a schema change holding the lock must not hold the index up.
+    txn.batch_execute(super::embeddings::TEAM_TIMEOUTS).map_err(|e| setup(e.to_string()))?;
     txn.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).map_err(|e| setup(e.to_string()))?;
     txn.batch_execute(CACHE_TABLE).map_err(|e| setup(format!("creating the embedding cache table: {e}")))?;
     txn.commit().map_err(|e| setup(e.to_string()))
