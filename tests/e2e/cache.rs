@@ -471,3 +471,16 @@ fn a_workspace_cache_is_never_read() {
     assert!(stderr.contains("ignored [cache]"), "{stderr}");
     assert_eq!(cache_json(&clone)["max_bytes"], 1024u64 << 20, "the workspace does not size the user's cache");
 }
+
+/// A text a client sends (search_similar's reference text) is embedded as it
+/// comes: it is never kept in the cache, which holds only what an index embedded.
+#[test]
+fn a_clients_reference_text_is_never_kept() {
+    let f = Fixture::tldr(5);
+    index(&f);
+    let before = cache_json(&f)["entries"].as_u64().unwrap();
+    let args = json!({ "reference_text": "a sentence this client wrote, in no page at all" });
+    let out = f.command(&["tools", "call", "search_similar", &args.to_string()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(cache_json(&f)["entries"].as_u64().unwrap(), before, "the client's text was kept");
+}
