@@ -484,3 +484,16 @@ fn a_clients_reference_text_is_never_kept() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(cache_json(&f)["entries"].as_u64().unwrap(), before, "the client's text was kept");
 }
+
+/// `ragbox cache clear --team` without a shared store is refused before
+/// anything is removed: this user's cache is left whole.
+#[test]
+fn clear_team_without_a_shared_store_removes_nothing() {
+    let f = Fixture::tldr(3);
+    index(&f);
+    let before = cache_json(&f)["entries"].as_u64().unwrap();
+    let out = f.command(&["cache", "clear", "--team", "--yes"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("no shared store"), "{said}");
+    assert_eq!(cache_json(&f)["entries"].as_u64().unwrap(), before, "the local cache was cleared anyway");
+}

@@ -22,6 +22,8 @@ pub enum Action {
     Clear {
         /// Empty the shared store's table as well.
         team: bool,
+        /// The user confirmed `team` (it empties every teammate's vectors).
+        yes: bool,
     },
 }
 
@@ -84,16 +86,22 @@ pub fn run(workspace: &Path, action: Action, as_json: bool) -> anyhow::Result<()
             }
             Ok(())
         }
-        Action::Clear { team } => {
-            let before = caches.cache.stats()?;
-            caches.cache.clear()?;
-            let team_removed = match (&caches.team, team) {
-                (Some(collection), true) => Some(collection.clear_team()?),
-                (None, true) => {
+        Action::Clear { team, yes } => {
+            // Checked before anything is removed: a refused --team leaves this user's cache too.
+            let team = match (&caches.team, team, yes) {
+                (_, false, _) => None,
+                (None, true, _) => {
                     anyhow::bail!("--team empties a shared store's table: this workspace has no shared store")
                 }
-                _ => None,
+                (Some(_), true, false) => anyhow::bail!(
+                    "--team empties the team's table, every teammate's vectors (their next index embeds \
+                     everything again): add --yes to do it"
+                ),
+                (Some(collection), true, true) => Some(collection),
             };
+            let before = caches.cache.stats()?;
+            caches.cache.clear()?;
+            let team_removed = team.map(|collection| collection.clear_team()).transpose()?;
             if as_json {
                 say!("{}", json!({ "removed": before.entries, "team_removed": team_removed }));
                 return Ok(());

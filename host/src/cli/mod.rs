@@ -328,6 +328,9 @@ enum CacheAction {
         /// Empty the shared store's team table as well (every teammate's vectors).
         #[arg(long)]
         team: bool,
+        /// Confirm `--team`: it empties every teammate's vectors.
+        #[arg(long)]
+        yes: bool,
     },
 }
 
@@ -458,7 +461,7 @@ fn run(command: Command) -> anyhow::Result<()> {
             let action = match action {
                 None => cache::Action::Show,
                 Some(CacheAction::Prune) => cache::Action::Prune,
-                Some(CacheAction::Clear { team }) => cache::Action::Clear { team },
+                Some(CacheAction::Clear { team, yes }) => cache::Action::Clear { team, yes },
             };
             cache::run(&workspace, action, json)
         }
