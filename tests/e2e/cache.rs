@@ -248,7 +248,9 @@ fn a_cache_file_that_is_a_link_a_fifo_or_another_users_is_refused() {
         assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains(&shown), "{kind}");
         let doctor = f.command(&["doctor"]).output().unwrap();
         let said = String::from_utf8_lossy(&doctor.stdout);
-        assert!(said.lines().any(|l| l.starts_with("BROKEN  cache") && l.contains(&shown)), "{kind}: {said}");
+        // The cache is optional: a note, not a fault of the index.
+        assert!(said.lines().any(|l| l.starts_with("note    cache") && l.contains(&shown)), "{kind}: {said}");
+        assert!(!said.contains("BROKEN  cache"), "{kind}: {said}");
     }
 }
 
