@@ -3,13 +3,17 @@ in one run: the first index of a git repository of at least 5,000 files (the
 smallest crates unpacked under ~/.cargo/registry/src, whole, committed into a
 fresh repository), then `git worktree add` and the worktree's first index,
 then a `git clone` whose files differ by 5 % (a line added in the middle of
-each file picked): time, chunks embedded, cache hit rate, peak RSS. Then the
+each file picked), and a third worktree indexed with the cache off (the cold
+index every ratio is taken against: the first index fills the cache and takes
+its own repeated texts from it, and runs at whatever load the machine had
+then): time, chunks embedded, cache hit rate, peak RSS. Then the
 same through `serve --watch` (through the per-user service, as agents start
 it): seconds from a new worktree's first session to its first semantic answer
 over the whole tree, with the cache and without. The worktree's semantic
-answers are compared with the first (cold) index's, query by query. Last, the
+answers are compared with the cache-off index's, query by query. Last, the
 cache's value format on SciFact (`cargo test --bench embedding_cache`): nDCG@10
-through the cache and without, f32 and bf16, and the bytes per entry of each.
+of vectors read back from the cache (which shows them unchanged, not a
+comparison with a cache-off index) and of bf16, and the bytes per entry of each.
 Writes bench/results/cache.md.
 
     RAGBOX_BIN=target/release/ragbox python3 bench/cache.py [--files N] [--no-cold-watch] [--no-scifact]
@@ -37,6 +41,7 @@ from jsonrpc import Server  # noqa: E402
 from machine import cpu_flags, machine, registry_tree  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "cache.md"
+COLD = "another worktree, cache off"
 QUERIES = [
     "parse command line arguments", "read a file into a string", "hash map with a custom hasher",
     "convert a string to lowercase", "serialize a struct to JSON", "spawn a thread and wait for it",
@@ -206,7 +211,11 @@ def main():
         worktree = work / "worktree"
         git(repo, "worktree", "add", "-q", str(worktree))
         rows["git worktree add"] = index(binary, worktree, env)
-        answers = list(zip(QUERIES, semantic(binary, repo, env, work / "search-repo.log"),
+        # The cold index every ratio and answer is compared with: the same tree, nothing from a cache.
+        cold_index = work / "cold-index"
+        git(repo, "worktree", "add", "-q", str(cold_index))
+        rows[COLD] = index(binary, cold_index, dict(env, RAGBOX_EMBEDDING_CACHE="off"))
+        answers = list(zip(QUERIES, semantic(binary, cold_index, env, work / "search-cold.log"),
                            semantic(binary, worktree, env, work / "search-worktree.log")))
         same = sum(a == b for _, a, b in answers)
         clone = work / "clone"
@@ -241,18 +250,19 @@ def main():
 
 def goals(rows, answers, same) -> list[str]:
     """The issue's goals beside what this run measured, each met or not."""
-    first, worktree = rows["first index"], rows["git worktree add"]
+    cold, worktree = rows[COLD], rows["git worktree add"]
     clone = next(r for name, r in rows.items() if name.startswith("clone"))
-    lookups = worktree["embed_seconds"] / first["seconds"]
+    lookups = worktree["embed_seconds"] / cold["seconds"]
     checks = [
-        ("the worktree's first full index at most 0.1x the first repository's",
-         f"{worktree['seconds'] / first['seconds']:.3f}x", worktree["seconds"] <= 0.1 * first["seconds"]),
-        ("the 5 % clone's at most 0.2x", f"{clone['seconds'] / first['seconds']:.3f}x",
-         clone["seconds"] <= 0.2 * first["seconds"]),
-        ("search results identical to a cold index of the same tree", f"{same} of {len(answers)} identical",
-         same == len(answers)),
-        ("lookups under 1 % of the index time", f"{lookups * 100:.2f} % of the first index's time",
-         lookups < 0.01),
+        ("the worktree's first full index at most 0.1x a cold one's (cache off)",
+         f"{worktree['seconds'] / cold['seconds']:.3f}x", worktree["seconds"] <= 0.1 * cold["seconds"]),
+        ("the 5 % clone's at most 0.2x", f"{clone['seconds'] / cold['seconds']:.3f}x",
+         clone["seconds"] <= 0.2 * cold["seconds"]),
+        ("search results identical to a cold index (cache off) of the same tree",
+         f"{same} of {len(answers)} identical", same == len(answers)),
+        ("lookups under 1 % of the index time",
+         f"{lookups * 100:.2f} % of the cold index's time, "
+         f"{worktree['embed_seconds'] / worktree['seconds'] * 100:.1f} % of the worktree's own", lookups < 0.01),
     ]
     return ["## Goals\n", "| goal | measured | met |", "|---|---|---|",
             *(f"| {goal} | {measured} | {'yes' if met else 'NO'} |" for goal, measured, met in checks), ""]
@@ -273,26 +283,29 @@ def write(binary, crates, files, size, rows, stats_first, stats, answers, same, 
         "(default cap, 1 GiB)\n",
         *goals(rows, answers, same),
         "## `ragbox index`, one after the other\n",
-        "| checkout | time | ÷ first | chunks | embedded | from the cache | hit rate | peak RSS |",
-        "|---|---|---|---|---|---|---|---|",
+        "| checkout | time | ÷ cache off | ÷ first | chunks | embedded | from the cache | hit rate | peak RSS |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
+    cold = rows[COLD]
     for name, r in rows.items():
-        out.append(f"| {name} | {r['seconds']:.1f} s | {r['seconds'] / first['seconds']:.3f}x | {r['chunks']} | "
+        out.append(f"| {name} | {r['seconds']:.1f} s | {r['seconds'] / cold['seconds']:.3f}x | "
+                   f"{r['seconds'] / first['seconds']:.3f}x | {r['chunks']} | "
                    f"{r['embedded']} | {r['cached']} | {r['hit_rate'] * 100:.1f} % | {r['rss']:.0f} MiB |")
     worktree = rows["git worktree add"]
     lookup_ms = worktree["embed_seconds"] * 1e3 / max(worktree["cached"], 1)
-    encoder_ms = first["embed_seconds"] * 1e3 / max(first["embedded"], 1)
+    encoder_ms = cold["embed_seconds"] * 1e3 / max(cold["embedded"], 1)
     out += [
         "",
         f"The first index's own hits ({first['cached']}) are texts it met twice (license files, generated code) "
         "after their first batch.",
         "",
         "## Cost per chunk\n",
-        f"- encoder (the first index's embed stage ÷ the chunks it embedded): {encoder_ms:.2f} ms",
+        f"- encoder (the cache-off index's embed stage ÷ the chunks it embedded): {encoder_ms:.2f} ms",
         f"- lookup (the worktree's embed stage, every chunk found: hashing, reading, counting): {lookup_ms:.4f} ms, "
         f"{lookup_ms / encoder_ms * 100:.3f} % of the encoder's",
         f"- all the worktree's lookups: {worktree['embed_seconds']:.2f} s, "
-        f"{worktree['embed_seconds'] / first['seconds'] * 100:.2f} % of the first index's time",
+        f"{worktree['embed_seconds'] / cold['seconds'] * 100:.2f} % of the cold index's time, "
+        f"{worktree['embed_seconds'] / worktree['seconds'] * 100:.1f} % of the worktree's own",
         "",
         "## Size\n",
         f"- after the first index: {stats_first['entries']} vectors, {mib(stats_first['file_bytes'])} on disk, "
@@ -302,8 +315,9 @@ def write(binary, crates, files, size, rows, stats_first, stats, answers, same, 
         f"{stats['bytes'] / stats['entries'] * 1e6 / 2**30:.2f} GiB as the cap counts them",
         "",
         "## Same answers\n",
-        f"{len(QUERIES)} semantic searches (the `search` tool over MCP, 10 results) on the worktree against the first "
-        f"(cold) index of the same tree: {same} of {len(answers)} identical (path, text and score, unrounded).",
+        f"{len(QUERIES)} semantic searches (the `search` tool over MCP, 10 results) on the worktree against the "
+        f"index made with the cache off of the same tree: {same} of {len(answers)} identical (path, text and score, "
+        "unrounded).",
     ]
     for q, a, b in answers:
         if a != b:
@@ -327,10 +341,13 @@ def write(binary, crates, files, size, rows, stats_first, stats, answers, same, 
             f"({fmt['isa']}).\n",
             "| vectors | nDCG@10 | worst cosine to f32 | bytes per entry on disk |", "|---|---|---|---|",
             f"| f32, embedded | {n['f32']:.4f} | — | |",
-            f"| f32, through the cache | {n['through_cache']:.4f} | "
+            f"| f32, read back from the cache | {n['through_cache']:.4f} | "
             f"{'1 (bit for bit)' if fmt['identical_through_cache'] else 'NOT identical'} | "
             f"{fmt['bytes_per_entry']['f32']:.0f} |",
             f"| bf16 | {n['bf16']:.4f} | {fmt['worst_cosine_bf16']:.7f} | {fmt['bytes_per_entry']['bf16']:.0f} |",
+            "",
+            "The cache row shows that vectors read back from the cache are the ones kept, unchanged; it is not a "
+            "comparison with an index made with the cache off.",
             "",
             f"Encoder {fmt['encoder_ms_per_chunk']:.2f} ms per abstract, the cache's lookup "
             f"{fmt['lookup_ms_per_chunk']:.4f} ms.",
