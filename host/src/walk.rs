@@ -27,7 +27,7 @@ use cap_std::fs::{Dir, FileType, OpenOptions};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ragbox_protocol::walk::{
-    IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, SKIPPED_DIRS, is_agent_config, is_secret,
+    IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, is_agent_config, is_secret, is_skipped,
 };
 use std::ffi::OsString;
 use std::io::Read as _;
@@ -231,7 +231,7 @@ impl Walk<'_> {
             // The root asked for is listed even when ignored (as a walk starting there would).
             let on_the_way = depth < self.target.len();
             if kind.is_dir() {
-                if SKIPPED_DIRS.contains(&name)
+                if is_skipped(name)
                     || self.hidden.contains(&child_abs)
                     || (!on_the_way && self.ignored(&child_abs, true))
                 {
@@ -264,7 +264,7 @@ impl Walk<'_> {
                 }
             // A worktree's `.git` is a file (a pointer to the main repository): never content either.
             } else if kind.is_file()
-                && !SKIPPED_DIRS.contains(&name)
+                && !is_skipped(name)
                 && !is_agent_config(&child_rel)
                 && (on_the_way || !self.ignored(&child_abs, false))
             {
@@ -463,6 +463,10 @@ mod tests {
         // A git worktree's (or submodule's) `.git` is a file.
         write(ws, "worktree/.git", "gitdir: /elsewhere/.git/worktrees/w");
         write(ws, "worktree/a.md", "a worktree's file");
+        // On a case-insensitive filesystem these are the same folders.
+        write(ws, "upper/.GIT/HEAD", "ref");
+        write(ws, "upper/.Ragbox/store.redb", "data");
+        write(ws, "upper/.Git", "gitdir: /elsewhere");
         std::os::unix::fs::symlink(ws.join("notes/a.md"), ws.join("link.md")).unwrap();
         std::os::unix::fs::symlink(ws.join("notes"), ws.join("linked-dir")).unwrap();
 

@@ -14,6 +14,13 @@
 /// at the repository).
 pub const SKIPPED_DIRS: [&str; 4] = [".ragbox", ".git", ".hg", ".svn"];
 
+/// Whether `name` is one of [`SKIPPED_DIRS`], in any case: on a
+/// case-insensitive filesystem (macOS, Windows) `.GIT` is the same folder,
+/// and the resource guard refuses it in any case too.
+pub fn is_skipped(name: &str) -> bool {
+    SKIPPED_DIRS.iter().any(|d| name.eq_ignore_ascii_case(d))
+}
+
 /// The ignore files read in each folder, weakest first: `.ignore` overrides
 /// `.gitignore`, as in ripgrep.
 pub const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
