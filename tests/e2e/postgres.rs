@@ -563,15 +563,25 @@ fn a_teammate_indexing_the_same_files_embeds_nothing() {
     server.create_database("team_cache");
     let url = server.url(SUPERUSER, "team_cache");
     let index = |f: &Fixture, collection: &str| run(shared(f, &url, collection, &["index", "--json", "--timings"]));
-    let ana = mixed(20);
+    // A text twice in one batch (two copies of a note) is found in the table at both places.
+    let with_twin = || {
+        let f = mixed(20);
+        for name in ["pages/twin-a.md", "pages/twin-b.md"] {
+            f.write(name, "# Twins\n\nThe same note kept twice, word for word, in two files.\n");
+        }
+        f
+    };
+    let ana = with_twin();
     let first = index(&ana, "ana");
     let (made, _, _) = sources(&first);
     assert!(made > 0, "{}", stderr_of(&first));
     let entries = || server.psql("team_cache", "SELECT count(*) FROM ragbox_embedding_cache");
     assert_eq!(entries(), made.to_string(), "every vector ana made is in the table: {}", stderr_of(&first));
 
-    let ben = mixed(20);
-    assert_eq!(sources(&index(&ben, "ben")), (0, 0, made), "ben embeds nothing");
+    let ben = with_twin();
+    let (embedded, cached, team) = sources(&index(&ben, "ben"));
+    assert_eq!((embedded, cached), (0, 0), "ben embeds nothing");
+    assert!(team > made, "the twin's both places came from the table: {team} of {made}");
     let search = |f: &Fixture, collection: &str| {
         json_of(&run(shared(f, &url, collection, &["search", "extract a tar archive", "--semantic", "--json"])))
     };
@@ -581,10 +591,10 @@ fn a_teammate_indexing_the_same_files_embeds_nothing() {
     assert_eq!(cache["team"]["entries"], made, "{cache}");
 
     server.psql("team_cache", "UPDATE ragbox_embedding_cache SET vector = '\\x00'::bytea");
-    let carol = mixed(20);
+    let carol = with_twin();
     assert_eq!(sources(&index(&carol, "carol")), (made, 0, 0), "a spoiled vector is not used");
 
-    let dan = mixed(20);
+    let dan = with_twin();
     dan.write_user_config("[cache]\nteam = false\n");
     server.psql("team_cache", "DELETE FROM ragbox_embedding_cache");
     assert_eq!(sources(&index(&dan, "dan")), (made, 0, 0));
