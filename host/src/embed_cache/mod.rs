@@ -521,6 +521,12 @@ impl Inner {
                 *lock(&self.slot) = Slot::Closed;
                 None
             }
+            // Another process was writing a new file's first transaction: tried again at the next call.
+            Err(e @ CacheError::Locked { .. }) => {
+                tracing::debug!("{e}");
+                *lock(&self.slot) = Slot::Closed;
+                None
+            }
             Err(e) => {
                 *lock(&self.slot) = Slot::Failed(Instant::now());
                 self.say(&e);
