@@ -512,3 +512,14 @@ fn clear_team_without_a_shared_store_removes_nothing() {
     assert!(!out.status.success() && said.contains("no shared store"), "{said}");
     assert_eq!(cache_json(&f)["entries"].as_u64().unwrap(), before, "the local cache was cleared anyway");
 }
+
+/// `ragbox cache clear` removes a cache file it cannot read (damaged), as it is there for.
+#[test]
+fn clear_removes_a_damaged_file() {
+    let f = Fixture::tldr(1);
+    std::fs::create_dir_all(&f.cache_dir).unwrap();
+    std::fs::write(cache_file(&f), vec![0x5a; 64 << 10]).unwrap();
+    let out = f.command(&["cache", "clear"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!cache_file(&f).exists());
+}

@@ -99,14 +99,16 @@ pub fn run(workspace: &Path, action: Action, as_json: bool) -> anyhow::Result<()
                 ),
                 (Some(collection), true, true) => Some(collection),
             };
-            let before = caches.cache.stats()?;
+            // A file that cannot be read (damaged, a newer ragbox's) is removed all the same: that is what clear is for.
+            let entries = caches.cache.stats().map_or(0, |s| s.entries);
             caches.cache.clear()?;
             let team_removed = team.map(|collection| collection.clear_team()).transpose()?;
             if as_json {
-                say!("{}", json!({ "removed": before.entries, "team_removed": team_removed }));
+                say!("{}", json!({ "removed": entries, "team_removed": team_removed }));
                 return Ok(());
             }
-            say!("removed the embedding cache {} ({} vectors)", before.path.display(), before.entries);
+            let path = caches.cache.path().unwrap_or_default();
+            say!("removed the embedding cache {} ({entries} vectors)", path.display());
             if let Some(removed) = team_removed {
                 say!("removed {removed} vectors from the team's table");
             }
