@@ -60,7 +60,7 @@ def measure(binary: str, ws: Path, calls: int, settle: float) -> list[tuple[str,
     """(case, first call ms, p50 ms, the host's stages of the last call) per case."""
     # The server's log, outside the workspace (a file there would be pending for status).
     err = Path(tempfile.mkstemp(prefix="ragbox-calls-", suffix=".log")[1])
-    env = dict(os.environ, RAGBOX_LOG="ragbox=debug")
+    env = dict(os.environ, RAGBOX_LOG="ragbox=debug", RAGBOX_EMBEDDING_CACHE="off")
     server = subprocess.Popen([binary, "serve"], cwd=ws, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=open(err, "w"), text=True, env=env)
 

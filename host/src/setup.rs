@@ -9,6 +9,7 @@ use crate::config::{CONFIG_FILE, Config, DATA_DIR, Origin, user_config_dir};
 use crate::corpus::{Corpora, SharedEmbedder};
 use crate::datadir::{DataDir, TOOLS_DIR, ToolFile, owner};
 use crate::embed::default_model_dir_or_err;
+use crate::embed_cache::Cache;
 use crate::postgres::{Binding, Collection, Target, TargetSpec};
 use crate::runtime::{
     Catalog, CompileCache, Fingerprint, Found, Reload, Runner, Setup, Source, fingerprint, new_engine, read_component,
@@ -86,7 +87,8 @@ pub fn shared_collection_at(config: &Config, served: &Path, url: &str) -> anyhow
     }
     let shared = config.shared_collections().contains(&name);
     let binding = Binding { id: identity, shown: served.display().to_string(), shared };
-    Ok(Arc::new(Collection::new(target, &name).bound_to(binding)))
+    let collection = Collection::new(target, &name).bound_to(binding);
+    Ok(Arc::new(if config.team_cache() { collection } else { collection.without_team_cache() }))
 }
 
 /// Folders searched for extra components: the workspace's (trusted only
@@ -174,11 +176,16 @@ pub fn open(workspace: &Path) -> anyhow::Result<Runner> {
     let cache = CompileCache::new(&engine, CompileCache::default_dir());
     let (loader, setup, model) = load(workspace, engine, cache)?;
     let served = setup.workspaces.served().to_path_buf();
-    let mut corpora = Corpora::new(Arc::new(SharedEmbedder::new(model)));
+    let mut corpora = Corpora::new(Arc::new(shared_embedder(&setup.config, model)));
     if let Some(collection) = shared_collection(&setup.config, &served)? {
         corpora = corpora.with_shared(served, collection);
     }
     Ok(Runner::new(setup, Some(loader), Arc::new(corpora)))
+}
+
+/// The model in `model` behind the user's embedding cache, as `config` sets it.
+fn shared_embedder(config: &Config, model: PathBuf) -> SharedEmbedder {
+    SharedEmbedder::with_cache(model, Cache::new(Cache::default_dir(), config.cache()))
 }
 
 /// `workspace`'s loader, its setup as it is now, and the model its config names.
@@ -223,7 +230,8 @@ impl Hub {
             Err(e) => return Err(format!("{e:#}")),
         }
         let mut kept = self.corpora.lock().unwrap_or_else(|e| e.into_inner());
-        let corpora = kept.get_or_insert_with(|| Arc::new(Corpora::new(Arc::new(SharedEmbedder::new(model.clone())))));
+        let corpora =
+            kept.get_or_insert_with(|| Arc::new(Corpora::new(Arc::new(shared_embedder(&setup.config, model.clone())))));
         if corpora.embedder().dir() != model {
             return Err(format!(
                 "its config names the model {}, the other sessions' is {}",
@@ -231,6 +239,8 @@ impl Hub {
                 corpora.embedder().dir().display()
             ));
         }
+        // The cap is the user's: the latest session's config has it as it is now.
+        corpora.embedder().cache().set_max_bytes(setup.config.cache().max_bytes);
         Ok(Runner::new(setup, Some(loader), corpora.clone()))
     }
 
@@ -243,6 +253,8 @@ impl Hub {
     pub fn keep_only(&self, served: impl FnOnce() -> Vec<PathBuf>) {
         let corpora = self.corpora.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(corpora) = corpora {
+            // A session ended: the lookups it made are counted in the cache file now.
+            corpora.embedder().cache().flush();
             corpora.retain(served);
         }
     }

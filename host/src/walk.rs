@@ -27,7 +27,7 @@ use cap_std::fs::{Dir, FileType, OpenOptions};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ragbox_protocol::walk::{
-    IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, SKIPPED_DIRS, is_agent_config, is_secret,
+    IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, is_agent_config, is_secret, is_skipped,
 };
 use std::ffi::OsString;
 use std::io::Read as _;
@@ -231,7 +231,7 @@ impl Walk<'_> {
             // The root asked for is listed even when ignored (as a walk starting there would).
             let on_the_way = depth < self.target.len();
             if kind.is_dir() {
-                if SKIPPED_DIRS.contains(&name)
+                if is_skipped(name)
                     || self.hidden.contains(&child_abs)
                     || (!on_the_way && self.ignored(&child_abs, true))
                 {
@@ -262,7 +262,11 @@ impl Walk<'_> {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => self.error(&child_rel, format!("cannot list it: {e}")),
                 }
-            } else if kind.is_file() && !is_agent_config(&child_rel) && (on_the_way || !self.ignored(&child_abs, false))
+            // A worktree's `.git` is a file (a pointer to the main repository): never content either.
+            } else if kind.is_file()
+                && !is_skipped(name)
+                && !is_agent_config(&child_rel)
+                && (on_the_way || !self.ignored(&child_abs, false))
             {
                 if self.secrets.keeps_out(&child_abs) {
                     // Left out quietly, as ignored files are, unless it was asked for by name.
@@ -456,6 +460,13 @@ mod tests {
         write(ws, ".git/HEAD", "ref");
         write(ws, ".git/info/exclude", "notes/\n");
         write(ws, "deep/.git/HEAD", "ref");
+        // A git worktree's (or submodule's) `.git` is a file.
+        write(ws, "worktree/.git", "gitdir: /elsewhere/.git/worktrees/w");
+        write(ws, "worktree/a.md", "a worktree's file");
+        // On a case-insensitive filesystem these are the same folders.
+        write(ws, "upper/.GIT/HEAD", "ref");
+        write(ws, "upper/.Ragbox/store.redb", "data");
+        write(ws, "upper/.Git", "gitdir: /elsewhere");
         std::os::unix::fs::symlink(ws.join("notes/a.md"), ws.join("link.md")).unwrap();
         std::os::unix::fs::symlink(ws.join("notes"), ws.join("linked-dir")).unwrap();
 
@@ -470,7 +481,8 @@ mod tests {
                 "notes/a.md",
                 "notes/keep.log",
                 "notes/sub/.gitignore",
-                "notes/sub/c.log"
+                "notes/sub/c.log",
+                "worktree/a.md"
             ]
         );
         assert_eq!(found[3].size, 1);

@@ -6,7 +6,7 @@
 //! and VCS folders are dropped, so the index's writes never feed back.
 
 use notify::{EventKind, RecursiveMode, Watcher as _};
-use ragbox_protocol::walk::{IGNORE_FILES, SKIPPED_DIRS};
+use ragbox_protocol::walk::{IGNORE_FILES, is_skipped};
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -224,7 +224,7 @@ fn relative(root: &Path, path: &Path) -> Option<Relative> {
             tracing::warn!(path = %path.display(), "file watch: a name that is not UTF-8 cannot be indexed");
             return None;
         };
-        if SKIPPED_DIRS.contains(&name) {
+        if is_skipped(name) {
             return None;
         }
         parts.push(name);

@@ -9,8 +9,17 @@
 //! name ([`SECRET_FILES`]) are never indexed by default, whatever the ignore
 //! files say; only the user's own config can let one in.
 
-/// Folders never walked: ragbox's data dir and version control's.
+/// Names never walked: ragbox's data dir and version control's, folders or
+/// files alike (a git worktree's or submodule's `.git` is a file pointing
+/// at the repository).
 pub const SKIPPED_DIRS: [&str; 4] = [".ragbox", ".git", ".hg", ".svn"];
+
+/// Whether `name` is one of [`SKIPPED_DIRS`], in any case: on a
+/// case-insensitive filesystem (macOS, Windows) `.GIT` is the same folder,
+/// and the resource guard refuses it in any case too.
+pub fn is_skipped(name: &str) -> bool {
+    SKIPPED_DIRS.iter().any(|d| name.eq_ignore_ascii_case(d))
+}
 
 /// The ignore files read in each folder, weakest first: `.ignore` overrides
 /// `.gitignore`, as in ripgrep.

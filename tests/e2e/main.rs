@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `ragbox` binary over stdio, driven by rmcp's client
 //! and by raw JSON-RPC lines.
 
+mod cache;
 mod catalog;
 mod cli_search;
 mod code_units;

@@ -4,7 +4,7 @@
 //! replica, and each bad setup a user can make.
 
 use ragbox_tests::postgres::{self, PASSWORD_ROLE, PASSWORD_ROLE_SECRET, SUPERUSER, Server};
-use ragbox_tests::{Fixture, call, is_error, ok, shared_data, text};
+use ragbox_tests::{Fixture, call, chunk_sources, is_error, ok, shared_data, text};
 use serde_json::{Value, json};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -539,4 +539,105 @@ fn first_writes_to_many_new_collections_at_once_all_land() {
     assert_eq!(indexes, "10");
     let counts = server.psql("postgres", "SELECT count(DISTINCT documents) FROM ragbox_collections");
     assert_eq!(counts, "1", "every collection holds the same documents");
+}
+
+/// Where one `ragbox index --json --timings` run's chunk vectors came from:
+/// (embedded, from this user's cache, from the team's table).
+fn sources(out: &Output) -> (u64, u64, u64) {
+    let stderr = stderr_of(out);
+    assert!(out.status.success(), "ragbox index failed: {stderr}");
+    let c = chunk_sources(&stderr);
+    (c.embedded, c.from_cache, c.from_team_cache)
+}
+
+/// The team's embedding cache (issue 72): in one database, a teammate (a
+/// user of their own: config, key and cache) who indexes the same files
+/// into their own collection embeds nothing, takes every vector from the
+/// database's table, answers as the first did, and keeps none of those
+/// vectors in their own cache; a vector a writer of the database spoiled
+/// (not the model's length) is not used; one who turned the table off
+/// (`[cache] team = false`) neither reads nor writes it.
+#[test]
+fn a_teammate_indexing_the_same_files_embeds_nothing() {
+    let server = postgres::shared();
+    server.create_database("team_cache");
+    let url = server.url(SUPERUSER, "team_cache");
+    let index = |f: &Fixture, collection: &str| run(shared(f, &url, collection, &["index", "--json", "--timings"]));
+    // A text twice in one batch (two copies of a note) is found in the table at both places.
+    let with_twin = || {
+        let f = mixed(20);
+        for name in ["pages/twin-a.md", "pages/twin-b.md"] {
+            f.write(name, "# Twins\n\nThe same note kept twice, word for word, in two files.\n");
+        }
+        f
+    };
+    let ana = with_twin();
+    let first = index(&ana, "ana");
+    let (made, _, _) = sources(&first);
+    assert!(made > 0, "{}", stderr_of(&first));
+    let entries = || server.psql("team_cache", "SELECT count(*) FROM ragbox_embedding_cache");
+    assert_eq!(entries(), made.to_string(), "every vector ana made is in the table: {}", stderr_of(&first));
+
+    let ben = with_twin();
+    let (embedded, cached, team) = sources(&index(&ben, "ben"));
+    assert_eq!((embedded, cached), (0, 0), "ben embeds nothing");
+    assert!(team > made, "the twin's both places came from the table: {team} of {made}");
+    let search = |f: &Fixture, collection: &str| {
+        json_of(&run(shared(f, &url, collection, &["search", "extract a tar archive", "--semantic", "--json"])))
+    };
+    assert!(same(&search(&ben, "ben"), &search(&ana, "ana")), "the same answers");
+    let cache = json_of(&run(shared(&ben, &url, "ben", &["cache", "--json"])));
+    assert_eq!(cache["entries"], 0, "the team's vectors stay out of ben's own cache: {cache}");
+    assert_eq!(cache["team"]["entries"], made, "{cache}");
+
+    server.psql("team_cache", "UPDATE ragbox_embedding_cache SET vector = '\\x00'::bytea");
+    let carol = with_twin();
+    assert_eq!(sources(&index(&carol, "carol")), (made, 0, 0), "a spoiled vector is not used");
+
+    let dan = with_twin();
+    dan.write_user_config("[cache]\nteam = false\n");
+    server.psql("team_cache", "DELETE FROM ragbox_embedding_cache");
+    assert_eq!(sources(&index(&dan, "dan")), (made, 0, 0));
+    assert_eq!(entries(), "0", "dan wrote nothing to the table");
+}
+
+/// A teammate holding the team's table locked does not hold an index up:
+/// the table's statements give up after their lock timeout, the table is
+/// said once to be unused, and every chunk is embedded.
+#[test]
+fn a_teammate_locking_the_team_table_does_not_hold_an_index_up() {
+    let server = postgres::shared();
+    server.create_database("team_cache_locked");
+    let url = server.url(SUPERUSER, "team_cache_locked");
+    let ana = mixed(5);
+    let (made, _, _) = sources(&run(shared(&ana, &url, "ana", &["index", "--json", "--timings"])));
+    assert!(made > 0);
+    let mut holder = server.session(
+        "team_cache_locked",
+        "BEGIN; LOCK TABLE ragbox_embedding_cache IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600);",
+    );
+    // The lock is held once psql waits in its sleep.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.psql("team_cache_locked", "SELECT count(*) FROM pg_locks WHERE mode = 'AccessExclusiveLock' AND relation = 'ragbox_embedding_cache'::regclass") != "1" {
+        assert!(Instant::now() < deadline, "the lock was never taken");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ben = mixed(5);
+    let mut cmd = shared(&ben, &url, "ben", &["index", "--json", "--timings"]);
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run ragbox");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = holder.kill();
+            panic!("ragbox index waited on a teammate's lock for two minutes");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().expect("ragbox output");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(sources(&out), (made, 0, 0), "every chunk embedded");
+    let stderr = stderr_of(&out);
+    assert_eq!(stderr.matches("the team's embedding cache in the shared store is not used").count(), 1, "{stderr}");
 }

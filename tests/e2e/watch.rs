@@ -150,3 +150,22 @@ async fn a_burst_of_ten_thousand_changes_and_a_kill_lose_nothing() {
     assert_eq!(status["up_to_date"], json!(true), "{status}");
     client.cancel().await.unwrap();
 }
+
+/// A git worktree or submodule made inside a watched workspace has a `.git`
+/// file (a pointer to the repository), which is never content: the folder's
+/// files reach the index, its `.git` does not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_git_file_arriving_with_a_folder_is_never_indexed() {
+    let f = Fixture::empty();
+    f.write("notes/alpha.md", "# Alpha\n\nThe zebra migration plan.\n");
+    let client = f.connect_with(&["serve", "--watch"]).await;
+    until("catch-up at start", || async { sources(&client).await == paths(&["notes/alpha.md"]) }).await;
+    // Made beside the workspace, then moved in whole: one event for the folder.
+    let made = f.dir.path().join("checkout");
+    std::fs::create_dir_all(&made).unwrap();
+    std::fs::write(made.join(".git"), "gitdir: /elsewhere/.git/worktrees/checkout\n").unwrap();
+    std::fs::write(made.join("beta.md"), "# Beta\n\nThe quokka census.\n").unwrap();
+    std::fs::rename(&made, f.workspace.join("checkout")).unwrap();
+    until("the folder's file", || async { sources(&client).await.contains(&"checkout/beta.md".to_string()) }).await;
+    assert_eq!(sources(&client).await, paths(&["checkout/beta.md", "notes/alpha.md"]));
+}

@@ -20,6 +20,7 @@ def ragbox_env(ws, log="warn"):
         "RAGBOX_CONFIG_DIR": str(ws.parent / "user-config"),
         "RAGBOX_COMPILE_CACHE": str(ROOT / "target" / "test-compile-cache"),
         "RAGBOX_PACKED_CACHE": str(ROOT / "target" / "test-packed-models"),
+        "RAGBOX_EMBEDDING_CACHE": str(ws.parent / "embedding-cache"),
         "RAGBOX_LOG": log,
         # A stdio `serve` hands its client to the user's service: this test's own, gone soon after.
         "RAGBOX_SERVICE_DIR": str(ws.parent / "run"),

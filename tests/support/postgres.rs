@@ -151,6 +151,18 @@ impl Server {
         }
     }
 
+    /// A psql session in `db` running `sql` as the superuser, left running
+    /// (to hold a lock, say) until the caller kills it.
+    pub fn session(&self, db: &str, sql: &str) -> Child {
+        Command::new(bin("psql"))
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", SUPERUSER, "-d", db])
+            .args(["-X", "-q", "-c", sql])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("run psql")
+    }
+
     /// A new database (pgvector not yet installed in it).
     pub fn create_database(&self, name: &str) {
         self.psql("postgres", &format!("CREATE DATABASE \"{name}\""));

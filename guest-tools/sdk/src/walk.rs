@@ -3,7 +3,7 @@
 
 use crate::host;
 use ragbox_protocol::walk::{
-    IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, SKIPPED_DIRS, is_agent_config, is_secret,
+    IGNORE_FILES, MAX_IGNORE_FILE_BYTES, SECRET_LEFT_OUT, is_agent_config, is_secret, is_skipped,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -61,11 +61,8 @@ fn builder(root: &str) -> ignore::WalkBuilder {
         .git_global(false)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| {
-            !(e.depth() > 0
-                && e.file_type().is_some_and(|t| t.is_dir())
-                && e.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n)))
-        });
+        // A worktree's `.git` is a file (a pointer to the main repository): never content either.
+        .filter_entry(|e| !(e.depth() > 0 && e.file_name().to_str().is_some_and(is_skipped)));
     b
 }
 

@@ -52,9 +52,24 @@ impl HostState {
         let embedder = self.embedder()?;
         let guard = &self.guard;
         let before = embedder.tokens_embedded();
-        let vectors = embedder.embed_until(texts, kind, || guard.must_stop());
+        // Only an index's passages go through the embedding cache: a tool that may not write
+        // the index (search_similar's reference text, any client-supplied text) is embedded as
+        // it comes, so that nothing a client sends is kept or sent to the team's table; and a
+        // query is never kept (nor does a search wait on a cache write).
+        let cached = match kind {
+            Kind::Passage if self.env.grants.corpus_write => self.corpus_of_call().ok(),
+            _ => None,
+        };
+        let (vectors, from) = match cached {
+            Some(corpus) => match corpus.embed_passages(texts, || guard.must_stop()) {
+                Ok((vectors, from)) => (Ok(vectors), from),
+                Err(e) => (Err(Error::from(e)), Default::default()),
+            },
+            None => (embedder.embed_until(texts, kind, || guard.must_stop()).map_err(Error::from), Default::default()),
+        };
+        self.stages.passages += from;
         // Other calls may share the model: the count is only exact for one call at a time.
         self.stages.tokens_embedded += embedder.tokens_embedded().saturating_sub(before);
-        Ok(vectors?)
+        vectors
     }
 }

@@ -55,6 +55,16 @@ pub fn check(workspace: &Path) -> anyhow::Result<()> {
         crate::service::Status::Alone(why) => say!("note    service every stdio `ragbox serve` serves alone: {why}"),
     }
 
+    let cache = corpus.embedder().cache();
+    match cache.path().map(|_| cache.stats()) {
+        None => {
+            say!("note    cache   off: every chunk is embedded (RAGBOX_EMBEDDING_CACHE=off or [cache] enabled = false)")
+        }
+        Some(Ok(stats)) => say!("ok      cache   {} in {}", super::cache::summary(&stats), stats.path.display()),
+        // The cache is optional: a fault in it leaves every index working (chunks are embedded).
+        Some(Err(e)) => say!("note    cache   {e}; chunks are embedded without it meanwhile"),
+    }
+
     if let Some(collection) = corpus.collection() {
         broken += check_shared(&corpus, collection, model.as_ref());
     } else {

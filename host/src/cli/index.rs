@@ -56,12 +56,13 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyh
             sink_bar.set_message(message);
         }
     });
-    let stages: Option<StagesSink> = timings.then(|| Arc::new(std::sync::Mutex::new(Stages::default())));
-    let request = Request { progress: Some(sink), timings: stages.clone(), ..Request::default() };
+    // Kept whether or not they are printed: the summary says what the embedding cache gave.
+    let stages: StagesSink = Arc::new(std::sync::Mutex::new(Stages::default()));
+    let request = Request { progress: Some(sink), timings: Some(stages.clone()), ..Request::default() };
     let outcome = call(&runner, tool, arguments, request)?;
     bar.finish_and_clear();
-    if let Some(stages) = stages {
-        let stages = stages.lock().unwrap_or_else(|p| p.into_inner());
+    let stages = stages.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if timings {
         // Opening the workspace and loading components come before the call.
         let setup = started.elapsed().saturating_sub(stages.total);
         if as_json {
@@ -93,10 +94,12 @@ pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyh
         return Ok(());
     }
     let report: IndexReport = serde_json::from_str(&body)?;
+    let found = stages.passages.cached + stages.passages.team;
     say!(
-        "embedded {} files ({} chunks), {} unchanged, {} removed; {} indexable files",
+        "embedded {} files ({} chunks{}), {} unchanged, {} removed; {} indexable files",
         report.embedded,
         report.chunks,
+        if found > 0 { format!(", {found} of them from the embedding cache") } else { String::new() },
         report.skipped,
         report.removed,
         report.total_files

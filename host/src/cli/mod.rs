@@ -7,6 +7,7 @@ macro_rules! say {
     ($($arg:tt)*) => { println!("{}", crate::text::for_terminal(&format!($($arg)*))) };
 }
 
+mod cache;
 mod calls;
 mod doctor;
 mod documents;
@@ -46,6 +47,7 @@ Examples:
   ragbox init --agent claude-desktop   add this workspace to your Claude Desktop (or windsurf) user config
   ragbox init --http http://127.0.0.1:8765/mcp   point them at a running HTTP server instead
   ragbox doctor                        check the model and the index (--reset starts over)
+  ragbox cache                         the embedding cache: entries, size, hit rate (prune, clear)
   ragbox tools                         list the loaded tool components
   ragbox tools inspect my_tool.wasm    what a component imports, offers and would be granted
   ragbox tools trust my_tool.wasm      trust these bytes (a workspace's components load only once trusted)
@@ -266,6 +268,20 @@ enum Command {
         #[command(flatten)]
         store: StoreFlags,
     },
+    /// The per-user embedding cache (vectors found again by their text's hash, so a
+    /// worktree or clone embeds almost nothing): entries, size and hit rate.
+    Cache {
+        #[command(subcommand)]
+        action: Option<CacheAction>,
+        /// The workspace whose config (and shared store, if any) applies.
+        #[arg(long, short = 'w', value_name = "DIR", default_value = ".", global = true)]
+        workspace: PathBuf,
+        /// Print JSON.
+        #[arg(long, global = true)]
+        json: bool,
+        #[command(flatten)]
+        store: StoreFlags,
+    },
     /// Copy this workspace's local index (vectors included: nothing is embedded
     /// again) into a shared PostgreSQL + pgvector collection.
     Migrate {
@@ -299,6 +315,22 @@ enum Command {
     Model {
         #[command(subcommand)]
         action: model::Action,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum CacheAction {
+    /// Remove the least recently used vectors past the cap ([cache] max_mib) and give
+    /// the space back; with a shared store, the team's vectors unused for 90 days too.
+    Prune,
+    /// Remove every vector of this user's cache (the next index embeds again).
+    Clear {
+        /// Empty the shared store's team table as well (every teammate's vectors).
+        #[arg(long)]
+        team: bool,
+        /// Confirm `--team`: it empties every teammate's vectors.
+        #[arg(long)]
+        yes: bool,
     },
 }
 
@@ -425,6 +457,14 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Doctor { reset: false, workspace, .. } => doctor::check(&workspace),
         Command::Doctor { reset: true, yes, workspace, .. } => doctor::reset(&workspace, yes),
         Command::Migrate { to, workspace, json, .. } => migrate::run(&workspace, &to, json),
+        Command::Cache { action, workspace, json, .. } => {
+            let action = match action {
+                None => cache::Action::Show,
+                Some(CacheAction::Prune) => cache::Action::Prune,
+                Some(CacheAction::Clear { team, yes }) => cache::Action::Clear { team, yes },
+            };
+            cache::run(&workspace, action, json)
+        }
         Command::Extract { files, workspace, json } => extract::run(&files, &workspace, json),
         Command::Model { action } => model::run(action),
     }
@@ -462,6 +502,7 @@ impl Cli {
             | Command::Similar { store, .. }
             | Command::Init { store, .. }
             | Command::Doctor { store, .. }
+            | Command::Cache { store, .. }
             | Command::Tools { action: Some(ToolsAction::Call { store, .. }), .. } => {
                 Some((store.store.clone(), store.collection.collection.clone()))
             }

@@ -18,7 +18,7 @@ pub mod memo;
 mod records;
 pub mod turn;
 
-pub use embedder::SharedEmbedder;
+pub use embedder::{Passages, SharedEmbedder};
 use keyword::Keyword;
 use records::Records;
 
@@ -154,6 +154,18 @@ impl Corpus {
     /// The embedding model.
     pub fn embedder(&self) -> &SharedEmbedder {
         &self.embedder
+    }
+
+    /// One vector per passage in `texts`, in order, from the embedding cache
+    /// (this user's, then a shared store's table unless turned off) or the
+    /// model; and where they came from.
+    pub fn embed_passages(
+        &self,
+        texts: &[String],
+        stop: impl Fn() -> bool,
+    ) -> Result<(Vec<Vec<f32>>, Passages), CorpusError> {
+        let team = self.shared.as_deref().filter(|c| c.shares_vectors());
+        Ok(self.embedder.embed_passages(texts, team, stop)?)
     }
 
     /// The workspace's data folder (`.ragbox/`), for messages.

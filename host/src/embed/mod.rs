@@ -101,6 +101,8 @@ pub struct Embedder {
     query_prefix: String,
     passage_prefix: String,
     info: ModelInfo,
+    /// What decides a text's vector besides the text (see [`vector_identity`]).
+    identity: [u8; 32],
     /// Tokens through the model since it loaded (for rates in timings).
     tokens: std::sync::atomic::AtomicU64,
 }
@@ -119,7 +121,10 @@ impl Embedder {
     /// [`Self::load_on`] with the packed weights kept in (and mapped from) `cache`,
     /// or in this process's memory only when `None`.
     pub fn load_cached(dir: &ModelDir, isa: Isa, cache: Option<&std::path::Path>) -> Result<Self, EmbedError> {
-        let config: BertConfig = read_json(&dir.path.join("config.json"))?;
+        let config_path = dir.path.join("config.json");
+        let config_json = read_capped(&config_path, MAX_CONFIG_JSON_BYTES)?;
+        let config: BertConfig = serde_json::from_slice(&config_json)
+            .map_err(|e| EmbedError::BadFile { file: config_path.display().to_string(), message: e.to_string() })?;
         let tokenizer_json = read_capped(&dir.path.join("tokenizer.json"), MAX_TOKENIZER_BYTES)?;
         let weights = dir.path.join("model.safetensors");
         let (model, tokenizer) = packed::load(cache, &dir.id, &weights, &config, isa, &tokenizer_json)?;
@@ -135,6 +140,7 @@ impl Embedder {
             });
         }
         let info = ModelInfo { id: dir.id.clone(), dimension: config.hidden_size, max_tokens };
+        let identity = vector_identity(&info, dir.pooling, &config_json, &tokenizer_json);
         Ok(Self {
             model,
             tokenizer,
@@ -143,6 +149,7 @@ impl Embedder {
             query_prefix: dir.query_prefix.clone(),
             passage_prefix: dir.passage_prefix.clone(),
             info,
+            identity,
             tokens: Default::default(),
         })
     }
@@ -172,6 +179,34 @@ impl Embedder {
         &self.info
     }
 
+    /// The key of `text`'s vector in an embedding cache: a SHA-256 of what
+    /// decides the vector besides the text (the model's weights, tokenizer,
+    /// config, pooling and token limit) and of the exact text the encoder
+    /// reads (the kind's prefix, then the text cut as [`Self::embed`] cuts it).
+    /// The kernel path is left out: every path keeps within 0.999 cosine of
+    /// f32, and the index already takes vectors from any path as one model's.
+    pub fn cache_key(&self, text: &str, kind: EmbedKind) -> [u8; 32] {
+        use sha2::Digest as _;
+        let mut hash = sha2::Sha256::new();
+        hash.update(self.identity);
+        hash.update(self.prefix(kind).as_bytes());
+        hash.update(crate::text::head(text, self.reach()).as_bytes());
+        hash.finalize().into()
+    }
+
+    /// What a text of `kind` starts with when the encoder reads it.
+    fn prefix(&self, kind: EmbedKind) -> &str {
+        match kind {
+            EmbedKind::Query => &self.query_prefix,
+            EmbedKind::Passage => &self.passage_prefix,
+        }
+    }
+
+    /// Bytes of a text the tokenizer reads (see [`BYTES_PER_TOKEN_READ`]).
+    fn reach(&self) -> usize {
+        self.info.max_tokens.saturating_mul(BYTES_PER_TOKEN_READ)
+    }
+
     /// Embeds `texts` (any count, any length), one unit vector per text, in order.
     pub fn embed(&self, texts: &[String], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.embed_until(texts, kind, || false)
@@ -185,11 +220,7 @@ impl Embedder {
         kind: EmbedKind,
         stop: impl Fn() -> bool,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let prefix = match kind {
-            EmbedKind::Query => &self.query_prefix,
-            EmbedKind::Passage => &self.passage_prefix,
-        };
-        let reach = self.info.max_tokens.saturating_mul(BYTES_PER_TOKEN_READ);
+        let (prefix, reach) = (self.prefix(kind), self.reach());
         let mut all_ids: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
         let mut rest = texts;
         while !rest.is_empty() {
@@ -300,16 +331,28 @@ fn specials(tokenizer: &TextTokenizer) -> Result<(usize, usize), EmbedError> {
     Ok((before, added - before))
 }
 
+/// What decides a text's vector besides the text, hashed: the weights (by
+/// the hash in the model's id, as [`crate::store::same_model`] compares
+/// models: a renamed folder is the same model), the tokenizer, the model's
+/// config, the pooling and the token limit. No path or machine goes in, so
+/// teammates' processes with the same model agree on it.
+fn vector_identity(info: &ModelInfo, pooling: Pooling, config_json: &[u8], tokenizer_json: &[u8]) -> [u8; 32] {
+    use sha2::Digest as _;
+    let weights = info.id.rsplit_once('@').map_or(info.id.as_str(), |(_, hash)| hash);
+    let part = |bytes: &[u8]| -> [u8; 32] { sha2::Sha256::digest(bytes).into() };
+    let mut hash = sha2::Sha256::new();
+    hash.update(b"ragbox vector identity 1\0");
+    hash.update(part(weights.as_bytes()));
+    hash.update(part(config_json));
+    hash.update(part(tokenizer_json));
+    hash.update(format!("{pooling:?} {} {}", info.max_tokens, info.dimension).as_bytes());
+    hash.finalize().into()
+}
+
 /// Largest model config file read (`config.json` and the like).
 pub(crate) const MAX_CONFIG_JSON_BYTES: u64 = 1 << 20;
 /// Largest `tokenizer.json` read (multilingual vocabularies take tens of MB).
 const MAX_TOKENIZER_BYTES: u64 = 128 << 20;
-
-fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, EmbedError> {
-    let bad = |message: String| EmbedError::BadFile { file: path.display().to_string(), message };
-    let bytes = read_capped(path, MAX_CONFIG_JSON_BYTES)?;
-    serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))
-}
 
 /// The regular file at `path`, refused over `max` bytes: a model file is
 /// read whole, and a link to `/dev/zero` must not take the process's memory.

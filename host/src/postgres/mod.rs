@@ -10,11 +10,13 @@
 //! than k rows when more may match is asked again as an exact scan.
 
 mod connect;
+mod embeddings;
 mod filter;
 mod schema;
 
 use connect::Pool;
 pub use connect::{Target, TargetSpec};
+pub use embeddings::{Cached, TEAM_KEEP_DAYS, TeamStats};
 pub use schema::{SCHEMA_VERSION, Server};
 
 use crate::index::{DocumentHit, Filter, Hit};
@@ -34,6 +36,8 @@ pub struct Collection {
     server: Mutex<Option<Server>>,
     /// The workspace using it, when bound to one.
     binding: Option<Binding>,
+    /// Whether the database's embedding cache table is used.
+    team: Mutex<embeddings::TeamState>,
 }
 
 /// Whom a collection serves: the one workspace that made it, unless the
@@ -78,7 +82,13 @@ impl Collection {
     /// The collection `name` on the server at `target` (nothing is read or
     /// created until the first operation).
     pub fn new(target: Target, name: &str) -> Self {
-        Self { pool: Pool::new(target), name: name.to_string(), server: Mutex::new(None), binding: None }
+        Self {
+            pool: Pool::new(target),
+            name: name.to_string(),
+            server: Mutex::new(None),
+            binding: None,
+            team: Mutex::default(),
+        }
     }
 
     /// This collection as used by the workspace `binding` names: refused

@@ -192,6 +192,36 @@ pub fn ensure(client: &mut Client, server: &str) -> Result<Server, StoreError> {
     check_pgvector(found, server)
 }
 
+/// The team's embedding cache (`postgres/embeddings.rs`), one table every
+/// collection of the database shares. Made outside the versioned schema: an
+/// older ragbox sharing the database never reads it, and must not be refused
+/// a database for it.
+const CACHE_TABLE: &str = r#"
+CREATE TABLE IF NOT EXISTS ragbox_embedding_cache (
+    key bytea PRIMARY KEY CHECK (octet_length(key) = 32),
+    vector bytea NOT NULL,
+    used_on date NOT NULL DEFAULT current_date
+);
+"#;
+
+/// Makes the team's embedding cache table when missing, under the schema's lock.
+pub fn ensure_cache_table(client: &mut Client, server: &str) -> Result<(), StoreError> {
+    let setup = |message: String| StoreError::Setup { server: server.to_string(), message };
+    let exists: bool = client
+        .query_one("SELECT to_regclass('ragbox_embedding_cache') IS NOT NULL", &[])
+        .map_err(|e| setup(e.to_string()))?
+        .get(0);
+    if exists {
+        return Ok(());
+    }
+    let mut txn = client.transaction().map_err(|e| setup(e.to_string()))?;
+    // Made during an index: a schema change holding the lock must not hold the index up.
+    txn.batch_execute(super::embeddings::TEAM_TIMEOUTS).map_err(|e| setup(e.to_string()))?;
+    txn.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).map_err(|e| setup(e.to_string()))?;
+    txn.batch_execute(CACHE_TABLE).map_err(|e| setup(format!("creating the embedding cache table: {e}")))?;
+    txn.commit().map_err(|e| setup(e.to_string()))
+}
+
 fn check_pgvector(found: Server, server: &str) -> Result<Server, StoreError> {
     if found.pgvector < MIN_PGVECTOR {
         let (major, minor) = found.pgvector;

@@ -230,7 +230,7 @@ fn plain_names(rel: &str) -> Result<Vec<&str>, ResourceError> {
 /// Whether a folder name is one no resource lies in: a data dir, a version
 /// control folder (without regard to case, for case-insensitive filesystems).
 fn is_closed_dir(name: &str) -> bool {
-    ragbox_protocol::walk::SKIPPED_DIRS.iter().any(|d| name.eq_ignore_ascii_case(d))
+    ragbox_protocol::walk::is_skipped(name)
 }
 
 /// The user's config dir (its key, the HTTP token) and its identity, never a resource.

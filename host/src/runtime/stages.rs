@@ -49,6 +49,8 @@ pub struct Stages {
     pub total: Duration,
     /// Tokens the model embedded for the call.
     pub tokens_embedded: u64,
+    /// Where the call's passage vectors came from: the embedding cache or the model.
+    pub passages: crate::corpus::Passages,
     /// Times the call opened the store file (exact only for one call at a time).
     pub store_opens: u64,
 }
@@ -99,6 +101,15 @@ impl Stages {
                     let rate = self.tokens_embedded as f64 / spent.as_secs_f64().max(1e-9);
                     about.push(format!("{rate:.0} tokens/s"));
                 }
+                let p = self.passages;
+                if *stage == Stage::Embed && p.cached + p.team > 0 {
+                    let team = if p.team > 0 { format!(", {} from the team's", p.team) } else { String::new() };
+                    about.push(format!(
+                        "{} of {} chunks from the cache{team}",
+                        p.cached + p.team,
+                        p.cached + p.team + p.embedded
+                    ));
+                }
                 format!("{name} {} ({})", shown(spent), about.join(", "))
             })
             .collect();
@@ -116,6 +127,11 @@ impl Stages {
             out.insert(name.into(), serde_json::json!({ "seconds": spent.as_secs_f64(), "calls": calls }));
         }
         out.insert("tokens_embedded".into(), self.tokens_embedded.into());
+        let p = self.passages;
+        out.insert(
+            "chunks".into(),
+            serde_json::json!({ "embedded": p.embedded, "from_cache": p.cached, "from_team_cache": p.team }),
+        );
         out.insert("capability_calls".into(), self.host_calls().into());
         out.insert("store_opens".into(), self.store_opens.into());
         out.insert("guest".into(), serde_json::json!({ "seconds": self.guest().as_secs_f64() }));

@@ -866,7 +866,7 @@ thread_local! {
 
 /// Runs `f` with the panics it catches kept off stderr (logged at debug):
 /// the caller turns them into a clear error instead of a backtrace.
-fn quiet_panics<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn quiet_panics<T>(f: impl FnOnce() -> T) -> T {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         let printing = std::panic::take_hook();
@@ -885,7 +885,7 @@ fn quiet_panics<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// What a caught panic said.
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     let said = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
     format!("the file is damaged ({})", said.unwrap_or_else(|| "redb stopped reading it".into()))
 }
@@ -963,11 +963,12 @@ fn get_bytes(
 }
 
 /// Vectors are stored as little-endian f32s.
-fn encode_vector(v: &[f32]) -> Vec<u8> {
+pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn decode_vector(bytes: &[u8]) -> Vec<f32> {
+/// A vector from its stored bytes (see [`encode_vector`]).
+pub(crate) fn decode_vector(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
 }
 
