@@ -651,28 +651,22 @@ async fn smaller_holes_are_closed() {
     // A message nested exactly as deep as the server reads gets its reply, one level more its refusal.
     let f = notes();
     let mut raw = Raw::start(&f);
-    let nested = |id: u64, levels: usize| {
-        let inner = levels - 2;
-        format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"ping","params":{{"x":{}1{}}}}}"#,
-            "[".repeat(inner),
-            "]".repeat(inner)
-        )
+    // A ping nested `levels` deep, its id before the nesting or after it.
+    let ping = |id: u64, levels: usize, id_last: bool| {
+        let params = format!(r#""params":{{"x":{}1{}}}"#, "[".repeat(levels - 2), "]".repeat(levels - 2));
+        match id_last {
+            false => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping",{params}}}"#),
+            true => format!(r#"{{"jsonrpc":"2.0","method":"ping",{params},"id":{id}}}"#),
+        }
     };
+    let nested = |id, levels| ping(id, levels, false);
     raw.send(&nested(1, 127));
     assert_eq!(raw.recv()["id"], 1);
     raw.send(&nested(2, 128));
     let refused = raw.recv();
     assert_eq!((&refused["id"], &refused["error"]["code"]), (&json!(2), &json!(-32600)), "{refused}");
     // Its id after the nesting: the refusal carries it too.
-    let after = |id: u64, levels: usize| {
-        let inner = levels - 2;
-        format!(
-            r#"{{"jsonrpc":"2.0","method":"ping","params":{{"x":{}1{}}},"id":{id}}}"#,
-            "[".repeat(inner),
-            "]".repeat(inner)
-        )
-    };
+    let after = |id, levels| ping(id, levels, true);
     raw.send(&after(4, 127));
     assert_eq!(raw.recv()["id"], 4);
     raw.send(&after(5, 128));
