@@ -11,7 +11,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::io::{self, Write as _};
+use std::io;
 #[cfg(unix)]
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -106,7 +106,7 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Stderr {
 impl io::Write for Stderr {
     /// One call per event: the formatter writes each whole.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        io::stderr().write_all(buf)?;
+        io::Write::write_all(&mut io::stderr(), buf)?;
         #[cfg(unix)]
         if let Some(rotation) = ROTATION.get() {
             rotation.wrote(buf.len() as u64);
@@ -120,7 +120,7 @@ impl io::Write for Stderr {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        io::stderr().flush()
+        io::Write::flush(&mut io::stderr())
     }
 }
 
@@ -248,7 +248,8 @@ impl Rotation {
             // Not again at every line: once more after another `max`.
             Err(e) => {
                 self.written.store(0, Ordering::Relaxed);
-                let _ = writeln!(io::stderr(), "ragbox: cannot start the log {} again: {e}", self.path.display());
+                let said = format!("ragbox: cannot start the log {} again: {e}\n", self.path.display());
+                let _ = io::Write::write_all(&mut io::stderr(), said.as_bytes());
             }
         }
     }
@@ -277,6 +278,7 @@ mod tests {
     #[test]
     #[cfg(unix)]
     fn a_record_is_one_line_and_only_its_sessions() {
+        use std::io::Write as _;
         assert_eq!(one_line(b"a\nb\r\n"), b"a\\nb\\r");
         let (tx, mut rx) = sink();
         with(Some(&tx), || {
