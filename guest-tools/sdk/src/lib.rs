@@ -17,6 +17,7 @@ pub mod indexer;
 pub mod lines;
 pub mod log;
 pub mod rag_server;
+pub mod scored;
 pub mod semantic;
 pub mod skill;
 pub mod text;
