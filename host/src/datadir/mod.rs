@@ -922,3 +922,76 @@ fn open_workspace(workspace: &Path) -> Result<Dir, DataDirError> {
     Dir::open_ambient_dir(workspace, ambient_authority())
         .map_err(|source| DataDirError::Io { path: workspace.to_path_buf(), source })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> Arc<Key> {
+        Arc::new(Key::from_bytes([7; 32]))
+    }
+
+    #[test]
+    fn a_data_dir_is_made_private_found_again_and_never_made_by_open() {
+        let ws = tempfile::tempdir().unwrap();
+        assert!(DataDir::open(ws.path()).unwrap().is_none(), "open makes nothing");
+        assert!(!ws.path().join(DATA_DIR).exists());
+        let made = DataDir::create_with(ws.path(), Some(key())).unwrap();
+        assert_eq!(made.path(), ws.path().join(DATA_DIR));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(made.path()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "it holds the text of files that may be private");
+        }
+        assert!(DataDir::open(ws.path()).unwrap().is_some());
+        made.in_place().unwrap();
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_link_where_the_data_dir_belongs_is_refused_and_a_swap_is_told() {
+        let (ws, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::os::unix::fs::symlink(elsewhere.path(), ws.path().join(DATA_DIR)).unwrap();
+        let Err(refused) = DataDir::open(ws.path()) else { panic!("a link is refused") };
+        assert!(matches!(refused, DataDirError::NotPlain { .. }), "{refused}");
+        std::fs::remove_file(ws.path().join(DATA_DIR)).unwrap();
+
+        let held = DataDir::create_with(ws.path(), Some(key())).unwrap();
+        // What a `git pull` that tracks a link there does: the folder goes, another comes.
+        std::fs::rename(ws.path().join(DATA_DIR), ws.path().join("moved")).unwrap();
+        std::fs::create_dir(ws.path().join(DATA_DIR)).unwrap();
+        let swapped = held.in_place().unwrap_err();
+        assert!(matches!(swapped, DataDirError::Replaced { .. }), "{swapped}");
+        assert!(swapped.to_string().contains(&ws.path().join(DATA_DIR).display().to_string()));
+    }
+
+    #[test]
+    fn the_workspaces_config_is_read_within_its_cap_and_as_text() {
+        let ws = tempfile::tempdir().unwrap();
+        let data = DataDir::create_with(ws.path(), Some(key())).unwrap();
+        assert_eq!(data.read_config().unwrap(), None);
+        std::fs::write(data.path().join(CONFIG_FILE), "[limits]\ntimeout_secs = 5\n").unwrap();
+        assert_eq!(data.read_config().unwrap().as_deref(), Some("[limits]\ntimeout_secs = 5\n"));
+        std::fs::write(data.path().join(CONFIG_FILE), vec![b'#'; MAX_CONFIG_BYTES as usize + 1]).unwrap();
+        assert!(matches!(data.read_config(), Err(DataDirError::TooLarge { .. })));
+        std::fs::write(data.path().join(CONFIG_FILE), b"\xff\xfe").unwrap();
+        assert!(data.read_config().unwrap_err().to_string().contains("not UTF-8"));
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_fifo_or_link_for_the_config_is_never_opened() {
+        let ws = tempfile::tempdir().unwrap();
+        let data = DataDir::create_with(ws.path(), Some(key())).unwrap();
+        let config = data.path().join(CONFIG_FILE);
+        let c = std::ffi::CString::new(config.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // A FIFO would block the read for ever: refused without opening it.
+        assert!(matches!(data.read_config(), Err(DataDirError::NotPlain { .. })));
+        std::fs::remove_file(&config).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", &config).unwrap();
+        assert!(matches!(data.read_config(), Err(DataDirError::NotPlain { .. })));
+    }
+}
