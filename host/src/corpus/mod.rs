@@ -31,6 +31,7 @@ use crate::store::{ChunkRecord, DocumentRecord, NewDocument, Stats, Store, Store
 use crate::sync::lock;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -76,6 +77,8 @@ pub struct Corpus {
     workspace: PathBuf,
     /// The data dir, once it has been opened.
     data: Mutex<Option<Arc<DataDir>>>,
+    /// A call found `data` replaced at its path (see [`Corpus::in_place`]).
+    replaced: AtomicBool,
     /// The key its stamps are checked with, when not the user's (tests, tools).
     key: Option<Arc<crate::datadir::owner::Key>>,
     /// The shared store, when configured; else the local one below.
@@ -104,6 +107,7 @@ impl Corpus {
             data_dir: workspace.join(DATA_DIR),
             workspace,
             data: Mutex::new(None),
+            replaced: AtomicBool::new(false),
             key: None,
             shared: None,
             store: Mutex::new(None),
@@ -196,19 +200,22 @@ impl Corpus {
     }
 
     /// `Err` once the data dir held open is no longer the one at its path
-    /// (see [`DataDir::in_place`]): asked before writes and at each call's start.
+    /// (see [`DataDir::in_place`]): asked before writes and at each call's
+    /// start, and remembered, so that [`Corpora::get`] opens it anew.
     fn in_place(&self) -> Result<(), CorpusError> {
         let held = lock(&self.data).clone();
         match held {
-            Some(data) => Ok(data.in_place()?),
+            Some(data) => {
+                data.in_place().inspect_err(|_| self.replaced.store(true, Ordering::Relaxed)).map_err(Into::into)
+            }
             None => Ok(()),
         }
     }
 
-    /// Whether the data dir held open was replaced at its path since: the
-    /// process then opens the workspace's corpus anew for its next call.
+    /// Whether a call found the data dir held open replaced at its path: the
+    /// process then opens the workspace's corpus anew for the next call.
     pub fn replaced(&self) -> bool {
-        self.in_place().is_err()
+        self.replaced.load(Ordering::Relaxed)
     }
 
     /// Where the store is: the redb file, or the shared collection as
@@ -673,9 +680,9 @@ impl Corpora {
 
     /// The corpus of `workspace` (data in `<workspace>/.ragbox/`); waits
     /// while its previous corpus is being closed, so two never write there.
-    /// One whose data dir was replaced at its path is closed and opened
-    /// anew: the call meets what is there now (a link is refused, naming it;
-    /// a folder put back serves again, with no restart).
+    /// One a call found with its data dir replaced at its path is closed and
+    /// opened anew: the next call meets what is there now (a link is
+    /// refused, naming it; a folder put back serves again, with no restart).
     pub fn get(&self, workspace: &Path) -> Arc<Corpus> {
         let mut open = lock(&self.open);
         loop {
