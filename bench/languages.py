@@ -408,20 +408,18 @@ def report(results, weights, command, total, binaries):
         "| language | files | questions | " + " | ".join(systems) + " |",
         "|---|---|---|" + "---|" * len(systems),
     ]
+    def cells(r, shown):
+        """One row's cells, a system's measures `shown` (empty where it did not run)."""
+        return " | ".join(shown(m) if (m := r["systems"].get(s)) else "" for s in systems)
+
     for lang, r in results.items():
-        cells = []
-        for s in systems:
-            m = r["systems"].get(s)
-            cells.append(f"{m['all']['hit5']:.3f} / {m['all']['mrr']:.3f}" if m else "")
-        lines.append(f"| {LANGS[lang]} | {r['files']} | {r['queries']} | " + " | ".join(cells) + " |")
+        row = cells(r, lambda m: f"{m['all']['hit5']:.3f} / {m['all']['mrr']:.3f}")
+        lines.append(f"| {LANGS[lang]} | {r['files']} | {r['queries']} | {row} |")
     lines += ["", "By kind of question, hit@5 (titles / first sentences), and questions with no answer at all:\n",
               "| language | " + " | ".join(systems) + " |", "|---|" + "---|" * len(systems)]
     for lang, r in results.items():
-        cells = []
-        for s in systems:
-            m = r["systems"].get(s)
-            cells.append(f"{m['title']['hit5']:.3f} / {m['sentence']['hit5']:.3f}; {m['empty']} empty" if m else "")
-        lines.append(f"| {LANGS[lang]} | " + " | ".join(cells) + " |")
+        row = cells(r, lambda m: f"{m['title']['hit5']:.3f} / {m['sentence']['hit5']:.3f}; {m['empty']} empty")
+        lines.append(f"| {LANGS[lang]} | {row} |")
     cjk = [(lang, r) for lang, r in results.items() if any("no Latin" in m for m in r["systems"].values())]
     if cjk:
         lines += ["", "CJK questions with no Latin letter in them, hit@5:\n",
