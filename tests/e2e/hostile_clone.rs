@@ -4,7 +4,9 @@
 //! someone else's choosing in its data dir, folders nested 1,700 deep,
 //! megabyte arguments.
 
-use ragbox_tests::{Fixture, Raw, call, hostile_wasm, is_error, ok, peak_mib, shared_cache_dir, text, tree};
+use ragbox_tests::{
+    Fixture, Raw, call, hostile_wasm, is_error, ok, peak_mib, rename_storm, shared_cache_dir, text, tree,
+};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -691,17 +693,7 @@ fn logs_stay_one_line_per_message_and_quiet_in_a_storm() {
     assert!(!log.contains('\u{2028}'), "a raw line separator reached the log");
 
     // Folders created and renamed away faster than their watches can be set.
-    let storm = f.workspace.join("storm");
-    std::fs::create_dir_all(&storm).unwrap();
-    let started = Instant::now();
-    let mut n = 0;
-    while started.elapsed() < Duration::from_secs(4) {
-        let a = storm.join(format!("a{n}"));
-        std::fs::create_dir_all(a.join("x/y")).unwrap();
-        std::fs::rename(&a, storm.join(format!("b{n}"))).unwrap();
-        std::fs::remove_dir_all(storm.join(format!("b{n}"))).unwrap();
-        n += 1;
-    }
+    let n = rename_storm(&f.workspace.join("storm"), Duration::from_secs(4));
     std::thread::sleep(Duration::from_secs(2));
     let log = raw.stderr.lock().unwrap().clone();
     let warnings = log.lines().filter(|l| l.contains("WARN") && l.contains("file watch")).count();

@@ -2,7 +2,7 @@
 //! hands its client to one process, which serves each session as a process
 //! of its own would, and leaves after the last.
 
-use ragbox_tests::{Fixture, Raw, tree};
+use ragbox_tests::{Fixture, Raw, alive, tree};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -26,11 +26,6 @@ fn recv_or_say(raw: &mut Raw) -> Value {
     let stderr = raw.stderr.clone();
     let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| raw.recv_within(Duration::from_secs(30))));
     reply.unwrap_or_else(|_| panic!("no reply; the relay's log:\n{}", stderr.lock().unwrap()))
-}
-
-fn alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
 }
 
 /// The paths a `search_workspace` result names.

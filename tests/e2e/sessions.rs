@@ -5,7 +5,7 @@
 //! read as a message gets JSON-RPC's own errors. Each runs through the
 //! per-user service and standalone, where both apply.
 
-use ragbox_tests::{Fixture, Raw, peak_mib, tree};
+use ragbox_tests::{Fixture, Raw, alive, peak_mib, rename_storm, tree};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -198,10 +198,7 @@ fn a_client_that_reads_no_answers_cannot_grow_the_process() {
         // Its client gone, the session ends (its answers waiting go with it): the service,
         // with no session left, leaves after its linger.
         if !standalone {
-            wait_for("the flooding session's end", Duration::from_secs(30), || {
-                !Path::new(&format!("/proc/{pid}")).exists()
-                    || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
-            });
+            wait_for("the flooding session's end", Duration::from_secs(30), || !alive(pid));
         }
     }
 }
@@ -367,17 +364,7 @@ fn the_services_log_stays_small_in_a_storm_and_is_started_again_past_its_size() 
     let f = Fixture::cortext();
     let mut raw = Raw::start_with(&f, &["serve", "--watch"]);
     raw.ping(1);
-    let storm = f.workspace.join("storm");
-    std::fs::create_dir_all(&storm).unwrap();
-    let started = Instant::now();
-    let mut renames = 0;
-    while started.elapsed() < Duration::from_secs(6) {
-        let a = storm.join(format!("a{renames}"));
-        std::fs::create_dir_all(a.join("x/y")).unwrap();
-        std::fs::rename(&a, storm.join(format!("b{renames}"))).unwrap();
-        std::fs::remove_dir_all(storm.join(format!("b{renames}"))).unwrap();
-        renames += 1;
-    }
+    let renames = rename_storm(&f.workspace.join("storm"), Duration::from_secs(6));
     std::thread::sleep(Duration::from_secs(2));
     raw.ping(2);
     let log = std::fs::read_to_string(service_log(&f)).unwrap();
