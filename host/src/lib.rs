@@ -21,6 +21,7 @@ mod mcp;
 mod memory;
 mod platform;
 pub mod postgres;
+pub mod records;
 mod resources;
 pub mod runtime;
 mod service;

@@ -5,7 +5,7 @@
 use ragbox::corpus::{Corpus, SharedEmbedder};
 use ragbox::embed::{EmbedKind, default_model_dir};
 use ragbox::index::Filter;
-use ragbox::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
+use ragbox::records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
 use std::sync::Arc;
 
 fn document(corpus: &Corpus, path: &str, kind: &str, texts: &[&str]) -> NewDocument {

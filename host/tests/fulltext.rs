@@ -2,7 +2,7 @@
 //! two writers contending for tantivy's writer lock.
 
 use ragbox::fulltext::Fulltext;
-use ragbox::store::{ChunkRecord, DocumentRecord, TextDelta};
+use ragbox::records::{ChunkRecord, DocumentRecord, TextDelta};
 use std::collections::BTreeSet;
 
 fn paths(hits: &[ragbox::fulltext::FulltextHit]) -> Vec<(String, u32)> {

@@ -5,7 +5,8 @@
 
 use ragbox::embed::{EmbedKind, Embedder, ModelDir, default_model_dir};
 use ragbox::index::{Filter, Tuning, VectorIndex};
-use ragbox::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument, Store};
+use ragbox::records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
+use ragbox::store::Store;
 
 const DIM: usize = 16;
 
@@ -158,6 +159,6 @@ fn test_key() -> std::sync::Arc<ragbox::datadir::owner::Key> {
 }
 
 /// The store kept in the folder `dir`.
-fn open_store(dir: &std::path::Path) -> Result<Store, ragbox::store::StoreError> {
+fn open_store(dir: &std::path::Path) -> Result<Store, ragbox::records::StoreError> {
     Store::open_at(dir, test_key())
 }

@@ -3,7 +3,7 @@
 //! answer while a graph builds; a saved index, and one whose build was killed.
 
 use ragbox::index::{Filter, GraphParams, MemoryVectors, Tuning, VectorIndex};
-use ragbox::store::{DocumentRecord, Snapshot};
+use ragbox::records::{DocumentRecord, Snapshot};
 use std::path::Path;
 
 const DIM: usize = 32;

@@ -2,7 +2,8 @@
 //! SIGKILL mid-write, and several processes writing and reading at once.
 //! Child processes are this test binary re-run with `STORE_CHILD` set.
 
-use ragbox::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument, Store, StoreError};
+use ragbox::records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument, StoreError};
+use ragbox::store::Store;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

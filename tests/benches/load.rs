@@ -20,7 +20,7 @@ use ragbox::corpus::{Corpus, SharedEmbedder};
 use ragbox::embed::default_model_dir;
 use ragbox::index::Filter;
 use ragbox::postgres::{Collection, Target, TargetSpec};
-use ragbox::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
+use ragbox::records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
 use serde_json::Value;
 use std::io::BufRead;
 use std::path::PathBuf;

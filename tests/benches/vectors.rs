@@ -17,7 +17,7 @@
 use ragbox::corpus::{Corpus, SharedEmbedder};
 use ragbox::embed::{EmbedKind, Embedder, ModelDir, cpu_features, default_model_dir};
 use ragbox::index::{Filter, GRAPH, GraphParams, MemoryVectors, Tuning, VectorIndex};
-use ragbox::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument, Snapshot};
+use ragbox::records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument, Snapshot};
 use ragbox_kernels::{Isa, dot::dot_f32};
 use ragbox_tests::{cpu_model, repo_root, shared_data};
 use rayon::prelude::*;

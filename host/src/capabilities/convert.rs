@@ -3,10 +3,10 @@
 use super::error::invalid;
 use crate::corpus::ChunkHit;
 use crate::index::{DocumentHit, Filter};
+use crate::records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
 use crate::runtime::bindings::ragbox::tools::embedder::EmbedKind;
 use crate::runtime::bindings::ragbox::tools::types::Error;
 use crate::runtime::bindings::ragbox::tools::{corpus as wit, vectors};
-use crate::store::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
 
 pub fn embed_kind(kind: EmbedKind) -> crate::embed::EmbedKind {
     match kind {

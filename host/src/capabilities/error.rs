@@ -5,8 +5,8 @@ use crate::corpus::CorpusError;
 use crate::datadir::DataDirError;
 use crate::embed::EmbedError;
 use crate::fulltext::FulltextError;
+use crate::records::StoreError;
 use crate::runtime::bindings::ragbox::tools::types::{Error, ErrorCode};
-use crate::store::StoreError;
 
 /// An error of `code` saying `message`.
 pub fn error(code: ErrorCode, message: impl Into<String>) -> Error {

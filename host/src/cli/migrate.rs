@@ -4,8 +4,9 @@
 
 use crate::config::{Config, DATA_DIR};
 use crate::datadir::DataDir;
+use crate::records::{NewChunk, NewDocument};
 use crate::setup::shared_collection_at;
-use crate::store::{NewChunk, NewDocument, Store};
+use crate::store::Store;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::Path;
 

@@ -4,10 +4,10 @@
 //! for a graph build).
 
 use super::CorpusError;
-use super::records::Records;
 use crate::fulltext::{Fulltext, FulltextError};
 use crate::index::{Filter, Hit};
-use crate::store::DocumentRecord;
+use crate::records::DocumentRecord;
+use crate::records::Records;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;

@@ -15,19 +15,18 @@ mod embedder;
 pub mod follow;
 mod keyword;
 pub mod memo;
-mod records;
 pub mod turn;
 
 pub use embedder::{Passages, SharedEmbedder};
 use keyword::Keyword;
-use records::Records;
 
 use crate::datadir::{DATA_DIR, DataDir, DataDirError, KEYWORD_DIR, SHARED_DIR};
 use crate::embed::{EmbedError, EmbedKind};
 use crate::fulltext::FulltextError;
 use crate::index::{DocumentHit, Filter, FullVectors, Hit, IndexState, Tuning, VectorIndex};
 use crate::postgres::Collection;
-use crate::store::{ChunkRecord, DocumentRecord, NewDocument, Stats, Store, StoreError};
+use crate::records::{ChunkRecord, DocumentRecord, NewDocument, Records, Stats, StoreError};
+use crate::store::Store;
 use crate::sync::lock;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

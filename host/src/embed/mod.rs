@@ -332,7 +332,7 @@ fn specials(tokenizer: &TextTokenizer) -> Result<(usize, usize), EmbedError> {
 }
 
 /// What decides a text's vector besides the text, hashed: the weights (by
-/// the hash in the model's id, as [`crate::store::same_model`] compares
+/// the hash in the model's id, as [`crate::records::same_model`] compares
 /// models: a renamed folder is the same model), the tokenizer, the model's
 /// config, the pooling and the token limit. No path or machine goes in, so
 /// teammates' processes with the same model agree on it.

@@ -589,7 +589,7 @@ impl Inner {
                 let stamp = get(&meta, "clock")?.saturating_add(1);
                 let mut vector_bytes = get(&meta, "vector_bytes")?;
                 for (key, vector) in entries {
-                    let encoded = crate::store::encode_vector(vector);
+                    let encoded = crate::records::encode_vector(vector);
                     if let Some(old) = vectors.insert(key, encoded.as_slice())? {
                         vector_bytes = vector_bytes.saturating_sub(old.value().len() as u64);
                     }
@@ -921,7 +921,7 @@ pub(crate) fn decode(bytes: &[u8], dimension: usize) -> Option<Vec<f32>> {
     if bytes.len() != dimension * 4 {
         return None;
     }
-    let vector = crate::store::decode_vector(bytes);
+    let vector = crate::records::decode_vector(bytes);
     let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
     (vector.iter().all(|x| x.is_finite()) && (norm - 1.0).abs() <= UNIT_SLACK).then_some(vector)
 }
@@ -1040,7 +1040,7 @@ mod tests {
 
     #[test]
     fn only_unit_vectors_of_the_length_asked_are_taken() {
-        let bytes = crate::store::encode_vector;
+        let bytes = crate::records::encode_vector;
         assert_eq!(decode(&bytes(&[0.6, 0.8]), 2), Some(vec![0.6, 0.8]));
         assert_eq!(decode(&bytes(&[0.6, 0.8]), 3), None, "another length");
         assert_eq!(decode(&bytes(&[6.0, 8.0]), 2), None, "a long vector would outscore every other");

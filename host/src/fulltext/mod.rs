@@ -20,7 +20,7 @@ mod held;
 pub mod language;
 mod words;
 
-use crate::store::{ChunkRecord, DocumentRecord, TextDelta};
+use crate::records::{ChunkRecord, DocumentRecord, TextDelta};
 use cap_fs_ext::DirExt as _;
 use cap_std::fs::Dir;
 use held::HeldDirectory;
@@ -744,7 +744,7 @@ impl Part {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Delta;
+    use crate::records::Delta;
 
     fn chunk(text: &str, start: u64) -> ChunkRecord {
         ChunkRecord { text: text.to_string(), start, end: start + text.len() as u64 }

@@ -1,7 +1,7 @@
 //! Which documents a search may return: Cortext type and date, path prefix,
 //! file extensions and metadata key=value pairs. All given conditions must hold.
 
-use crate::store::DocumentRecord;
+use crate::records::DocumentRecord;
 
 /// A document filter; the default lets everything through.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

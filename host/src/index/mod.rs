@@ -25,7 +25,7 @@ mod segment;
 pub use filter::Filter;
 pub use hnsw::GraphParams;
 
-use crate::store::{DocumentRecord, Snapshot, StoreError};
+use crate::records::{DocumentRecord, Snapshot, StoreError};
 use jobs::{Job, Worker};
 use quantized::{Codes, Query, dot};
 use rayon::prelude::*;

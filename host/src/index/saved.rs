@@ -22,7 +22,7 @@ use super::hnsw::Graph;
 use super::quantized::Codes;
 use super::segment::Segment;
 use crate::platform;
-use crate::store::DocumentRecord;
+use crate::records::DocumentRecord;
 use cap_std::fs::{Dir, OpenOptions};
 use ragbox_kernels::buf::Buf;
 use serde::{Deserialize, Serialize};

@@ -3,7 +3,7 @@
 //! connections reused between operations, and a lost connection retried with
 //! backoff before an operation gives up with an error that says what to do.
 
-use crate::store::StoreError;
+use crate::records::StoreError;
 use postgres::config::{Host, SslMode};
 use postgres::{Client, NoTls};
 use std::path::{Path, PathBuf};

@@ -14,7 +14,7 @@
 use super::Collection;
 use super::schema;
 use crate::embed_cache::Key;
-use crate::store::StoreError;
+use crate::records::StoreError;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -138,7 +138,7 @@ impl Collection {
             return;
         }
         let keys: Vec<&[u8]> = entries.iter().map(|(k, _)| k.as_slice()).collect();
-        let vectors: Vec<Vec<u8>> = entries.iter().map(|(_, v)| crate::store::encode_vector(v)).collect();
+        let vectors: Vec<Vec<u8>> = entries.iter().map(|(_, v)| crate::records::encode_vector(v)).collect();
         let written = self.pool.run(|c| {
             let mut txn = c.transaction().map_err(|e| self.err(e))?;
             txn.batch_execute(TEAM_TIMEOUTS).map_err(|e| self.err(e))?;

@@ -4,7 +4,7 @@
 //! collation plays no part.
 
 use crate::index::Filter;
-use crate::store::DocumentRecord;
+use crate::records::DocumentRecord;
 use postgres::types::ToSql;
 
 /// SQL conditions and the parameters they name, numbered after those a

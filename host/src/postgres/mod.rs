@@ -12,6 +12,7 @@
 mod connect;
 mod embeddings;
 mod filter;
+mod records;
 mod schema;
 
 use connect::Pool;
@@ -20,7 +21,7 @@ pub use embeddings::{Cached, TEAM_KEEP_DAYS, TeamStats};
 pub use schema::{SCHEMA_VERSION, Server};
 
 use crate::index::{DocumentHit, Filter, Hit};
-use crate::store::{ChunkRecord, Delta, DocumentRecord, NewDocument, Stats, StoreError, TextDelta};
+use crate::records::{ChunkRecord, Delta, DocumentRecord, NewDocument, Stats, StoreError, TextDelta};
 use filter::{Conditions, FilterColumns};
 use pgvector::Vector;
 use std::sync::{Arc, Mutex};
@@ -291,7 +292,7 @@ impl Collection {
     /// replacing any earlier version; returns the new generation.
     pub fn put_documents(&self, docs: &[NewDocument]) -> Result<u64, StoreError> {
         for doc in docs {
-            crate::store::check_document(doc)?;
+            crate::records::check_document(doc)?;
             // The collection keeps every chunk with its vector (pgvector answers its searches).
             if doc.keyword_only() {
                 let message = "a shared collection stores a document with its vectors, not for keyword search first";
@@ -319,7 +320,7 @@ impl Collection {
                 self.claim(&mut txn, &mut row)?;
             }
             match (&row.model_id, row.dimension) {
-                (Some(stored), _) if !crate::store::same_model(stored, model_id) => {
+                (Some(stored), _) if !crate::records::same_model(stored, model_id) => {
                     return Err(StoreError::ModelMismatch { stored: stored.clone(), current: model_id.to_string() });
                 }
                 (Some(_), Some(stored)) if stored != dimension => {

@@ -7,7 +7,7 @@
 //! collections may use different models), so the index is on
 //! `embedding::vector(N)` and searches order by that same expression.
 
-use crate::store::StoreError;
+use crate::records::StoreError;
 use postgres::Client;
 
 /// The schema this ragbox writes; a database at a newer one is refused.

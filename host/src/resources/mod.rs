@@ -16,7 +16,7 @@ pub mod skills;
 
 use crate::corpus::Corpus;
 use crate::index::Filter;
-use crate::store::DocumentRecord;
+use crate::records::DocumentRecord;
 use beneath::Beneath;
 use ragbox_protocol::skill::{SCHEME, SKILL_FILE, decode, skill_md_uri};
 use skills::Skills;

@@ -16,15 +16,19 @@
 //! Every change bumps the store's generation and logs which path it touched,
 //! so the derived indexes (vectors, fulltext) catch up by reading only what
 //! changed since the generation they reflect (see [`Store::delta`]).
+//!
+//! What it keeps (records, counts, deltas) and its errors are the types both
+//! backends share, in [`crate::records`].
 
-mod metadata;
 mod records;
 
-pub use metadata::Metadata;
-pub use records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument};
+use crate::records::{
+    ChunkRecord, Delta, DocumentRecord, NewDocument, Snapshot, Stats, StoreError, TextDelta, check_document,
+    decode_vector, encode_vector, same_model,
+};
 
+use crate::datadir::DataDir;
 pub use crate::datadir::STORE_FILE;
-use crate::datadir::{DataDir, DataDirError};
 use crate::platform::FileId;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use std::collections::HashMap;
@@ -85,171 +89,6 @@ const VECTORS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("vector
 /// generation → the path that change touched.
 const CHANGES: TableDefinition<u64, &str> = TableDefinition::new("changes");
 
-/// Errors from the store; each says what to do.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// Another process held the database for longer than the retry window.
-    #[error("the index at {0} stayed busy (another ragbox process is writing); try again")]
-    Busy(PathBuf),
-    /// The file is damaged or not a ragbox store.
-    #[error(
-        "the index at {path} cannot be opened: {message}. `ragbox doctor` checks it; `ragbox doctor --reset` starts over (embeddings are lost and must be made again)"
-    )]
-    Corrupt {
-        /// The store file.
-        path: PathBuf,
-        /// redb's message.
-        message: String,
-    },
-    /// Written by a different schema version.
-    #[error(
-        "the index at {path} has schema version {found}, this ragbox uses {SCHEMA_VERSION}; `ragbox doctor --reset` starts over (embeddings must be made again)"
-    )]
-    Schema {
-        /// The store file.
-        path: PathBuf,
-        /// Its version.
-        found: u64,
-    },
-    /// The vectors in the store come from another model.
-    #[error(
-        "the index holds vectors from model {stored} but the current model is {current}; run `ragbox doctor --reset` then `ragbox index` to re-embed everything with the current model, or switch back to the stored one"
-    )]
-    ModelMismatch {
-        /// Model id in the store.
-        stored: String,
-        /// Model id now configured.
-        current: String,
-    },
-    /// A vector's length differs from the model's dimension.
-    #[error("vector of length {got} for {path}, expected {expected}")]
-    Dimension {
-        /// The document.
-        path: String,
-        /// Its length.
-        got: usize,
-        /// The model's.
-        expected: usize,
-    },
-    /// A document that cannot be stored as given.
-    #[error("cannot store {path:?}: {message}")]
-    Invalid {
-        /// The document's path as given.
-        path: String,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// Reading or writing the file failed (disk full, permissions, a removed folder).
-    #[error("cannot read or write the index at {path}: {source}")]
-    Io {
-        /// The store file.
-        path: PathBuf,
-        /// The operating system's error.
-        source: std::io::Error,
-    },
-    /// The shared store's server cannot be reached (down, restarting, no network), after retries.
-    #[error("cannot reach the shared store at {server}: {message}; check that PostgreSQL runs there, then try again")]
-    Unreachable {
-        /// `user@host:port/db`.
-        server: String,
-        /// Why.
-        message: String,
-    },
-    /// The shared store is reachable but not usable as configured (login,
-    /// extension, schema, a replica asked to write); the message says the fix.
-    #[error("the shared store at {server}: {message}")]
-    Setup {
-        /// `user@host:port/db` (never a password).
-        server: String,
-        /// What is wrong and what to do.
-        message: String,
-    },
-    /// The shared store's server rolled a transaction back to let another
-    /// finish (a deadlock, a serialization failure), after retries.
-    #[error("the shared store at {server} stayed busy with other writers ({message}); try again")]
-    Conflict {
-        /// `user@host:port/db`.
-        server: String,
-        /// The server's message.
-        message: String,
-    },
-    /// The shared store's server refused an operation.
-    #[error("the shared store at {server} failed: {message}")]
-    Database {
-        /// `user@host:port/db`.
-        server: String,
-        /// The server's message.
-        message: String,
-    },
-    /// The data dir holds a link or special file where the store belongs,
-    /// or cannot be used.
-    #[error(transparent)]
-    DataDir(#[from] DataDirError),
-    /// redb refused an operation for another reason (a bug in ragbox, or a
-    /// store written by a newer redb).
-    #[error("the index at {path} failed: {source}")]
-    Redb {
-        /// The store file.
-        path: PathBuf,
-        /// redb's error, kept whole.
-        source: redb::Error,
-    },
-}
-
-/// Counts and identity of what is stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stats {
-    /// Documents stored.
-    pub documents: u64,
-    /// Chunks stored.
-    pub chunks: u64,
-    /// Bumped by every committed change; derived indexes compare it.
-    pub generation: u64,
-    /// The model the vectors come from, once any are stored.
-    pub model_id: Option<String>,
-}
-
-/// Whether two model ids name the same model: ids are `name@weights-hash`,
-/// and only the weights count, so a renamed model folder keeps its index.
-pub fn same_model(a: &str, b: &str) -> bool {
-    fn weights(id: &str) -> &str {
-        id.rsplit_once('@').map_or(id, |(_, hash)| hash)
-    }
-    weights(a) == weights(b)
-}
-
-impl Stats {
-    /// Fails when the stored vectors come from another model than `current`
-    /// (a model id): comparing them with its vectors would mean nothing.
-    pub fn check_model(&self, current: &str) -> Result<(), StoreError> {
-        match &self.model_id {
-            Some(stored) if !same_model(stored, current) => {
-                Err(StoreError::ModelMismatch { stored: stored.clone(), current: current.to_string() })
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// What changed since a generation, read in one transaction so it is consistent.
-#[derive(Debug, Clone, Default)]
-pub struct Delta<V> {
-    /// The store generation it brings a reader to.
-    pub generation: u64,
-    /// True when this is everything (not a difference): the reader starts over.
-    pub full: bool,
-    /// Documents added or replaced, with one row per chunk in chunk order.
-    pub documents: Vec<(DocumentRecord, Vec<V>)>,
-    /// Paths removed.
-    pub removed: Vec<String>,
-}
-
-/// Everything the vector index is built from: documents with their chunk vectors.
-pub type Snapshot = Delta<Vec<f32>>;
-
-/// Every document with its chunks' text, for the fulltext index.
-pub type TextDelta = Delta<ChunkRecord>;
-
 /// A handle on the store file; cheap to clone. A plain handle holds no lock
 /// between operations; a held one ([`Store::hold`]) keeps the file open.
 #[derive(Clone)]
@@ -295,7 +134,7 @@ impl Store {
         let found = store.read(|txn| get(txn, META, "schema_version", &store))?;
         match found {
             Some(v) if v == SCHEMA_VERSION => return Ok(store),
-            Some(v) => return Err(StoreError::Schema { path: store.path.clone(), found: v }),
+            Some(v) => return Err(StoreError::Schema { path: store.path.clone(), found: v, expected: SCHEMA_VERSION }),
             None => {}
         }
         store.write(|txn| {
@@ -306,7 +145,7 @@ impl Store {
                     meta.insert("schema_version", SCHEMA_VERSION).map_err(|e| store.err(e))?;
                 }
                 Some(v) if v != SCHEMA_VERSION => {
-                    return Err(StoreError::Schema { path: store.path.clone(), found: v });
+                    return Err(StoreError::Schema { path: store.path.clone(), found: v, expected: SCHEMA_VERSION });
                 }
                 Some(_) => {}
             }
@@ -816,49 +655,6 @@ impl Store {
     }
 }
 
-/// Refuses a document no backend may store: a path of another spelling, a
-/// vector that is not finite or not of the model's length.
-pub(crate) fn check_document(doc: &NewDocument) -> Result<(), StoreError> {
-    check_path(&doc.record.path)
-        .map_err(|why| StoreError::Invalid { path: doc.record.path.clone(), message: why.into() })?;
-    if doc.keyword_only() {
-        return Ok(());
-    }
-    for (ordinal, chunk) in doc.chunks.iter().enumerate() {
-        if let Some(bad) = chunk.vector.iter().find(|v| !v.is_finite()) {
-            let message = format!("chunk {ordinal}'s vector holds {bad}: vectors must be finite");
-            return Err(StoreError::Invalid { path: doc.record.path.clone(), message });
-        }
-        if chunk.vector.len() != doc.dimension {
-            return Err(StoreError::Dimension {
-                path: doc.record.path.clone(),
-                got: chunk.vector.len(),
-                expected: doc.dimension,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Why `path` is not a workspace-relative path as every tool writes it
-/// (`a/b.md`: `/`-separated, no empty, `.` or `..` parts, no NUL), if it is not.
-/// One file has one spelling, so it is stored once.
-fn check_path(path: &str) -> Result<(), &'static str> {
-    if path.trim().is_empty() {
-        return Err("the path is blank");
-    }
-    if path.contains('\0') {
-        return Err("the path holds a NUL character");
-    }
-    if path.starts_with('/') {
-        return Err("the path must be relative to the workspace");
-    }
-    if path.split('/').any(|part| part.is_empty() || part == "." || part == "..") {
-        return Err("the path has an empty, `.` or `..` part; write it as `dir/file.md`");
-    }
-    Ok(())
-}
-
 thread_local! {
     /// Set while this thread runs redb under a catch: its panics are reported, not printed.
     static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -959,37 +755,5 @@ fn get_bytes(
     match open_read(txn, def, store)? {
         Some(table) => Ok(table.get(key).map_err(|e| store.err(e))?.map(|v| v.value().to_vec())),
         None => Ok(None),
-    }
-}
-
-/// Vectors are stored as little-endian f32s.
-pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// A vector from its stored bytes (see [`encode_vector`]).
-pub(crate) fn decode_vector(bytes: &[u8]) -> Vec<f32> {
-    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{check_path, same_model};
-
-    #[test]
-    fn a_model_is_its_weights_not_its_folder_name() {
-        assert!(same_model("all-MiniLM-L6-v2@0123abcd", "renamed@0123abcd"));
-        assert!(!same_model("all-MiniLM-L6-v2@0123abcd", "all-MiniLM-L6-v2@0123abce"));
-        assert!(same_model("a", "a") && !same_model("a", "b"));
-    }
-
-    #[test]
-    fn paths_have_one_spelling() {
-        for ok in ["a.md", "dir/b.md", "odd\\name.md", " spaced .md", ".hidden/x"] {
-            assert_eq!(check_path(ok), Ok(()), "{ok}");
-        }
-        for bad in ["", "  ", "./x.md", "a//b.md", "a/./b", "a/../b", "/abs.md", "dir/", "nul\0.md"] {
-            assert!(check_path(bad).is_err(), "{bad:?}");
-        }
     }
 }
