@@ -6,7 +6,7 @@
 
 use crate::builtins;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Origin, user_config_dir};
-use crate::corpus::{Corpora, SharedEmbedder};
+use crate::corpus::{Corpora, Options, SharedEmbedder};
 use crate::datadir::{DataDir, TOOLS_DIR, ToolFile, owner};
 use crate::embed::default_model_dir_or_err;
 use crate::embed_cache::Cache;
@@ -18,7 +18,7 @@ use crate::runtime::{
 use crate::workspace::Workspaces;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use wasmtime::Engine;
 
 /// The shared store named on the command line (`--store`, `--collection`).
@@ -30,42 +30,32 @@ pub struct StoreArgs {
     pub collection: Option<String>,
 }
 
-/// Set once from the command line, before any command opens a workspace.
-static STORE_ARGS: OnceLock<StoreArgs> = OnceLock::new();
-
-/// Records the command line's store choice for every [`open`] of this process.
-pub fn set_store_args(args: StoreArgs) {
-    let _ = STORE_ARGS.set(args);
-}
-
-/// The command line's store choice (none when it named no store).
-pub fn store_args() -> StoreArgs {
-    STORE_ARGS.get().cloned().unwrap_or_default()
-}
-
 /// The shared collection `served`'s index lives in, when the command line
 /// or the user's config names a server; `None` for the local store.
-pub fn shared_collection(config: &Config, served: &Path) -> anyhow::Result<Option<Arc<Collection>>> {
-    let args = store_args();
-    match args.url.or_else(|| config.store().and_then(|s| s.url.clone())) {
-        Some(url) => Ok(Some(shared_collection_at(config, served, &url)?)),
-        None if args.collection.is_some() => {
+pub fn shared_collection(config: &Config, served: &Path, store: &StoreArgs) -> anyhow::Result<Option<Arc<Collection>>> {
+    match store.url.clone().or_else(|| config.store().and_then(|s| s.url.clone())) {
+        Some(url) => Ok(Some(shared_collection_at(config, served, &url, store.collection.clone())?)),
+        None if store.collection.is_some() => {
             anyhow::bail!("--collection names a collection in a shared store: give the server with --store URL too")
         }
         None => Ok(None),
     }
 }
 
-/// `served`'s collection on the server at `url`: named by `--collection`, the
-/// user's `[store] collection`, or the workspace folder's name with a short
+/// `served`'s collection on the server at `url`: named by `collection`
+/// (`--collection`), the user's `[store] collection`, or the workspace folder's name with a short
 /// hash of its identity (so two folders of one name never meet by default);
 /// bound to the workspace unless the user's config shares it; logged in with
 /// the user's `[store]` password and CA settings.
-pub fn shared_collection_at(config: &Config, served: &Path, url: &str) -> anyhow::Result<Arc<Collection>> {
-    let args = store_args();
+pub fn shared_collection_at(
+    config: &Config,
+    served: &Path,
+    url: &str,
+    collection: Option<String>,
+) -> anyhow::Result<Arc<Collection>> {
     let file = config.store().cloned().unwrap_or_default();
     let identity = owner::Key::user()?.workspace_id(served);
-    let name = match args.collection.or(file.collection) {
+    let name = match collection.or(file.collection) {
         Some(name) => name,
         None => {
             let folder = served.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -170,14 +160,16 @@ pub fn catalog(workspace: &Path) -> anyhow::Result<Catalog> {
 }
 
 /// Opens `workspace` and loads every tool component: the runner every
-/// command (and `serve`) makes its calls through.
-pub fn open(workspace: &Path) -> anyhow::Result<Runner> {
+/// command (and `serve`) makes its calls through; its index in the shared
+/// store `store` names (or the config does), its corpora behaving as
+/// `options` say.
+pub fn open(workspace: &Path, store: &StoreArgs, options: Options) -> anyhow::Result<Runner> {
     let engine = new_engine()?;
     let cache = CompileCache::new(&engine, CompileCache::default_dir());
     let (loader, setup, model) = load(workspace, engine, cache)?;
     let served = setup.workspaces.served().to_path_buf();
-    let mut corpora = Corpora::new(Arc::new(shared_embedder(&setup.config, model)));
-    if let Some(collection) = shared_collection(&setup.config, &served)? {
+    let mut corpora = Corpora::new(Arc::new(shared_embedder(&setup.config, model)), options);
+    if let Some(collection) = shared_collection(&setup.config, &served, store)? {
         corpora = corpora.with_shared(served, collection);
     }
     Ok(Runner::new(setup, Some(loader), Arc::new(corpora)))
@@ -224,14 +216,16 @@ impl Hub {
     pub fn open(&self, workspace: &Path) -> Result<Runner, String> {
         let (loader, setup, model) =
             load(workspace, self.engine.clone(), self.cache.clone()).map_err(|e| format!("{e:#}"))?;
-        match shared_collection(&setup.config, setup.workspaces.served()) {
+        // The service is started with no store named: only a config can name one.
+        match shared_collection(&setup.config, setup.workspaces.served(), &StoreArgs::default()) {
             Ok(None) => {}
             Ok(Some(_)) => return Err("its index is in a shared store".into()),
             Err(e) => return Err(format!("{e:#}")),
         }
         let mut kept = self.corpora.lock().unwrap_or_else(|e| e.into_inner());
-        let corpora =
-            kept.get_or_insert_with(|| Arc::new(Corpora::new(Arc::new(shared_embedder(&setup.config, model.clone())))));
+        let corpora = kept.get_or_insert_with(|| {
+            Arc::new(Corpora::new(Arc::new(shared_embedder(&setup.config, model.clone())), Options::SERVER))
+        });
         if corpora.embedder().dir() != model {
             return Err(format!(
                 "its config names the model {}, the other sessions' is {}",
@@ -256,6 +250,15 @@ impl Hub {
             // A session ended: the lookups it made are counted in the cache file now.
             corpora.embedder().cache().flush();
             corpora.retain(served);
+        }
+    }
+
+    /// The service is ending: every corpus closed, the stores kept open too
+    /// ([`Corpora::stop`]).
+    pub fn stop(&self) {
+        let corpora = self.corpora.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(corpora) = corpora {
+            corpora.stop();
         }
     }
 }

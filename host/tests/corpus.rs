@@ -172,8 +172,11 @@ fn a_warmed_server_finds_documents_stored_for_keywords_only() {
 fn a_following_process_indexes_its_writes_for_keywords_on_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
-    ragbox::corpus::follow::enable();
-    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key()).into_shared();
+    let following = ragbox::corpus::Options { follow_keywords: true, ..Default::default() };
+    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone())
+        .with_key(test_key())
+        .with_options(following)
+        .into_shared();
     // Stored for keyword search only (chunks without vectors), as the indexer's first pass stores many new files.
     let docs: Vec<NewDocument> = (0..300)
         .map(|i| NewDocument {

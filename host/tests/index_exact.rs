@@ -160,5 +160,5 @@ fn test_key() -> std::sync::Arc<ragbox::datadir::owner::Key> {
 
 /// The store kept in the folder `dir`.
 fn open_store(dir: &std::path::Path) -> Result<Store, ragbox::records::StoreError> {
-    Store::open_at(dir, test_key())
+    Store::open_at(dir, test_key(), ragbox::store::Keep::UntilDropped)
 }

@@ -3,7 +3,7 @@
 //! Child processes are this test binary re-run with `STORE_CHILD` set.
 
 use ragbox::records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument, StoreError};
-use ragbox::store::Store;
+use ragbox::store::{Keep, Store};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -308,9 +308,8 @@ fn two_writers_and_a_reader_at_once_lose_nothing() {
 
 #[test]
 fn a_store_stays_open_between_calls_and_other_processes_write_beside_it() {
-    ragbox::store::keep_open_between_calls(); // as `serve` does
     let dir = tempfile::tempdir().unwrap();
-    let store = open_store(dir.path()).unwrap();
+    let store = Store::open_at(dir.path(), test_key(), Keep::BetweenCalls).unwrap(); // as `serve` does
     store.put_document(&doc("held/0.md", 1, 0.0)).unwrap();
     let opens = store.times_opened();
     let held = store.hold().unwrap();
@@ -402,5 +401,5 @@ fn test_key() -> std::sync::Arc<ragbox::datadir::owner::Key> {
 
 /// The store kept in the folder `dir`.
 fn open_store(dir: &Path) -> Result<Store, StoreError> {
-    Store::open_at(dir, test_key())
+    Store::open_at(dir, test_key(), Keep::UntilDropped)
 }

@@ -174,7 +174,8 @@ fn main() {
     assert!(catalog.get("hostile").is_some(), "hostile loaded");
     let workspaces = Workspaces::new(&fixture.workspace, &[]).unwrap();
     let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
-    let runner = Runner::new(Setup { config, workspaces, catalog }, None, Arc::new(Corpora::new(embedder)));
+    let runner =
+        Runner::new(Setup { config, workspaces, catalog }, None, Arc::new(Corpora::new(embedder, Default::default())));
     let arguments = serde_json::json!({"op": "ok"}).as_object().cloned().unwrap();
     let mut calls = Vec::new();
     for i in 0..2100 {

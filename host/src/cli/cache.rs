@@ -4,7 +4,7 @@
 use crate::config::{Config, user_config_shown};
 use crate::embed_cache::{Cache, Stats};
 use crate::postgres::{Collection, TEAM_KEEP_DAYS, TeamStats};
-use crate::setup::shared_collection;
+use crate::setup::{StoreArgs, shared_collection};
 use crate::workspace::Workspaces;
 use anyhow::Context;
 use serde_json::json;
@@ -36,7 +36,7 @@ struct Caches {
 }
 
 impl Caches {
-    fn of(workspace: &Path) -> anyhow::Result<Self> {
+    fn of(workspace: &Path, store: &StoreArgs) -> anyhow::Result<Self> {
         let served = Workspaces::new(workspace, &[]).context("cannot open this workspace")?;
         let config = Config::load(served.served())?;
         let settings = config.cache();
@@ -48,14 +48,14 @@ impl Caches {
         };
         // Shown and pruned even while turned off: its file may still take room.
         let cache = Cache::new(dir, crate::embed_cache::Settings { enabled: true, ..settings });
-        let team = shared_collection(&config, served.served())?.filter(|c| c.shares_vectors());
+        let team = shared_collection(&config, served.served(), store)?.filter(|c| c.shares_vectors());
         Ok(Self { cache, off, team })
     }
 }
 
 /// Runs `ragbox cache [prune | clear]` for `workspace`'s config.
-pub fn run(workspace: &Path, action: Action, as_json: bool) -> anyhow::Result<()> {
-    let caches = Caches::of(workspace)?;
+pub fn run(workspace: &Path, action: Action, as_json: bool, store: &StoreArgs) -> anyhow::Result<()> {
+    let caches = Caches::of(workspace, store)?;
     match action {
         Action::Show => show(&caches, as_json),
         Action::Prune => {

@@ -3,20 +3,21 @@
 //! (after a warning) so it can be built again.
 
 use crate::corpus::Corpus;
+use crate::corpus::Options;
 use crate::datadir::{DATA_DIR, DataDir, KEYWORD_DIR, SHARED_DIR, STORE_FILE, VECTORS_DIR};
 use crate::embed::ModelInfo;
 use crate::index::Filter;
 use crate::postgres::Collection;
-use crate::setup::open;
-use crate::store::Store;
+use crate::setup::{StoreArgs, open};
+use crate::store::{Keep, Store};
 use anyhow::bail;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 
 /// Checks `workspace` and prints one line per part; fails when something is broken.
-pub fn check(workspace: &Path) -> anyhow::Result<()> {
-    let runner = open(workspace)?;
+pub fn check(workspace: &Path, store: &StoreArgs) -> anyhow::Result<()> {
+    let runner = open(workspace, store, Options::default())?;
     let setup = runner.setup();
     let served = setup.workspaces.served().to_path_buf();
     let corpus = runner.corpus(&served);
@@ -109,7 +110,7 @@ fn check_local(corpus: &Corpus, served: &Path, model: Option<&ModelInfo>) -> usi
             return 1;
         }
     }
-    let stats = match Store::open_existing(&data).and_then(|s| s.map(|s| s.stats()).transpose()) {
+    let stats = match Store::open_existing(&data, Keep::UntilDropped).and_then(|s| s.map(|s| s.stats()).transpose()) {
         Ok(Some(stats)) => stats,
         Ok(None) => {
             println!("ok      index   nothing embedded yet in {} (run `ragbox index`)", data_dir.display());
@@ -276,14 +277,14 @@ fn describe_vectors(data: &DataDir) -> String {
 /// Deletes the store and the derived indexes of `workspace`, after a warning
 /// and a confirmation (`yes`, or an answer on a terminal); links and special
 /// files where ragbox keeps something go too, whatever they point at.
-pub fn reset(workspace: &Path, yes: bool) -> anyhow::Result<()> {
+pub fn reset(workspace: &Path, yes: bool, store: &StoreArgs) -> anyhow::Result<()> {
     let workspace = &crate::platform::canonical(workspace)
         .map_err(|e| anyhow::anyhow!("workspace {} cannot be opened: {e}", workspace.display()))?;
     // A data dir too broken to read its config from is reset locally: what
     // is broken is here, whatever store the user's config names.
     match crate::config::Config::load(workspace) {
         Ok(config) => {
-            if let Some(collection) = crate::setup::shared_collection(&config, workspace)? {
+            if let Some(collection) = crate::setup::shared_collection(&config, workspace, store)? {
                 return reset_shared(workspace, &collection, yes);
             }
         }
@@ -304,7 +305,7 @@ pub fn reset(workspace: &Path, yes: bool) -> anyhow::Result<()> {
         .ok()
         .flatten()
         .filter(|data| data.is_vouched().unwrap_or(false))
-        .and_then(|data| Store::open_existing(&Arc::new(data)).ok().flatten())
+        .and_then(|data| Store::open_existing(&Arc::new(data), Keep::UntilDropped).ok().flatten())
         .and_then(|s| s.stats().ok())
         .map_or_else(|| "all".to_string(), |s| s.documents.to_string());
     eprintln!("This deletes the index of {}:", workspace.display());

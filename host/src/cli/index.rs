@@ -3,8 +3,9 @@
 //! components an agent's `embed_workspace` / `embed_document` call runs.
 
 use super::calls::call;
+use crate::corpus::Options;
 use crate::runtime::{Outcome, Progress, Request, Stages, StagesSink};
-use crate::setup::open;
+use crate::setup::{StoreArgs, open};
 use anyhow::bail;
 use indicatif::{ProgressBar, ProgressStyle};
 use ragbox_protocol::IndexReport;
@@ -24,11 +25,10 @@ pub enum Scope<'a> {
 
 /// Indexes `scope` of `workspace` and prints what was done; with `timings`,
 /// also where the time went, by stage, on stderr.
-pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool) -> anyhow::Result<()> {
+pub fn run(workspace: &Path, scope: Scope, as_json: bool, timings: bool, store: &StoreArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     // The keyword index is built beside the writing, and ready when this ends.
-    crate::corpus::follow::enable();
-    let runner = open(workspace)?;
+    let runner = open(workspace, store, Options { follow_keywords: true, ..Options::default() })?;
     let (tool, arguments) = match scope {
         Scope::Path(p) => ("embed_document", json!({ "path": p })),
         Scope::All => ("embed_workspace", json!({})),

@@ -241,6 +241,9 @@ pub struct How {
     pub http: Option<String>,
     /// The `--tools` profile the servers the agents start offer (theirs by default: all).
     pub tools: Option<crate::mcp::Profile>,
+    /// The shared store named on this command line: it goes with the server
+    /// (a URL holds no password).
+    pub store: crate::setup::StoreArgs,
 }
 
 /// [`run`] with the user's folders given; the number of files written.
@@ -249,7 +252,7 @@ fn run_in(workspace: &Path, agents: &[Agent], how: &How, dirs: &UserDirs) -> any
         .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
     let launch = match &how.http {
         Some(url) => Launch::Remote { url: checked_url(url)? },
-        None => launch(&workspace, how.tools.as_ref())?,
+        None => launch(&workspace, how)?,
     };
     // Every edit is prepared before anything is written: one bad file stops all.
     let mut edits = Vec::new();
@@ -333,7 +336,7 @@ fn choose(workspace: &Path, agents: &[Agent]) -> Vec<Agent> {
 
 /// How the agents start the server: `ragbox` when the first of that name on
 /// PATH is this program, else this binary's path; the workspace as each agent names it.
-fn launch(workspace: &Path, tools: Option<&crate::mcp::Profile>) -> anyhow::Result<Launch> {
+fn launch(workspace: &Path, how: &How) -> anyhow::Result<Launch> {
     let exe = std::env::current_exe().context("cannot tell where the ragbox binary is")?;
     let exe = crate::platform::canonical(&exe).unwrap_or(exe);
     // What a bare `ragbox` runs: the first on PATH.
@@ -341,15 +344,13 @@ fn launch(workspace: &Path, tools: Option<&crate::mcp::Profile>) -> anyhow::Resu
     let on_path = std::env::var_os("PATH")
         .and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join(&name)).find(|found| found.is_file()))
         .is_some_and(|found| same_program(&found, &exe));
-    // A shared store named on this command line goes with the server (a URL holds no password).
-    let named = crate::setup::store_args();
     let mut store = Vec::new();
-    for (flag, value) in [("--store", named.url), ("--collection", named.collection)] {
+    for (flag, value) in [("--store", how.store.url.clone()), ("--collection", how.store.collection.clone())] {
         if let Some(value) = value {
             store.extend([flag.to_string(), value]);
         }
     }
-    let tools = tools.map(ToString::to_string);
+    let tools = how.tools.as_ref().map(ToString::to_string);
     Ok(Launch::Spawn(Spawn {
         exe: exe.display().to_string(),
         on_path,
@@ -1126,7 +1127,7 @@ mod tests {
         run_in(
             &f.ws,
             &[Agent::ClaudeDesktop, Agent::Windsurf],
-            &How { http: Some("http://127.0.0.1:8765/mcp".into()), tools: None },
+            &How { http: Some("http://127.0.0.1:8765/mcp".into()), tools: None, store: Default::default() },
             &f.dirs,
         )
         .unwrap();

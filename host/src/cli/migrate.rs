@@ -5,8 +5,8 @@
 use crate::config::{Config, DATA_DIR};
 use crate::datadir::DataDir;
 use crate::records::{NewChunk, NewDocument};
-use crate::setup::shared_collection_at;
-use crate::store::Store;
+use crate::setup::{StoreArgs, shared_collection_at};
+use crate::store::{Keep, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::Path;
 
@@ -15,14 +15,14 @@ const BATCH: usize = 256;
 
 /// Copies `workspace`'s `.ragbox/store.redb` into the collection at `url`
 /// (documents already there under the same paths are replaced; others stay).
-pub fn run(workspace: &Path, url: &str, as_json: bool) -> anyhow::Result<()> {
+pub fn run(workspace: &Path, url: &str, as_json: bool, named: &StoreArgs) -> anyhow::Result<()> {
     let workspace = crate::platform::canonical(workspace)
         .map_err(|e| anyhow::anyhow!("workspace {} cannot be opened: {e}", workspace.display()))?;
     let config = Config::load(&workspace)?;
-    let collection = shared_collection_at(&config, &workspace, url)?;
+    let collection = shared_collection_at(&config, &workspace, url, named.collection.clone())?;
     let data_dir = workspace.join(DATA_DIR);
     let data = DataDir::open(&workspace)?.map(std::sync::Arc::new);
-    let Some(store) = data.map(|data| Store::open_existing(&data)).transpose()?.flatten() else {
+    let Some(store) = data.map(|data| Store::open_existing(&data, Keep::UntilDropped)).transpose()?.flatten() else {
         anyhow::bail!("nothing to migrate: {} holds no index (run `ragbox index` first)", data_dir.display());
     };
     let stats = store.stats()?;

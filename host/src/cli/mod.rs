@@ -394,10 +394,7 @@ pub fn main() -> ExitCode {
     // A server's log is its record; a command's output is for the person who ran it.
     let serving = matches!(cli.command, Command::Serve { .. } | Command::Service { .. });
     init_logging(if serving { "info,rmcp=warn" } else { "warn" });
-    let result = cli.store_args().and_then(|store| {
-        crate::setup::set_store_args(store);
-        run(cli.command)
-    });
+    let result = cli.store_args().and_then(|store| run(cli.command, &store));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -407,10 +404,10 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Runs one command.
-fn run(command: Command) -> anyhow::Result<()> {
+/// Runs one command, with the shared store its command line names.
+fn run(command: Command, store: &crate::setup::StoreArgs) -> anyhow::Result<()> {
     match command {
-        Command::Serve { workspace, args, .. } => serve::run(&workspace, args),
+        Command::Serve { workspace, args, .. } => serve::run(&workspace, args, store),
         Command::Service { socket } => crate::service::run(&socket),
         Command::Tools { action: None, workspace, json } => tools::run(&workspace, json),
         Command::Tools { action: Some(ToolsAction::Inspect { file, workspace, json }), .. } => {
@@ -421,14 +418,14 @@ fn run(command: Command) -> anyhow::Result<()> {
             tools::refuse_builtin_name(&name).and_then(|()| scaffold::new(&name, lang, dir.as_deref()))
         }
         Command::Tools { action: Some(ToolsAction::Call { name, arguments, workspace, .. }), .. } => {
-            tools::call(&workspace, &name, arguments.as_deref())
+            tools::call(&workspace, &name, arguments.as_deref(), store)
         }
         Command::Index { path, workspace, skills, json, timings, .. } => match (skills, path.as_deref()) {
-            (Some(dir), _) => index::run(&dir, index::Scope::Skills, json, timings),
-            (None, Some(p)) => index::run(&workspace, index::Scope::Path(p), json, timings),
-            (None, None) => index::run(&workspace, index::Scope::All, json, timings),
+            (Some(dir), _) => index::run(&dir, index::Scope::Skills, json, timings, store),
+            (None, Some(p)) => index::run(&workspace, index::Scope::Path(p), json, timings, store),
+            (None, None) => index::run(&workspace, index::Scope::All, json, timings, store),
         },
-        Command::Status { workspace, json, .. } => status::run(&workspace, json),
+        Command::Status { workspace, json, .. } => status::run(&workspace, json, store),
         Command::Search { query, semantic, hybrid, fulltext, sources, kind, date, limit, workspace, json, .. } => {
             let mode = match (semantic, hybrid, fulltext) {
                 (true, _, _) => search::Mode::Semantic,
@@ -445,25 +442,25 @@ fn run(command: Command) -> anyhow::Result<()> {
                 limit,
                 json,
             };
-            search::search(&workspace, &args)
+            search::search(&workspace, &args, store)
         }
         Command::Sources { stats, group_by, limit, workspace, json, .. } => {
-            search::sources(&workspace, stats, group_by.as_deref(), limit, json)
+            search::sources(&workspace, stats, group_by.as_deref(), limit, json, store)
         }
-        Command::Similar { path, limit, workspace, json, .. } => search::similar(&workspace, &path, limit, json),
+        Command::Similar { path, limit, workspace, json, .. } => search::similar(&workspace, &path, limit, json, store),
         Command::Init { agent, http, tools, workspace, .. } => {
-            init::run(&workspace, &agent, &init::How { http, tools })
+            init::run(&workspace, &agent, &init::How { http, tools, store: store.clone() })
         }
-        Command::Doctor { reset: false, workspace, .. } => doctor::check(&workspace),
-        Command::Doctor { reset: true, yes, workspace, .. } => doctor::reset(&workspace, yes),
-        Command::Migrate { to, workspace, json, .. } => migrate::run(&workspace, &to, json),
+        Command::Doctor { reset: false, workspace, .. } => doctor::check(&workspace, store),
+        Command::Doctor { reset: true, yes, workspace, .. } => doctor::reset(&workspace, yes, store),
+        Command::Migrate { to, workspace, json, .. } => migrate::run(&workspace, &to, json, store),
         Command::Cache { action, workspace, json, .. } => {
             let action = match action {
                 None => cache::Action::Show,
                 Some(CacheAction::Prune) => cache::Action::Prune,
                 Some(CacheAction::Clear { team, yes }) => cache::Action::Clear { team, yes },
             };
-            cache::run(&workspace, action, json)
+            cache::run(&workspace, action, json, store)
         }
         Command::Extract { files, workspace, json } => extract::run(&files, &workspace, json),
         Command::Model { action } => model::run(action),

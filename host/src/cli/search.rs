@@ -3,7 +3,8 @@
 
 use super::calls::call_json;
 use super::documents;
-use crate::setup::open;
+use crate::corpus::Options;
+use crate::setup::{StoreArgs, open};
 use ragbox_protocol::{
     IndexedSource, KeywordResults, SearchResult, SearchResults, SemanticResults, SimilarDocuments, SourceList,
 };
@@ -212,13 +213,13 @@ pub(super) fn counted(n: usize, thing: &str) -> String {
 }
 
 /// Searches `workspace` and prints the results.
-pub fn search(workspace: &Path, a: &SearchArgs) -> anyhow::Result<()> {
+pub fn search(workspace: &Path, a: &SearchArgs, store: &StoreArgs) -> anyhow::Result<()> {
     let max = max_results(a.mode);
     if !(1..=max).contains(&a.limit) {
         anyhow::bail!("-n {}: a search {} returns 1 to {max} results", a.limit, mode_words(a.mode));
     }
     let (tool, args) = tool_call(a)?;
-    let runner = open(workspace)?;
+    let runner = open(workspace, store, Options::default())?;
     let out = call_json(&runner, tool, args)?;
     let found = Found::read(tool, &out)?;
     // The default search also reads the index's documents that are not text files.
@@ -305,8 +306,9 @@ pub fn sources(
     group_by: Option<&str>,
     limit: Option<u64>,
     as_json: bool,
+    store: &StoreArgs,
 ) -> anyhow::Result<()> {
-    let runner = open(workspace)?;
+    let runner = open(workspace, store, Options::default())?;
     let mut args = json!({ "include_stats": stats });
     if let Some(g) = group_by {
         args["group_by"] = g.into();
@@ -362,8 +364,14 @@ fn human_size(bytes: u64) -> String {
 }
 
 /// Prints the documents most similar to `path`.
-pub fn similar(workspace: &Path, path: &str, limit: Option<u64>, as_json: bool) -> anyhow::Result<()> {
-    let runner = open(workspace)?;
+pub fn similar(
+    workspace: &Path,
+    path: &str,
+    limit: Option<u64>,
+    as_json: bool,
+    store: &StoreArgs,
+) -> anyhow::Result<()> {
+    let runner = open(workspace, store, Options::default())?;
     let mut args = json!({ "source_path": path });
     if let Some(n) = limit {
         args["n_results"] = n.into();

@@ -1,8 +1,9 @@
 //! `ragbox serve`: MCP over stdio, or Streamable HTTP with `--http`.
 
+use crate::corpus::Options;
 use crate::mcp::http::{HttpOptions, TOKEN_FILE, load_or_create_token, serve_http};
 use crate::mcp::{Offer, Profile, RagboxServer, serve_stdio};
-use crate::setup::open;
+use crate::setup::{StoreArgs, open};
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -48,17 +49,20 @@ pub struct ServeArgs {
 
 /// Loads the tools, then serves until the client hangs up (stdio) or the
 /// process is stopped (HTTP).
-pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
+pub fn run(workspace: &Path, args: ServeArgs, store: &StoreArgs) -> anyhow::Result<()> {
     // A folder that cannot be served is this command's error, before anything is logged.
     crate::workspace::Workspaces::new(workspace, &[]).context("cannot open this workspace")?;
     if args.http.is_none() && !args.standalone {
-        match relay_to_service(workspace, &args) {
+        match relay_to_service(workspace, &args, store) {
             Ok((session, hello)) => return session.relay(&hello),
             Err(why) => tracing::info!("serving in this process: {why}"),
         }
     }
     let started = std::time::Instant::now();
-    let runner = open(workspace)?;
+    // Between calls the store stays open (an idle server closes it); what the
+    // server's own calls write is indexed for keywords as it lands.
+    let runner = std::sync::Arc::new(open(workspace, store, Options::SERVER)?);
+    let corpora = runner.corpora().clone();
     let setup = runner.setup();
     let served = setup.workspaces.served();
     tracing::info!(
@@ -76,7 +80,7 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     let offer = Offer { tools: args.tools, output_schemas: args.output_schemas };
-    let server = RagboxServer::new(std::sync::Arc::new(runner), offer);
+    let server = RagboxServer::new(runner, offer);
     // Calls run on blocking threads; one idle for half a second ends, and the
     // allocator takes back the pages it held, which the idle release then
     // gives to the OS (`memory.rs`). A new thread costs microseconds. The
@@ -89,15 +93,10 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
         .thread_keep_alive(keep_alive)
         .on_thread_park(crate::memory::release_thread)
         .build()?;
-    // Between calls the store stays open (an idle server closes it).
-    crate::store::keep_open_between_calls();
-    // What the server's own calls write is indexed for keywords as it lands.
-    crate::corpus::follow::enable();
     let Some(addr) = args.http else {
         let served = runtime.block_on(serve_stdio(server, args.watch));
         // Closed cleanly once the client hangs up, so the next open need not repair it.
-        crate::corpus::follow::stop();
-        crate::store::stop_keeping();
+        corpora.stop();
         return served;
     };
     // The user's, never the workspace's: a repository could ship a token it knows.
@@ -122,8 +121,7 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
         stop.cancel();
         served
     });
-    crate::corpus::follow::stop();
-    crate::store::stop_keeping();
+    corpora.stop();
     Ok(served?)
 }
 
@@ -133,8 +131,8 @@ pub fn run(workspace: &Path, args: ServeArgs) -> anyhow::Result<()> {
 fn relay_to_service(
     workspace: &Path,
     args: &ServeArgs,
+    store: &StoreArgs,
 ) -> Result<(crate::service::Session, crate::service::Hello), String> {
-    let store = crate::setup::store_args();
     if store.url.is_some() || store.collection.is_some() {
         return Err("--store names a shared store".into());
     }

@@ -2,14 +2,15 @@
 //! `get_embedding_status` tool.
 
 use super::calls::call_json;
-use crate::setup::open;
+use crate::corpus::Options;
+use crate::setup::{StoreArgs, open};
 use ragbox_protocol::EmbeddingStatus;
 use serde_json::json;
 use std::path::Path;
 
 /// Prints the index's status for `workspace`.
-pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
-    let runner = open(workspace)?;
+pub fn run(workspace: &Path, as_json: bool, store: &StoreArgs) -> anyhow::Result<()> {
+    let runner = open(workspace, store, Options::default())?;
     let out = call_json(&runner, "get_embedding_status", json!({}))?;
     if as_json {
         println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));

@@ -6,11 +6,12 @@
 use super::calls;
 use crate::builtins;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Origin, user_config_dir};
+use crate::corpus::Options;
 use crate::runtime::{
     Catalog, CompileCache, History, Loaded, LoadedTool, Source, describe_limits, load_component, load_one, new_engine,
     read_component,
 };
-use crate::setup::open;
+use crate::setup::{StoreArgs, open};
 use anyhow::Context;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -29,7 +30,7 @@ fn grant_names(grants: &Grants) -> Vec<String> {
 
 /// Prints the loaded and rejected components.
 pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
-    let setup = open(workspace)?.setup();
+    let setup = open(workspace, &StoreArgs::default(), Options::default())?.setup();
     let catalog = &setup.catalog;
     if as_json {
         let tools: Vec<_> = catalog
@@ -88,7 +89,7 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
     // It compiled once already (the cache's load above), so this cannot fail.
     let _ = wasmtime::component::Component::new(&engine, &bytes);
     let compile_ms = started.elapsed().as_secs_f64() * 1e3;
-    let setup = open(workspace)?.setup();
+    let setup = open(workspace, &StoreArgs::default(), Options::default())?.setup();
     let started = Instant::now();
     let tool = describe(&engine, &cache, file, &bytes, &sha256)
         .map_err(|e| anyhow::anyhow!("{e}\n(imports: {})", imports.join(", ")))?;
@@ -378,7 +379,7 @@ fn configured_limits(given: &crate::config::ToolOverrides) -> Option<String> {
 /// Runs the tool `name` once in `workspace` on `arguments` (a JSON object;
 /// `-` reads it from stdin; none is `{}`) and prints its result as JSON. A
 /// tool error is this command's error, in the tool's own words.
-pub fn call(workspace: &Path, name: &str, arguments: Option<&str>) -> anyhow::Result<()> {
+pub fn call(workspace: &Path, name: &str, arguments: Option<&str>, store: &StoreArgs) -> anyhow::Result<()> {
     let text = match arguments {
         Some("-") => std::io::read_to_string(std::io::stdin()).context("cannot read the arguments from stdin")?,
         Some(text) => text.to_string(),
@@ -390,7 +391,7 @@ pub fn call(workspace: &Path, name: &str, arguments: Option<&str>) -> anyhow::Re
     if !arguments.is_object() {
         anyhow::bail!("the arguments must be a JSON object, e.g. '{{\"query\": \"tar\"}}' (got {})", shown(&text));
     }
-    let runner = open(workspace)?;
+    let runner = open(workspace, store, Options::default())?;
     let body = match calls::call(&runner, name, arguments, crate::runtime::Request::default())? {
         crate::runtime::Outcome::Ok(json) => json,
         crate::runtime::Outcome::ToolError { body, .. } => {

@@ -8,13 +8,14 @@
 //! second for it, then reads what is committed (while a large change is
 //! indexed; once writing stops, the last step takes milliseconds).
 //!
-//! Only processes that index follow (`serve`, `ragbox index`): a reading
-//! command leaves the work to the search that needs it, as before.
+//! Only processes that index follow (`serve`, `ragbox index`, the service:
+//! [`super::Options::follow_keywords`]): a reading command leaves the work to
+//! the search that needs it.
 
 use super::{Corpus, CorpusError};
 use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Shortest time from one step's start to the next unless a search hurries
@@ -22,56 +23,18 @@ use std::time::{Duration, Instant};
 /// longer anyway).
 const STEP_EVERY: Duration = Duration::from_secs(2);
 
-/// Whether this process's writes are followed.
-static ENABLED: AtomicBool = AtomicBool::new(false);
-
-/// Follow this process's writes from now on (`serve`, `ragbox index`).
-pub fn enable() {
-    ENABLED.store(true, Ordering::Relaxed);
-}
-
-/// Followers' threads running now, in every corpus.
-static THREADS: Mutex<usize> = Mutex::new(0);
-/// Signalled when one of them ends.
-static THREAD_ENDED: Condvar = Condvar::new();
-
-/// Longest the process waits at exit for a follower's step to end.
-const STOP_WAIT: Duration = Duration::from_secs(10);
-
-/// Signalled to end the followers' pauses: following stops, or a search
-/// wants the keyword index up to date.
-static WAKE: Condvar = Condvar::new();
-/// A search asked for the next step now (taken by the next pause).
-static HURRY: AtomicBool = AtomicBool::new(false);
-
-/// A search is waiting for the keyword index: the followers take their next
-/// step without pausing.
-pub(super) fn hurry() {
-    HURRY.store(true, Ordering::Relaxed);
-    let _threads = lock(&THREADS);
-    WAKE.notify_all();
-}
-
-/// Stops following (the process is ending): no step starts from now on, and
-/// this waits up to [`STOP_WAIT`] for those under way, so none is cut off
-/// holding the store or the keyword index's writer.
-pub fn stop() {
-    ENABLED.store(false, Ordering::Relaxed);
-    let deadline = Instant::now() + STOP_WAIT;
-    let mut threads = lock(&THREADS);
-    WAKE.notify_all();
-    while *threads > 0 {
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else { break };
-        threads = THREAD_ENDED.wait_timeout(threads, left).unwrap_or_else(|p| p.into_inner()).0;
-    }
-}
-
 /// One corpus's follower: at most one thread, woken again by writes made
 /// while it works.
 #[derive(Default)]
 pub(super) struct Follower {
+    /// Whether this process follows its writes here ([`super::Options`]).
+    enabled: bool,
     state: Mutex<State>,
+    /// Signalled when its thread goes idle.
     idle: Condvar,
+    /// Signalled to end its pause: it must stop, or a search wants the
+    /// keyword index up to date.
+    wake: Condvar,
     /// Its corpus was closed: no step starts, and one under way gives up.
     closed: AtomicBool,
 }
@@ -82,9 +45,16 @@ struct State {
     running: bool,
     /// A write landed since that thread last looked.
     again: bool,
+    /// A search asked for the next step now (taken by the next pause).
+    hurry: bool,
 }
 
 impl Follower {
+    /// A follower that follows writes only when `enabled`.
+    pub(super) fn new(enabled: bool) -> Self {
+        Self { enabled, ..Self::default() }
+    }
+
     /// Whether its thread is bringing the keyword index up to date.
     pub(super) fn running(&self) -> bool {
         lock(&self.state).running
@@ -96,29 +66,51 @@ impl Follower {
         self.idle.notify_all();
     }
 
-    /// Whether its steps must stop: its corpus was closed, or the process is ending.
+    /// Whether its steps must stop: its corpus was closed, or this process
+    /// does not follow its writes.
     pub(super) fn stopping(&self) -> bool {
-        self.closed.load(Ordering::Relaxed) || !ENABLED.load(Ordering::Relaxed)
+        self.closed.load(Ordering::Relaxed) || !self.enabled
+    }
+
+    /// A search is waiting for the keyword index: the next step starts
+    /// without pausing.
+    pub(super) fn hurry(&self) {
+        lock(&self.state).hurry = true;
+        self.wake.notify_all();
     }
 
     /// Follows no more writes: a step under way gives up before it commits,
-    /// and this returns once its thread has ended.
-    pub(super) fn close(&self) {
+    /// and this returns once its thread has ended, or at `deadline`.
+    pub(super) fn close(&self, deadline: Option<Instant>) {
         self.closed.store(true, Ordering::Relaxed);
-        {
-            // Under the lock a pause checks `stopping` with: it cannot miss the wake-up.
-            let _threads = lock(&THREADS);
-            WAKE.notify_all();
-        }
+        // Under the lock a pause checks `stopping` with: it cannot miss the wake-up.
         let mut state = lock(&self.state);
+        self.wake.notify_all();
         while state.running {
-            state = self.idle.wait(state).unwrap_or_else(|p| p.into_inner());
+            state = match deadline {
+                None => self.idle.wait(state).unwrap_or_else(|p| p.into_inner()),
+                Some(deadline) => {
+                    let Some(left) = deadline.checked_duration_since(Instant::now()) else { break };
+                    self.idle.wait_timeout(state, left).unwrap_or_else(|p| p.into_inner()).0
+                }
+            };
         }
+    }
+
+    /// Waits `time` between two steps, or until a search hurries it on or it
+    /// must stop.
+    fn pause(&self, time: Duration) {
+        let mut state: MutexGuard<'_, State> = lock(&self.state);
+        // Checked under the lock `close` and `hurry` notify under: no signal is missed.
+        if !self.stopping() && !std::mem::take(&mut state.hurry) {
+            state = self.wake.wait_timeout(state, time).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        state.hurry = false;
     }
 }
 
 /// Marks the follower idle if its thread panics, so the next write starts
-/// another; and counts the thread out however it ends.
+/// another.
 struct Running<'a>(Option<&'a Follower>);
 
 impl Drop for Running<'_> {
@@ -126,20 +118,7 @@ impl Drop for Running<'_> {
         if let Some(follower) = self.0 {
             follower.stop(&mut lock(&follower.state));
         }
-        *lock(&THREADS) -= 1;
-        THREAD_ENDED.notify_all();
     }
-}
-
-/// Waits `time` between two steps, or until a search hurries the followers
-/// on or `follower` must stop.
-fn pause(time: Duration, follower: &Follower) {
-    let threads = lock(&THREADS);
-    // Checked under the lock `stop`, `close` and `hurry` notify under: no signal is missed.
-    if !follower.stopping() && !HURRY.swap(false, Ordering::Relaxed) {
-        drop(WAKE.wait_timeout(threads, time).unwrap_or_else(|p| p.into_inner()));
-    }
-    HURRY.store(false, Ordering::Relaxed);
 }
 
 impl Corpus {
@@ -158,7 +137,6 @@ impl Corpus {
         }
         state.running = true;
         drop(state);
-        *lock(&THREADS) += 1;
         let spawned = std::thread::Builder::new().name("ragbox-keywords".into()).spawn(move || {
             let follower = &corpus.follower;
             let mut running = Running(Some(follower));
@@ -186,11 +164,10 @@ impl Corpus {
                 drop(state);
                 // Writes meanwhile are taken in the next step, together: each step
                 // commits, and many small commits cost merges (5 % of an embedding run's CPU).
-                pause(STEP_EVERY.saturating_sub(started.elapsed()), follower);
+                follower.pause(STEP_EVERY.saturating_sub(started.elapsed()));
             }
         });
         if let Err(e) = spawned {
-            *lock(&THREADS) -= 1;
             self.follower.stop(&mut lock(&self.follower.state));
             tracing::warn!("keyword index left to the next search: no thread ({e})");
         }
@@ -200,7 +177,7 @@ impl Corpus {
     /// (`ragbox index` before it exits, so the next search finds it ready).
     pub fn settle_keywords(&self) -> Result<(), CorpusError> {
         // The writing is over: the follower's last step need not wait out its pause.
-        hurry();
+        self.follower.hurry();
         let mut state = lock(&self.follower.state);
         while state.running {
             state = self.follower.idle.wait(state).unwrap_or_else(|p| p.into_inner());

@@ -26,7 +26,7 @@ use crate::fulltext::FulltextError;
 use crate::index::{DocumentHit, Filter, FullVectors, Hit, IndexState, Tuning, VectorIndex};
 use crate::postgres::Collection;
 use crate::records::{ChunkRecord, DocumentRecord, NewDocument, Records, Stats, StoreError};
-use crate::store::Store;
+use crate::store::{Keep, Store};
 use crate::sync::lock;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -63,6 +63,27 @@ pub struct ChunkHit {
     pub chunk: ChunkRecord,
 }
 
+/// How a process's corpora behave: set when it sets up (by its command, or
+/// the service), the same for every corpus it opens, never switched later.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Stores stay open between calls ([`Keep::BetweenCalls`]): a server's.
+    pub keep_stores_open: bool,
+    /// Writes are indexed for keyword search as they land, on a thread of
+    /// their own ([`follow`]): a process that indexes (`serve`, `ragbox index`).
+    pub follow_keywords: bool,
+}
+
+impl Options {
+    /// A long-lived server's: stores kept open, writes followed.
+    pub const SERVER: Self = Self { keep_stores_open: true, follow_keywords: true };
+
+    /// How this process's store files stay open.
+    fn keep(&self) -> Keep {
+        if self.keep_stores_open { Keep::BetweenCalls } else { Keep::UntilDropped }
+    }
+}
+
 /// The keyword index, locked, with its folder in the data dir.
 type KeywordSlot<'a> = MutexGuard<'a, Option<(String, Keyword)>>;
 
@@ -83,6 +104,8 @@ pub struct Corpus {
     /// The shared store, when configured; else the local one below.
     shared: Option<Arc<Collection>>,
     store: Mutex<Option<Store>>,
+    /// How its store stays open.
+    keep: Keep,
     vectors: Mutex<Option<VectorIndex>>,
     /// The keyword index and its folder in the data dir.
     keyword: Mutex<Option<(String, Keyword)>>,
@@ -100,7 +123,9 @@ pub struct Corpus {
 }
 
 impl Corpus {
-    /// The index of `workspace`, kept in its data dir, embedding with `embedder`.
+    /// The index of `workspace`, kept in its data dir, embedding with
+    /// `embedder`, its store closed between calls and its writes not followed
+    /// (a command's; see [`Corpus::with_options`]).
     pub fn new(workspace: PathBuf, embedder: Arc<SharedEmbedder>) -> Self {
         Self {
             data_dir: workspace.join(DATA_DIR),
@@ -110,6 +135,7 @@ impl Corpus {
             key: None,
             shared: None,
             store: Mutex::new(None),
+            keep: Keep::UntilDropped,
             vectors: Mutex::new(None),
             keyword: Mutex::new(None),
             keyword_step_done: Condvar::new(),
@@ -119,6 +145,11 @@ impl Corpus {
             me: Weak::new(),
             writing: turn::Turn::default(),
         }
+    }
+
+    /// This corpus behaving as `options` say.
+    pub fn with_options(self, options: Options) -> Self {
+        Self { keep: options.keep(), follower: follow::Follower::new(options.follow_keywords), ..self }
     }
 
     /// This corpus shared, as a process's calls hold it: its writes are then
@@ -231,7 +262,7 @@ impl Corpus {
         let mut slot = lock(&self.store);
         if slot.is_none() {
             let Some(data) = self.data(false)? else { return Ok(None) };
-            *slot = Store::open_existing(&data)?;
+            *slot = Store::open_existing(&data, self.keep)?;
         }
         Ok(slot.clone())
     }
@@ -246,7 +277,7 @@ impl Corpus {
             path: self.data_dir.clone(),
             source: std::io::ErrorKind::NotFound.into(),
         })?;
-        let store = Store::open(&data)?;
+        let store = Store::open(&data, self.keep)?;
         *slot = Some(store.clone());
         Ok(store)
     }
@@ -473,7 +504,7 @@ impl Corpus {
                 keyword.catch_up(store.as_ref())?;
                 break;
             }
-            follow::hurry();
+            self.follower.hurry();
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 keyword.show_committed()?;
                 break;
@@ -554,7 +585,12 @@ impl Corpus {
     /// the moment its agent's server has exited. A call that still holds the
     /// corpus may use it again: what it opens then is its own.
     pub fn close(&self) {
-        self.follower.close();
+        self.close_by(None);
+    }
+
+    /// [`Corpus::close`], waiting for the keyword follower's step only until `deadline`.
+    fn close_by(&self, deadline: Option<Instant>) {
+        self.follower.close(deadline);
         let vectors = lock(&self.vectors).take();
         if let Some(index) = vectors {
             index.close(CLOSE_SAVES);
@@ -614,6 +650,9 @@ impl FullVectors for Store {
 /// save takes milliseconds, unless it waits behind a graph build.
 const CLOSE_SAVES: Duration = Duration::from_secs(1);
 
+/// Longest a process that is ending waits for its keyword followers' steps.
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
 /// Longest a search waits for the follower before it searches what the
 /// keyword index has committed: the step after a few writes takes
 /// milliseconds, one of a first index's seconds.
@@ -622,6 +661,7 @@ const KEYWORD_STEP_WAIT: Duration = Duration::from_secs(1);
 /// The corpora of every workspace this process serves, opened on first use.
 pub struct Corpora {
     embedder: Arc<SharedEmbedder>,
+    options: Options,
     open: Mutex<Open>,
     /// Signalled when corpora being closed are closed.
     closed: Condvar,
@@ -637,9 +677,10 @@ struct Open {
 }
 
 impl Corpora {
-    /// Corpora that embed with `embedder`, each in its workspace's `.ragbox/`.
-    pub fn new(embedder: Arc<SharedEmbedder>) -> Self {
-        Self { embedder, open: Mutex::new(Open::default()), closed: Condvar::new(), shared: None }
+    /// Corpora that embed with `embedder`, each in its workspace's
+    /// `.ragbox/`, behaving as `options` say.
+    pub fn new(embedder: Arc<SharedEmbedder>, options: Options) -> Self {
+        Self { embedder, options, open: Mutex::new(Open::default()), closed: Condvar::new(), shared: None }
     }
 
     /// The same, but `served`'s index lives in the shared `collection`
@@ -677,6 +718,18 @@ impl Corpora {
         }
     }
 
+    /// The process is ending: every corpus is closed ([`Corpus::close`], its
+    /// keyword follower's step waited for up to [`STOP_WAIT`] in all), then
+    /// the stores kept open, so the next open need not repair them.
+    pub fn stop(&self) {
+        let corpora: Vec<Arc<Corpus>> = lock(&self.open).corpora.values().cloned().collect();
+        let deadline = Instant::now() + STOP_WAIT;
+        for corpus in corpora {
+            corpus.close_by(Some(deadline));
+        }
+        crate::store::close_kept();
+    }
+
     /// The corpus of `workspace` (data in `<workspace>/.ragbox/`); waits
     /// while its previous corpus is being closed, so two never write there.
     /// One a call found with its data dir replaced at its path is closed and
@@ -707,6 +760,7 @@ impl Corpora {
                     }
                     _ => Corpus::new(workspace, self.embedder.clone()),
                 }
+                .with_options(self.options)
                 .into_shared()
             })
             .clone()

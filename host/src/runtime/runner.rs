@@ -112,6 +112,11 @@ impl Runner {
         self.setup.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// The corpora its calls use.
+    pub fn corpora(&self) -> &Arc<Corpora> {
+        &self.corpora
+    }
+
     /// The index of `workspace`, as calls there use it.
     pub fn corpus(&self, workspace: &std::path::Path) -> Arc<crate::corpus::Corpus> {
         self.corpora.get(workspace)

@@ -76,11 +76,9 @@ pub fn run(socket: &Path) -> anyhow::Result<()> {
         .thread_keep_alive(Duration::from_millis(500))
         .on_thread_park(crate::memory::release_thread)
         .build()?;
-    crate::store::keep_open_between_calls();
-    crate::corpus::follow::enable();
     runtime.block_on(async {
         let listener = tokio::net::UnixListener::from_std(listener)?;
-        accept(listener, hub, linger).await;
+        accept(listener, hub.clone(), linger).await;
         // Gone from the folder before the listener closes, under the lock a
         // starting relay holds: the next relay starts a new service.
         let lock = platform::private_std_file(std::fs::OpenOptions::new().create(true).truncate(false).write(true))
@@ -91,8 +89,7 @@ pub fn run(socket: &Path) -> anyhow::Result<()> {
         }
         anyhow::Ok(())
     })?;
-    crate::corpus::follow::stop();
-    crate::store::stop_keeping();
+    hub.stop();
     tracing::info!("no session for {:.0} s: ragbox service stopped", linger.as_secs_f64());
     Ok(())
 }

@@ -5,8 +5,9 @@
 //! write it side by side (one write transaction at a time, the others'
 //! commits seen by the next read). Within a process every handle shares one
 //! open database, which a server keeps open between calls
-//! ([`keep_open_between_calls`]; [`close_kept`] closes it once the process is
-//! idle): redb's open and close write and sync the file five times, most of a
+//! ([`Keep::BetweenCalls`]; [`close_kept`] closes it once the process is
+//! idle, or ending: the registry of open files is the process's, as redb
+//! opens a file once per process): redb's open and close write and sync the file five times, most of a
 //! keyword search's time. A process that shuts others out
 //! (an older ragbox) is waited for. After a SIGKILL mid-write the next open
 //! repairs in about 0.1 s with every committed transaction intact. Each document is written in one
@@ -42,22 +43,16 @@ pub fn opens() -> u64 {
     open.as_ref().map_or(0, |o| o.values().map(|e| e.count).sum())
 }
 
-/// Whether this process keeps its stores open between calls (a server does).
-static KEEP_OPEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Keeps stores open between calls from now on, for a long-lived server
-/// ([`close_kept`] closes them); a short command's store closes when its last
-/// handle is dropped, as a clean shutdown (a store left open at exit is
-/// repaired by the next open).
-pub fn keep_open_between_calls() {
-    KEEP_OPEN.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Stops keeping stores open and closes those kept: the process is ending,
-/// and a store a last background step opens afterwards closes with it.
-pub fn stop_keeping() {
-    KEEP_OPEN.store(false, std::sync::atomic::Ordering::Relaxed);
-    close_kept();
+/// Whether a store file stays open once no handle uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Keep {
+    /// Closed when its last handle is dropped, as a clean shutdown (a short
+    /// command's; a store left open at exit is repaired by the next open).
+    #[default]
+    UntilDropped,
+    /// Kept open between calls until [`close_kept`] (a long-lived server's):
+    /// redb's open and close write and sync the file five times.
+    BetweenCalls,
 }
 
 /// Closes the stores this process keeps open between calls (once idle:
@@ -97,6 +92,7 @@ pub struct Store {
     data: Arc<DataDir>,
     wait: Duration,
     held: Option<Arc<Database>>,
+    keep: Keep,
 }
 
 impl std::fmt::Debug for Store {
@@ -106,8 +102,9 @@ impl std::fmt::Debug for Store {
 }
 
 /// The databases this process has open, by file, and how often each file was
-/// opened: every handle in the process shares one. (A process serves few
-/// workspaces: entries stay.)
+/// opened: every handle in the process shares one, as redb opens a file once
+/// per process (so this is the process's by nature, not a switch). A process
+/// serves few workspaces: entries stay.
 static OPEN: Mutex<Option<HashMap<PathBuf, Opened>>> = Mutex::new(None);
 
 /// One store file's database in this process.
@@ -125,10 +122,11 @@ struct Opened {
 }
 
 impl Store {
-    /// Opens (creating if needed) the store in `data`, checking its schema.
-    pub fn open(data: &Arc<DataDir>) -> Result<Self, StoreError> {
+    /// Opens (creating if needed) the store in `data`, checking its schema;
+    /// the file stays open as `keep` says.
+    pub fn open(data: &Arc<DataDir>, keep: Keep) -> Result<Self, StoreError> {
         let path = data.path().join(STORE_FILE);
-        let store = Self { path, data: data.clone(), wait: Duration::from_secs(30), held: None };
+        let store = Self { path, data: data.clone(), wait: Duration::from_secs(30), held: None, keep };
         // Read first: a write transaction commits (and syncs the file) even when
         // it changes nothing, and every tool call opens the store.
         let found = store.read(|txn| get(txn, META, "schema_version", &store))?;
@@ -157,18 +155,22 @@ impl Store {
     /// The store in the folder `dir` (made when missing), its stamps made and
     /// checked with `key`: for tools and tests that keep an index outside
     /// any workspace.
-    pub fn open_at(dir: &std::path::Path, key: Arc<crate::datadir::owner::Key>) -> Result<Self, StoreError> {
-        Self::open(&Arc::new(DataDir::at(dir, key)?))
+    pub fn open_at(
+        dir: &std::path::Path,
+        key: Arc<crate::datadir::owner::Key>,
+        keep: Keep,
+    ) -> Result<Self, StoreError> {
+        Self::open(&Arc::new(DataDir::at(dir, key)?), keep)
     }
 
     /// Opens the store in `data` if one was ever created there (and is this
     /// user's); `None` otherwise (reading tools then see an empty index
     /// without creating files).
-    pub fn open_existing(data: &Arc<DataDir>) -> Result<Option<Self>, StoreError> {
+    pub fn open_existing(data: &Arc<DataDir>, keep: Keep) -> Result<Option<Self>, StoreError> {
         if data.store_file_id()?.is_none() {
             return Ok(None);
         }
-        Self::open(data).map(Some)
+        Self::open(data, keep).map(Some)
     }
 
     /// How many times this process has opened this store's file.
@@ -578,7 +580,7 @@ impl Store {
                 if let Some((db, opened_on)) = self.try_connect()? {
                     let db = Arc::new(db);
                     entry.using = Arc::downgrade(&db);
-                    if KEEP_OPEN.load(std::sync::atomic::Ordering::Relaxed) {
+                    if self.keep == Keep::BetweenCalls {
                         entry.kept = Some((db.clone(), opened_on));
                     }
                     entry.count += 1;
