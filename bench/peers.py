@@ -590,6 +590,15 @@ def versions():
     return out
 
 
+def latency_panels(timing, latency, startup):
+    """A latency plot's two panels in ms, titled `latency` (p50 and p95 of a
+    query) and `startup` (to initialize and to a first result)."""
+    def ms(key):
+        return [t[key] * 1e3 for t in timing.values()]
+    return [(latency, "ms", {"p50": ms("p50"), "p95": ms("p95")}),
+            (startup, "ms", {"to initialize": ms("init"), "to first result": ms("first")})]
+
+
 def plot(path, labels, panels):
     """Grouped bars, one panel per (title, unit, {series: values}) side by side."""
     fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels) + 2, 4), squeeze=False)
@@ -733,11 +742,8 @@ def report(docs, queries, scores, indexing, bm25s_s, tantivy_s, timing, total):
     plot(RESULTS / f"peers-index{suffix}.png", ["ragbox", "chromadb", "qdrant local"], [
         ("Index build from empty", "seconds", {"wall": [indexing[n]["first"] for n in names]}),
         ("Peak RSS while building", "MiB", {"peak RSS": [indexing[n]["rss"] for n in names]})])
-    plot(RESULTS / f"peers-latency{suffix}.png", list(timing), [
-        ("Query latency through MCP stdio", "ms", {"p50": [t["p50"] * 1e3 for t in timing.values()],
-                                                  "p95": [t["p95"] * 1e3 for t in timing.values()]}),
-        ("Startup (cold model)", "ms", {"to initialize": [t["init"] * 1e3 for t in timing.values()],
-                                        "to first result": [t["first"] * 1e3 for t in timing.values()]})])
+    plot(RESULTS / f"peers-latency{suffix}.png", list(timing),
+         latency_panels(timing, "Query latency through MCP stdio", "Startup (cold model)"))
     print(out.read_text())
 
 

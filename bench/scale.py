@@ -244,11 +244,8 @@ def report(documents, embedding, loads, timing, v, total):
     ]
     out = RESULTS / "scale.md"
     out.write_text("\n".join(lines) + "\n")
-    peers.plot(RESULTS / "scale.png", list(timing), [
-        (f"Query latency at {CHUNKS:,} chunks", "ms", {"p50": [t["p50"] * 1e3 for t in timing.values()],
-                                                       "p95": [t["p95"] * 1e3 for t in timing.values()]}),
-        ("Startup", "ms", {"to initialize": [t["init"] * 1e3 for t in timing.values()],
-                           "to first result": [t["first"] * 1e3 for t in timing.values()]})])
+    panels = peers.latency_panels(timing, f"Query latency at {CHUNKS:,} chunks", "Startup")
+    peers.plot(RESULTS / "scale.png", list(timing), panels)
     print(out.read_text())
 
 

@@ -13,11 +13,12 @@ Prints one JSON object on stdout. HOME must point at the folder holding
 """
 
 import json
-import sys
 import time
 
 import chromadb
 import numpy as np
+
+import verbs
 
 COLLECTION = "scifact"
 BATCH = 256
@@ -71,11 +72,4 @@ def load(docs, vectors, path, name):
 
 
 if __name__ == "__main__":
-    verb, source, path = sys.argv[1:4]
-    if verb == "load":
-        out = load(source, path, sys.argv[4], sys.argv[5])
-    elif verb == "index":
-        out = index(source, path)
-    else:
-        out = query(source, path, int(sys.argv[4]))
-    print(json.dumps(out))
+    print(json.dumps(verbs.run(load, index, query)))

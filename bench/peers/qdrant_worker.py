@@ -15,13 +15,14 @@ point FastEmbed at the bench's ONNX export.
 
 import asyncio
 import json
-import sys
 import time
 import uuid
 
 import numpy as np
 from mcp_server_qdrant.embeddings.fastembed import FastEmbedProvider
 from qdrant_client import AsyncQdrantClient, models
+
+import verbs
 
 COLLECTION = "scifact"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -96,11 +97,4 @@ async def load(docs, vectors, path, collection):
 
 
 if __name__ == "__main__":
-    verb, source, path = sys.argv[1:4]
-    if verb == "load":
-        work = load(source, path, sys.argv[4], sys.argv[5])
-    elif verb == "index":
-        work = index(source, path)
-    else:
-        work = query(source, path, int(sys.argv[4]))
-    print(json.dumps(asyncio.run(work)))
+    print(json.dumps(asyncio.run(verbs.run(load, index, query))))

@@ -29,16 +29,26 @@ fn document(corpus: &Corpus, path: &str, kind: &str, texts: &[&str]) -> NewDocum
     }
 }
 
+/// A fresh data dir and the model, for the corpora a test opens on it.
+fn data_dir() -> (tempfile::TempDir, Arc<SharedEmbedder>) {
+    let dir = tempfile::tempdir().unwrap();
+    (dir, Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL"))))
+}
+
+/// A corpus on `dir`, as one process opens it.
+fn open(dir: &tempfile::TempDir, embedder: &Arc<SharedEmbedder>) -> Corpus {
+    Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key())
+}
+
 fn query(corpus: &Corpus, text: &str) -> Vec<f32> {
     corpus.embedder().get().unwrap().embed(&[text.to_string()], EmbedKind::Query).unwrap().remove(0)
 }
 
 #[test]
 fn a_second_reader_follows_every_change() {
-    let dir = tempfile::tempdir().unwrap();
-    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
-    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key());
-    let reader = Corpus::new(dir.path().to_path_buf(), embedder).with_key(test_key());
+    let (dir, embedder) = data_dir();
+    let writer = open(&dir, &embedder);
+    let reader = open(&dir, &embedder);
 
     // Nothing stored yet: searches are empty and create no files.
     let q = query(&reader, "jwt refresh tokens");
@@ -83,15 +93,14 @@ fn a_second_reader_follows_every_change() {
 
 #[test]
 fn a_recreated_store_does_not_inherit_old_derived_indexes() {
-    let dir = tempfile::tempdir().unwrap();
-    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
-    let first = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key());
+    let (dir, embedder) = data_dir();
+    let first = open(&dir, &embedder);
     first.put(document(&first, "old.md", "plan", &["Quarterly budget numbers."])).unwrap();
     assert_eq!(first.search_fulltext("budget", 5, &Filter::default()).unwrap().len(), 1);
     // The user deletes the store (not the keyword index) and embeds something else:
     // the new store reaches the same generation, 1.
     std::fs::remove_file(first.db_path()).unwrap();
-    let second = Corpus::new(dir.path().to_path_buf(), embedder).with_key(test_key());
+    let second = open(&dir, &embedder);
     second.put(document(&second, "new.md", "plan", &["Hiking trails near the lake."])).unwrap();
     assert!(second.search_fulltext("budget", 5, &Filter::default()).unwrap().is_empty());
     assert_eq!(second.search_fulltext("hiking", 5, &Filter::default()).unwrap().len(), 1);
@@ -99,14 +108,13 @@ fn a_recreated_store_does_not_inherit_old_derived_indexes() {
 
 #[test]
 fn a_warmed_server_holds_one_copy_of_each_record() {
-    let dir = tempfile::tempdir().unwrap();
-    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
-    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key());
+    let (dir, embedder) = data_dir();
+    let writer = open(&dir, &embedder);
     writer.put(document(&writer, "notes/a.md", "plan", &["Budget review moved to Friday."])).unwrap();
     // What `ragbox index` does at its end: the vector index is saved for the servers that start next.
     writer.save_vectors().unwrap();
     assert!(dir.path().join(".ragbox/vectors/manifest").is_file());
-    let server = Corpus::new(dir.path().to_path_buf(), embedder).with_key(test_key());
+    let server = open(&dir, &embedder);
     server.warm().unwrap();
     let by_meaning = server.search_vectors(&query(&server, "budget meeting"), 1, &Filter::default()).unwrap();
     let by_words = server.search_fulltext("budget", 1, &Filter::default()).unwrap();
@@ -118,9 +126,8 @@ fn a_warmed_server_holds_one_copy_of_each_record() {
 
 #[test]
 fn a_warmed_server_takes_the_saved_vector_index_records_and_then_what_changed() {
-    let dir = tempfile::tempdir().unwrap();
-    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
-    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key());
+    let (dir, embedder) = data_dir();
+    let writer = open(&dir, &embedder);
     writer.put(document(&writer, "notes/a.md", "plan", &["Budget review moved to Friday."])).unwrap();
     writer.put(document(&writer, "notes/c.md", "plan", &["The budget spreadsheet is archived."])).unwrap();
     writer.save_vectors().unwrap();
@@ -128,7 +135,7 @@ fn a_warmed_server_takes_the_saved_vector_index_records_and_then_what_changed() 
     writer.put(document(&writer, "notes/b.md", "plan", &["A budget for the offsite dinner."])).unwrap();
     assert!(writer.remove("notes/c.md").unwrap());
 
-    let server = Corpus::new(dir.path().to_path_buf(), embedder).with_key(test_key());
+    let server = open(&dir, &embedder);
     server.warm().unwrap();
     let mut by_words: Vec<_> =
         server.search_fulltext("budget", 5, &Filter::default()).unwrap().into_iter().map(|h| h.hit.document).collect();
@@ -148,9 +155,8 @@ fn a_warmed_server_takes_the_saved_vector_index_records_and_then_what_changed() 
 
 #[test]
 fn a_warmed_server_finds_documents_stored_for_keywords_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
-    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone()).with_key(test_key());
+    let (dir, embedder) = data_dir();
+    let writer = open(&dir, &embedder);
     // As the indexer's first pass stores many new files: chunks, none with a vector yet.
     let docs: Vec<NewDocument> = (0..3)
         .map(|i| NewDocument {
@@ -163,20 +169,16 @@ fn a_warmed_server_finds_documents_stored_for_keywords_only() {
         })
         .collect();
     writer.put_many(docs).unwrap();
-    let server = Corpus::new(dir.path().to_path_buf(), embedder).with_key(test_key());
+    let server = open(&dir, &embedder);
     server.warm().unwrap();
     assert_eq!(server.search_fulltext("heron", 5, &Filter::default()).unwrap().len(), 3);
 }
 
 #[test]
 fn a_following_process_indexes_its_writes_for_keywords_on_its_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let embedder = Arc::new(SharedEmbedder::new(default_model_dir().expect("a home folder or RAGBOX_MODEL")));
+    let (dir, embedder) = data_dir();
     let following = ragbox::corpus::Options { follow_keywords: true, ..Default::default() };
-    let writer = Corpus::new(dir.path().to_path_buf(), embedder.clone())
-        .with_key(test_key())
-        .with_options(following)
-        .into_shared();
+    let writer = open(&dir, &embedder).with_options(following).into_shared();
     // Stored for keyword search only (chunks without vectors), as the indexer's first pass stores many new files.
     let docs: Vec<NewDocument> = (0..300)
         .map(|i| NewDocument {

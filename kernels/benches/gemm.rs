@@ -5,13 +5,10 @@
 
 use ragbox_kernels::gemm::{self, Epilogue, Packed};
 use ragbox_kernels::rows::{self, Activation};
+use ragbox_kernels::sample::random;
 use ragbox_kernels::{Isa, cpu_features};
 use ragbox_kernels::{bf16, int8};
 use std::time::Instant;
-
-fn random(n: usize, seed: u64) -> Vec<f32> {
-    ragbox_kernels::sample::uniform(n, seed, 1.0)
-}
 
 /// Best seconds of `runs` calls of `f`.
 fn best(runs: usize, mut f: impl FnMut()) -> f64 {
@@ -23,6 +20,25 @@ fn best(runs: usize, mut f: impl FnMut()) -> f64 {
             t.elapsed().as_secs_f64()
         })
         .fold(f64::MAX, f64::min)
+}
+
+/// Prints the rates of a product of `flop` a run, best of `runs` of
+/// `serial` and of `pooled`, each given C; `tag` names its precision.
+fn print_rates(
+    (isa, name, flop, runs): (Isa, &str, f64, usize),
+    tag: &str,
+    c: &mut [f32],
+    serial: impl Fn(&mut [f32]),
+    pooled: impl Fn(&mut [f32]),
+) {
+    let serial = best(runs, || serial(c));
+    let pooled = best(runs, || pooled(c));
+    println!(
+        "{:16} {name:28} serial {:6.1} GFLOP/s   pool {:6.1} GFLOP/s{tag}",
+        isa.name(),
+        flop / serial / 1e9,
+        flop / pooled / 1e9
+    );
 }
 
 fn main() {
@@ -52,37 +68,27 @@ fn main() {
             let epi = if gelu { Epilogue::BiasActivation(&bias, Activation::Gelu) } else { Epilogue::Bias(&bias) };
             let flop = 2.0 * (m * k * n) as f64;
             let runs = (2e10 / flop).clamp(3.0, 2000.0) as usize;
-            let serial = best(runs, || gemm::gemm_serial(isa, &a, k, &b, &mut c, n, epi));
-            let pooled = best(runs, || gemm::gemm(isa, &a, k, &b, &mut c, n, epi));
-            println!(
-                "{:16} {name:28} serial {:6.1} GFLOP/s   pool {:6.1} GFLOP/s",
-                isa.name(),
-                flop / serial / 1e9,
-                flop / pooled / 1e9
+            let rates = (isa, name, flop, runs);
+            print_rates(
+                rates,
+                "",
+                &mut c,
+                |c| gemm::gemm_serial(isa, &a, k, &b, c, n, epi),
+                |c| gemm::gemm(isa, &a, k, &b, c, n, epi),
             );
+            // The lower-precision products run serial on a pool of one thread.
+            let mut lower = |tag, product: &(dyn Fn(&mut [f32]) + Sync)| {
+                print_rates(rates, tag, &mut c, |c| one.install(|| product(c)), product)
+            };
             // The feed-forward products also run in int8 where the CPU has VNNI.
             if isa.has_int8() && k >= 384 && n >= 384 {
                 let b = int8::Packed::transposed(&w, n, k, k);
-                let serial = best(runs, || one.install(|| int8::gemm(isa, &a, k, &b, &mut c, n, epi)));
-                let pooled = best(runs, || int8::gemm(isa, &a, k, &b, &mut c, n, epi));
-                println!(
-                    "{:16} {name:28} serial {:6.1} GFLOP/s   pool {:6.1} GFLOP/s   (int8)",
-                    isa.name(),
-                    flop / serial / 1e9,
-                    flop / pooled / 1e9
-                );
+                lower("   (int8)", &|c| int8::gemm(isa, &a, k, &b, c, n, epi));
             }
             // The weight products (not attention's) also run in bf16 where the CPU has it.
             if isa.has_bf16() && k >= 384 && n >= 384 {
                 let b = bf16::Packed::transposed(&w, n, k, k);
-                let serial = best(runs, || one.install(|| bf16::gemm(isa, &a, k, &b, &mut c, n, epi)));
-                let pooled = best(runs, || bf16::gemm(isa, &a, k, &b, &mut c, n, epi));
-                println!(
-                    "{:16} {name:28} serial {:6.1} GFLOP/s   pool {:6.1} GFLOP/s   (bf16)",
-                    isa.name(),
-                    flop / serial / 1e9,
-                    flop / pooled / 1e9
-                );
+                lower("   (bf16)", &|c| bf16::gemm(isa, &a, k, &b, c, n, epi));
             }
         }
         let mut x = random(1 << 20, 4);

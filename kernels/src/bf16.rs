@@ -314,22 +314,7 @@ pub(crate) mod avx512 {
 mod tests {
     use super::*;
     use crate::rows::Activation;
-
-    fn random(n: usize, seed: u64) -> Vec<f32> {
-        crate::sample::uniform(n, seed, 1.0)
-    }
-
-    /// `C = bf16(A) · bf16(W)ᵀ` in f64: what the kernel computes, up to the order of its f32 sums.
-    fn reference(a: &[f32], lda: usize, m: usize, w: &[f32], n: usize, k: usize) -> Vec<f64> {
-        let r = |v: f32| from_bf16(to_bf16(v)) as f64;
-        let mut c = vec![0.0; m * n];
-        for i in 0..m {
-            for j in 0..n {
-                c[i * n + j] = (0..k).map(|p| r(a[i * lda + p]) * r(w[j * k + p])).sum();
-            }
-        }
-        c
-    }
+    use crate::sample::{self, Case, random};
 
     #[test]
     fn rounding_is_to_nearest_even_and_keeps_specials() {
@@ -361,28 +346,20 @@ mod tests {
             (200, 64, 72),
             (96, 384, 1536),
         ];
-        let pools = [1, 2, 5].map(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap());
-        for isa in Isa::available() {
-            for (pool, &(m, k, n)) in pools.iter().flat_map(|p| shapes.iter().map(move |s| (p, s))) {
-                let lda = k + 3;
-                let a = random(m * lda, (m * k) as u64);
-                let w = random(n * k, n as u64);
-                let bias = random(n, 5);
-                let want = reference(&a, lda, m, &w, n, k);
-                let packed = Packed::transposed(&w, n, k, k);
-                let ldc = n + 1;
-                let mut c = vec![f32::NAN; (m - 1) * ldc + n];
-                pool.install(|| gemm(isa, &a, lda, &packed, &mut c, ldc, Epilogue::Bias(&bias)));
-                for i in 0..m {
-                    for j in 0..n {
-                        let (got, want) = (c[i * ldc + j] as f64, want[i * n + j] + bias[j] as f64);
-                        assert!((got - want).abs() < 1e-5 * (k as f64).sqrt(), "{isa:?} {m}x{k}x{n} at {i},{j}");
-                    }
-                    // The column past each row's last (ldc = n + 1) is not C's: untouched.
-                    assert!(i + 1 == m || c[i * ldc + n].is_nan(), "{isa:?} {m}x{k}x{n} wrote past row {i}");
-                }
+        sample::every_path_pool_and_shape(&shapes, |isa, pool, m, k, n| {
+            let case = Case::new(m, k, n);
+            // `C = bf16(A) · bf16(W)ᵀ`: what the kernel computes, up to the order of its f32 sums.
+            let want = case.reference(|v| from_bf16(to_bf16(v)) as f64);
+            let packed = Packed::transposed(&case.w, n, k, k);
+            let c = case.product(|c, ldc| {
+                pool.install(|| gemm(isa, &case.a, case.lda, &packed, c, ldc, Epilogue::Bias(&case.bias)))
+            });
+            case.check(isa, &c, &want, 1e-5);
+            for i in 0..m {
+                // The column past each row's last (ldc = n + 1) is not C's: untouched.
+                assert!(i + 1 == m || c[i * case.ldc() + n].is_nan(), "{isa:?} {m}x{k}x{n} wrote past row {i}");
             }
-        }
+        });
     }
 
     #[test]
@@ -394,12 +371,11 @@ mod tests {
         let w = random(n * k, 8);
         let bias = random(n, 9);
         let epi = Epilogue::BiasActivation(&bias, Activation::Gelu);
-        let mut exact = vec![0.0; m * n];
-        gemm::gemm(Isa::Portable, &a, k, &gemm::Packed::transposed(&w, n, k, k), &mut exact, n, epi);
+        let exact = sample::f32_product(&a, m, k, &w, n, epi);
         for isa in Isa::available() {
             let mut low = vec![0.0; m * n];
             gemm(isa, &a, k, &Packed::transposed(&w, n, k, k), &mut low, n, epi);
-            let worst = exact.iter().zip(&low).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+            let worst = sample::worst(&exact, &low);
             // |c| is ~√k/3 ≈ 6.5 here; bf16 inputs move it by ~0.4 % of one term times √k.
             assert!(worst < 0.05, "{isa:?}: {worst}");
             assert!(worst > 0.0, "{isa:?}: bf16 rounding should show");

@@ -401,7 +401,9 @@ mod avx2 {
     }
 
     /// [`tile`] with A read in place: `rows` rows at stride `lda` (the last
-    /// one repeated past `rows`).
+    /// one repeated past `rows`). Its loop is [`tile`]'s, as the bf16 and int8
+    /// micro-kernels' are, each with its own registers and multiply-add: kept
+    /// apart, as a shared body would hide which instructions each path runs.
     ///
     /// # Safety
     /// The CPU must have AVX2 and FMA; `a` must be readable for `rows` rows of
@@ -436,7 +438,9 @@ mod avx2 {
         }
     }
 
-    /// Writes (or with `add`, adds) the 6 × 16 sums to `c`.
+    /// Writes (or with `add`, adds) the 6 × 16 sums to `c`. (`bf16::avx512::store`
+    /// takes the same steps on 16-lane registers: per-ISA twins, apart because
+    /// their intrinsics differ.)
     ///
     /// # Safety
     /// The CPU must have AVX2 and FMA; `c` must be writable for `MR` rows of `NR` values at stride `ldc`.
@@ -462,21 +466,7 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn random(n: usize, seed: u64) -> Vec<f32> {
-        crate::sample::uniform(n, seed, 1.0)
-    }
-
-    /// C = A · Wᵀ in f64, the plain reference.
-    fn reference(a: &[f32], lda: usize, m: usize, w: &[f32], n: usize, k: usize) -> Vec<f64> {
-        let mut c = vec![0.0; m * n];
-        for i in 0..m {
-            for j in 0..n {
-                c[i * n + j] = (0..k).map(|p| a[i * lda + p] as f64 * w[j * k + p] as f64).sum();
-            }
-        }
-        c
-    }
+    use crate::sample::{self, Case, random};
 
     #[cfg(target_arch = "x86_64")]
     #[test]
@@ -516,36 +506,26 @@ mod tests {
             (50, 600, 200),
             (96, 384, 1536),
         ];
-        let pools = [1, 2, 5].map(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap());
-        for (isa, pool) in Isa::available().into_iter().flat_map(|isa| pools.iter().map(move |p| (isa, p))) {
-            for &(m, k, n) in &shapes {
-                let lda = k + 3; // a stride that is not the width
-                let a = random(m * lda, (m * k) as u64);
-                let w = random(n * k, n as u64);
-                let bias = random(n, 5);
-                let want = reference(&a, lda, m, &w, n, k);
-                let packed = Packed::transposed(&w, n, k, k);
-                let ldc = n + 1;
-                let mut c = vec![f32::NAN; (m - 1) * ldc + n];
-                pool.install(|| gemm(isa, &a, lda, &packed, &mut c, ldc, Epilogue::Bias(&bias)));
-                for i in 0..m {
-                    for j in 0..n {
-                        let (got, want) = (c[i * ldc + j] as f64, want[i * n + j] + bias[j] as f64);
-                        assert!((got - want).abs() < 1e-4 * (k as f64).sqrt(), "{isa:?} {m}x{k}x{n} at {i},{j}");
-                    }
+        sample::every_path_pool_and_shape(&shapes, |isa, pool, m, k, n| {
+            let case = Case::new(m, k, n);
+            // C = A · Wᵀ in f64, the plain reference.
+            let want = case.reference(|v| v as f64);
+            let packed = Packed::transposed(&case.w, n, k, k);
+            let c = case.product(|c, ldc| {
+                pool.install(|| gemm(isa, &case.a, case.lda, &packed, c, ldc, Epilogue::Bias(&case.bias)))
+            });
+            case.check(isa, &c, &want, 1e-4);
+            // The same B from rows (k × n) gives the same product.
+            let mut b = vec![0.0; k * n];
+            for p in 0..k {
+                for j in 0..n {
+                    b[p * n + j] = case.w[j * k + p];
                 }
-                // The same B from rows (k × n) gives the same product.
-                let mut b = vec![0.0; k * n];
-                for p in 0..k {
-                    for j in 0..n {
-                        b[p * n + j] = w[j * k + p];
-                    }
-                }
-                let mut from_rows = Packed::default();
-                from_rows.repack_rows(&b, k, n, n);
-                assert_eq!(&from_rows.data[..], &packed.data[..]);
             }
-        }
+            let mut from_rows = Packed::default();
+            from_rows.repack_rows(&b, k, n, n);
+            assert_eq!(&from_rows.data[..], &packed.data[..]);
+        });
     }
 
     #[test]

@@ -345,7 +345,8 @@ mod avx512 {
     use std::arch::x86_64::*;
 
     /// The AVX-512 VNNI micro-kernel: 12 × 32 integer sums, two B loads and
-    /// twelve broadcast A quads per quad of depth.
+    /// twelve broadcast A quads per quad of depth (`bf16::avx512::tile`'s loop
+    /// with integer registers and `vpdpbusd`: per-ISA twins, kept apart).
     ///
     /// # Safety
     /// The CPU must have AVX-512 F and VNNI; `a` must be readable for `rows`
@@ -385,10 +386,7 @@ mod avx512 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn random(n: usize, seed: u64) -> Vec<f32> {
-        crate::sample::uniform(n, seed, 1.0)
-    }
+    use crate::sample::{self, Case, random};
 
     #[test]
     fn every_path_computes_the_quantised_product_exactly() {
@@ -397,38 +395,32 @@ mod tests {
         // depth tails (not a multiple of 4), MR and NR tails, depth across KC,
         // a single row, and serial, row-split and column-split runs.
         let shapes = [(1, 1, 1), (1, 384, 1536), (5, 7, 17), (13, 385, 33), (97, 1536, 64), (50, 600, 200)];
-        let pools = [1, 2, 5].map(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap());
-        for isa in Isa::available() {
-            for (pool, &(m, k, n)) in pools.iter().flat_map(|p| shapes.iter().map(move |s| (p, s))) {
-                let lda = k + 3;
-                // Post-GELU-like rows: mostly positive, a few negatives down to -0.17.
-                let a: Vec<f32> = random(m * lda, (m * k) as u64).iter().map(|v| v.max(-0.17) * 3.0).collect();
-                let w = random(n * k, n as u64);
-                let packed = Packed::transposed(&w, n, k, k);
-                let ldc = n + 1;
-                let mut c = vec![f32::NAN; (m - 1) * ldc + n];
-                pool.install(|| gemm(isa, &a, lda, &packed, &mut c, ldc, Epilogue::None));
-                for i in 0..m {
-                    let mut bytes = vec![0u32; k.div_ceil(4)];
-                    let RowScale { scale, zero } = quantise_row(isa, &a[i * lda..][..k], &mut bytes);
-                    let qa: Vec<f64> =
-                        bytes.iter().flat_map(|w| w.to_le_bytes()).take(k).map(|b| b as f64 - zero as f64).collect();
-                    for j in 0..n {
-                        let sb = packed.column[j] as f64;
-                        let want: f64 = (0..k)
-                            .map(|p| qa[p] * ((w[j * k + p] / sb as f32).round().clamp(-127.0, 127.0) as f64))
-                            .sum::<f64>()
-                            * scale as f64
-                            * sb;
-                        let got = c[i * ldc + j] as f64;
-                        assert!(
-                            (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
-                            "{isa:?} {m}x{k}x{n} at {i},{j}: {got} vs {want}"
-                        );
-                    }
+        sample::every_path_pool_and_shape(&shapes, |isa, pool, m, k, n| {
+            let mut case = Case::new(m, k, n);
+            // Post-GELU-like rows: mostly positive, a few negatives down to -0.17.
+            case.a.iter_mut().for_each(|v| *v = v.max(-0.17) * 3.0);
+            let (lda, packed) = (case.lda, Packed::transposed(&case.w, n, k, k));
+            let c = case.product(|c, ldc| pool.install(|| gemm(isa, &case.a, lda, &packed, c, ldc, Epilogue::None)));
+            for i in 0..m {
+                let mut bytes = vec![0u32; k.div_ceil(4)];
+                let RowScale { scale, zero } = quantise_row(isa, &case.a[i * lda..][..k], &mut bytes);
+                let qa: Vec<f64> =
+                    bytes.iter().flat_map(|w| w.to_le_bytes()).take(k).map(|b| b as f64 - zero as f64).collect();
+                for j in 0..n {
+                    let sb = packed.column[j] as f64;
+                    let want: f64 = (0..k)
+                        .map(|p| qa[p] * ((case.w[j * k + p] / sb as f32).round().clamp(-127.0, 127.0) as f64))
+                        .sum::<f64>()
+                        * scale as f64
+                        * sb;
+                    let got = c[i * case.ldc() + j] as f64;
+                    assert!(
+                        (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                        "{isa:?} {m}x{k}x{n} at {i},{j}: {got} vs {want}"
+                    );
                 }
             }
-        }
+        });
     }
 
     #[test]
@@ -436,26 +428,22 @@ mod tests {
         // Rows under and over a task's block (MC), an odd width (a half pair per
         // row), with the activation epilogue; serial, row-split and column-split runs.
         let shapes = [(1, 384, 1536), (40, 64, 33), (97, 384, 1536), (250, 100, 33)];
-        let pools = [1, 2, 5].map(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap());
-        for isa in Isa::available() {
-            for (pool, &(m, k, n)) in pools.iter().flat_map(|p| shapes.iter().map(move |s| (p, s))) {
-                let lda = k + 3;
-                let a = random(m * lda, (m * k) as u64);
-                let packed = Packed::smoothed(&random(n * k, n as u64), n, k, k, &vec![1.5; k]);
-                let bias = random(n, 3);
-                let epilogue = Epilogue::BiasActivation(&bias, crate::rows::Activation::Gelu);
-                let mut c = vec![0.0; m * n];
-                pool.install(|| gemm(isa, &a, lda, &packed, &mut c, n, epilogue));
-                let pairs = n.div_ceil(2);
-                let mut want = vec![0u32; m * pairs];
-                for (row, words) in c.chunks_exact(n).zip(want.chunks_exact_mut(pairs)) {
-                    crate::bf16::round_row(isa, row, words);
-                }
-                let mut got = vec![0u32; m * pairs];
-                pool.install(|| gemm_to_bf16(isa, &a, lda, &packed, &mut got, epilogue));
-                assert!(got == want, "{isa:?} {m}x{k}x{n}: differs from the product rounded");
+        sample::every_path_pool_and_shape(&shapes, |isa, pool, m, k, n| {
+            let Case { a, lda, w, .. } = Case::new(m, k, n);
+            let packed = Packed::smoothed(&w, n, k, k, &vec![1.5; k]);
+            let bias = random(n, 3);
+            let epilogue = Epilogue::BiasActivation(&bias, crate::rows::Activation::Gelu);
+            let mut c = vec![0.0; m * n];
+            pool.install(|| gemm(isa, &a, lda, &packed, &mut c, n, epilogue));
+            let pairs = n.div_ceil(2);
+            let mut want = vec![0u32; m * pairs];
+            for (row, words) in c.chunks_exact(n).zip(want.chunks_exact_mut(pairs)) {
+                crate::bf16::round_row(isa, row, words);
             }
-        }
+            let mut got = vec![0u32; m * pairs];
+            pool.install(|| gemm_to_bf16(isa, &a, lda, &packed, &mut got, epilogue));
+            assert!(got == want, "{isa:?} {m}x{k}x{n}: differs from the product rounded");
+        });
     }
 
     #[test]
@@ -464,13 +452,12 @@ mod tests {
         let a: Vec<f32> = random(m * k, 7).iter().map(|v| v.max(-0.17)).collect();
         let w = random(n * k, 8);
         let bias = random(n, 9);
-        let mut exact = vec![0.0; m * n];
-        gemm::gemm(Isa::Portable, &a, k, &gemm::Packed::transposed(&w, n, k, k), &mut exact, n, Epilogue::Bias(&bias));
+        let exact = sample::f32_product(&a, m, k, &w, n, Epilogue::Bias(&bias));
         let scale = exact.iter().fold(0.0f32, |s, v| s.max(v.abs()));
         for isa in Isa::available() {
             let mut low = vec![0.0; m * n];
             gemm(isa, &a, k, &Packed::transposed(&w, n, k, k), &mut low, n, Epilogue::Bias(&bias));
-            let worst = exact.iter().zip(&low).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+            let worst = sample::worst(&exact, &low);
             assert!(worst < 0.01 * scale, "{isa:?}: {worst} of {scale}");
             assert!(worst > 0.0, "{isa:?}: 8-bit rounding should show");
         }
@@ -484,8 +471,7 @@ mod tests {
         let a: Vec<f32> = random(m * k, 3).iter().enumerate().map(|(i, v)| v * wide(i % k)).collect();
         let w = random(n * k, 4);
         let range: Vec<f32> = (0..k).map(wide).collect();
-        let mut exact = vec![0.0; m * n];
-        gemm::gemm(Isa::Portable, &a, k, &gemm::Packed::transposed(&w, n, k, k), &mut exact, n, Epilogue::None);
+        let exact = sample::f32_product(&a, m, k, &w, n, Epilogue::None);
         let error = |packed: &Packed, isa| {
             let mut c = vec![0.0; m * n];
             gemm(isa, &a, k, packed, &mut c, n, Epilogue::None);

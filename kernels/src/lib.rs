@@ -15,22 +15,9 @@ pub mod dot;
 pub mod gemm;
 pub mod int8;
 pub mod rows;
-pub mod scratch;
-
-/// Deterministic inputs for the kernels' tests and benchmarks (not for production use).
 #[doc(hidden)]
-pub mod sample {
-    /// `n` values spread evenly over `-half_width..half_width`, the same for the same `seed`.
-    pub fn uniform(n: usize, seed: u64, half_width: f32) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * half_width
-            })
-            .collect()
-    }
-}
+pub mod sample;
+pub mod scratch;
 
 /// Which code path the kernels take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

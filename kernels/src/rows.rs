@@ -176,25 +176,23 @@ macro_rules! dispatched {
         $(#[$doc])*
         #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
         pub fn $name(isa: Isa, $($arg: $ty),*) {
-            #[cfg(target_arch = "x86_64")]
-            if isa.has_avx512() {
-                #[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
-                fn avx512($($arg: $ty),*) {
-                    $body($($arg),*)
-                }
-                // SAFETY: `has_avx512` paths are only chosen after the CPU was seen to have AVX-512 F and BW.
-                return unsafe { avx512($($arg),*) };
-            }
-            #[cfg(target_arch = "x86_64")]
-            if isa.has_avx2() {
-                #[target_feature(enable = "avx2,fma")]
-                fn avx2($($arg: $ty),*) {
-                    $body($($arg),*)
-                }
-                // SAFETY: `has_avx2` paths are only chosen after the CPU was seen to have AVX2 and FMA.
-                return unsafe { avx2($($arg),*) };
-            }
+            // `has_avx512` paths are only chosen after the CPU was seen to have AVX-512 F and BW.
+            dispatched!(@with isa.has_avx512(), "avx512f,avx512bw,avx2,fma", $body($($arg: $ty),*));
+            // `has_avx2` paths are only chosen after the CPU was seen to have AVX2 and FMA.
+            dispatched!(@with isa.has_avx2(), "avx2,fma", $body($($arg: $ty),*));
             $body($($arg),*)
+        }
+    };
+    // Returns `$body` compiled with `$features` when `$when` says the CPU has them.
+    (@with $when:expr, $features:literal, $body:ident($($arg:ident: $ty:ty),*)) => {
+        #[cfg(target_arch = "x86_64")]
+        if $when {
+            #[target_feature(enable = $features)]
+            fn with_features($($arg: $ty),*) {
+                $body($($arg),*)
+            }
+            // SAFETY: `$when` holds only on a path whose CPU was seen to have `$features` (above).
+            return unsafe { with_features($($arg),*) };
         }
     };
 }

@@ -7,7 +7,7 @@
 //! `ragbox::fulltext::language::detect`. Writes bench/results/detection.md.
 
 use ragbox::fulltext::language::{Language, detect};
-use ragbox_tests::{cpu_flags, cpu_model, repo_root};
+use ragbox_tests::{cpu_flags, cpu_model, repo_root, report_head};
 use std::fmt::Write as _;
 use std::time::Instant;
 
@@ -16,9 +16,10 @@ const LENGTHS: [Option<usize>; 7] = [Some(40), Some(80), Some(150), Some(300), S
 
 fn main() {
     let root = repo_root().join("bench/.cache/languages/ws");
-    let mut report = String::new();
-    writeln!(report, "# Telling a text's language, for the keyword index's stemmer\n").unwrap();
-    writeln!(report, "Command: `cargo test -p ragbox-tests --bench detection` (after `bench/languages.py`).").unwrap();
+    let mut report = report_head(
+        "Telling a text's language, for the keyword index's stemmer",
+        "`cargo test -p ragbox-tests --bench detection` (after `bench/languages.py`).",
+    );
     writeln!(
         report,
         "Machine: {}; CPU flags: {}. The dev profile's build (whatlang optimised). Texts: the Debian \

@@ -19,7 +19,7 @@ use ragbox::embed::{EmbedKind, Embedder, ModelDir, cpu_features, default_model_d
 use ragbox::index::{Filter, GRAPH, GraphParams, MemoryVectors, Tuning, VectorIndex};
 use ragbox::records::{ChunkRecord, DocumentRecord, NewChunk, NewDocument, Snapshot};
 use ragbox_kernels::{Isa, dot::dot_f32};
-use ragbox_tests::{cpu_model, repo_root, shared_data};
+use ragbox_tests::{cpu_model, repo_root, report_head, shared_data};
 use rayon::prelude::*;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
@@ -49,13 +49,10 @@ fn main() {
     let cache = repo_root().join("bench/.cache/scale-100k");
     let (docs, vectors) = read_corpus(&cache);
     let queries = embed_queries();
-    let mut report = String::new();
-    writeln!(report, "# Vector index: segments, graphs and a million chunks\n").unwrap();
-    writeln!(
-        report,
-        "Command: `cargo bench -p ragbox-tests --bench vectors` (part of `make bench`, after bench/scale.py)."
-    )
-    .unwrap();
+    let mut report = report_head(
+        "Vector index: segments, graphs and a million chunks",
+        "`cargo bench -p ragbox-tests --bench vectors` (part of `make bench`, after bench/scale.py).",
+    );
     writeln!(
         report,
         "Machine: {}, {} threads, CPU features: {}; kernels: {}.\n",

@@ -7,7 +7,7 @@
 //! Run with `make bench` (or `RAGBOX_BIN=target/release/ragbox cargo bench -p
 //! ragbox-tests --bench watch`); writes `bench/results/watch.md`.
 
-use ragbox_tests::{Client, Fixture, cpu_model, ok, repo_root};
+use ragbox_tests::{Client, Fixture, cpu_model, ok, repo_root, report_head};
 use serde_json::json;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -76,13 +76,10 @@ async fn main() {
     let burst = seen(last_write, || async { total(&client).await == 11_000 }).await;
     client.cancel().await.unwrap();
 
-    let mut report = String::new();
-    writeln!(report, "# `serve --watch`: from a write to the index\n").unwrap();
-    writeln!(
-        report,
-        "Command: `RAGBOX_BIN=target/release/ragbox cargo bench -p ragbox-tests --bench watch` (part of `make bench`)."
-    )
-    .unwrap();
+    let mut report = report_head(
+        "`serve --watch`: from a write to the index",
+        "`RAGBOX_BIN=target/release/ragbox cargo bench -p ragbox-tests --bench watch` (part of `make bench`).",
+    );
     writeln!(
         report,
         "Machine: {}, {} threads available. Release binary; model all-MiniLM-L6-v2 on the CPU; \

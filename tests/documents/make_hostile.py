@@ -23,26 +23,33 @@ CONTENT_TYPES = (
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
 
-def docx(entries):
-    """A DOCX's zip with `entries` (name -> bytes) beside the package parts."""
+REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def ooxml(overrides, main, entries):
+    """An Office Open XML zip: its content types (with `overrides`), the
+    package's relationship to its `main` part, then `entries` (name -> bytes)."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(
-            "[Content_Types].xml",
-            CONTENT_TYPES.format(
-                overrides='<Override PartName="/word/document.xml" ContentType="application/'
-                'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>'
-            ),
-        )
+        z.writestr("[Content_Types].xml", CONTENT_TYPES.format(overrides=overrides))
         z.writestr(
             "_rels/.rels",
-            '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/'
-            'relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/'
-            '2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>',
+            f'<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/'
+            f'relationships"><Relationship Id="rId1" Type="{REL}/officeDocument" Target="{main}"/>'
+            "</Relationships>",
         )
         for name, data in entries.items():
             z.writestr(name, data)
     return out.getvalue()
+
+
+def docx(entries):
+    """A DOCX's zip with `entries` (name -> bytes) beside the package parts."""
+    overrides = (
+        '<Override PartName="/word/document.xml" ContentType="application/'
+        'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>'
+    )
+    return ooxml(overrides, "word/document.xml", entries)
 
 
 def zip_bomb_docx():
@@ -100,37 +107,20 @@ def million_cells_xlsx():
         f'<dimension ref="A1:XFD1048576"/><sheetData><row r="1">{cells}</row></sheetData></worksheet>'
     )
     ns = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(
-            "[Content_Types].xml",
-            CONTENT_TYPES.format(
-                overrides='<Override PartName="/xl/workbook.xml" ContentType="application/'
-                'vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
-                '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/'
-                'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
-            ),
-        )
-        z.writestr(
-            "_rels/.rels",
-            f'<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/'
-            f'relationships"><Relationship Id="rId1" Type="{rel}/officeDocument" Target="xl/workbook.xml"/>'
-            "</Relationships>",
-        )
-        z.writestr(
-            "xl/workbook.xml",
-            f'<?xml version="1.0"?><workbook xmlns="{ns}" xmlns:r="{rel}"><sheets>'
-            '<sheet name="Empty" sheetId="1" r:id="rId1"/></sheets></workbook>',
-        )
-        z.writestr(
-            "xl/_rels/workbook.xml.rels",
-            f'<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/'
-            f'relationships"><Relationship Id="rId1" Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/>'
-            "</Relationships>",
-        )
-        z.writestr("xl/worksheets/sheet1.xml", sheet)
-    return out.getvalue()
+    overrides = (
+        '<Override PartName="/xl/workbook.xml" ContentType="application/'
+        'vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+        '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/'
+        'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+    )
+    return ooxml(overrides, "xl/workbook.xml", {
+        "xl/workbook.xml": f'<?xml version="1.0"?><workbook xmlns="{ns}" xmlns:r="{REL}"><sheets>'
+        '<sheet name="Empty" sheetId="1" r:id="rId1"/></sheets></workbook>',
+        "xl/_rels/workbook.xml.rels": f'<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/'
+        f'relationships"><Relationship Id="rId1" Type="{REL}/worksheet" Target="worksheets/sheet1.xml"/>'
+        "</Relationships>",
+        "xl/worksheets/sheet1.xml": sheet,
+    })
 
 
 def long_name_epub():

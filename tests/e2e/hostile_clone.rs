@@ -83,12 +83,25 @@ fn notes() -> Fixture {
     f
 }
 
+/// Puts a link or special file into a workspace, maybe pointing at the folder outside it.
+type Plant = fn(&Fixture, &Path);
+
+/// [`notes`] with `folder` made and `plant` run on it, the folder outside the
+/// workspace, and what that folder holds before any command runs.
+fn planted(folder: &str, plant: Plant) -> (Fixture, PathBuf, Vec<(PathBuf, u64)>) {
+    let f = notes();
+    let out = outside(&f);
+    std::fs::create_dir_all(f.workspace.join(folder)).unwrap();
+    plant(&f, &out);
+    let before = tree(&out);
+    (f, out, before)
+}
+
 /// 1–2. A link or special file where ragbox keeps something is refused with
 /// its name and the fix, never followed (nothing outside changes, nothing is
 /// read from `/dev/zero` or a secret file), and `doctor --reset` clears it.
 #[test]
 fn links_and_special_files_in_the_data_dir_are_refused_not_followed() {
-    type Plant = fn(&Fixture, &Path);
     let cases: [(&str, Plant); 9] = [
         ("store.redb", |f, out| symlink(out.join("x.redb"), f.workspace.join(".ragbox/store.redb"))),
         ("keyword", |f, out| symlink(out, f.workspace.join(".ragbox/keyword"))),
@@ -101,11 +114,7 @@ fn links_and_special_files_in_the_data_dir_are_refused_not_followed() {
         ("lock", |f, _| mkfifo(&f.workspace.join(".ragbox/lock"))),
     ];
     for (name, plant) in cases {
-        let f = notes();
-        let out = outside(&f);
-        std::fs::create_dir_all(f.workspace.join(".ragbox")).unwrap();
-        plant(&f, &out);
-        let before = tree(&out);
+        let (f, out, before) = planted(".ragbox", plant);
         let indexed = run(&f, &["index"]);
         let message = said(&indexed);
         assert!(!indexed.status.success(), "{name}: {message}");
@@ -184,7 +193,6 @@ fn links_and_special_files_in_the_data_dir_are_refused_not_followed() {
 /// followed or waited on; the command ends and nothing outside changes.
 #[test]
 fn links_and_special_files_ragbox_can_do_without_are_never_followed() {
-    type Plant = fn(&Fixture, &Path);
     let cases: [(&str, Plant); 7] = [
         ("tools/zero.wasm", |f, _| symlink("/dev/zero", f.workspace.join(".ragbox/tools/zero.wasm"))),
         ("tools/fifo.wasm", |f, _| mkfifo(&f.workspace.join(".ragbox/tools/fifo.wasm"))),
@@ -198,11 +206,7 @@ fn links_and_special_files_ragbox_can_do_without_are_never_followed() {
         (".discard-0000000000000001", |f, out| symlink(out, f.workspace.join(".ragbox/.discard-0000000000000001"))),
     ];
     for (name, plant) in cases {
-        let f = notes();
-        let out = outside(&f);
-        std::fs::create_dir_all(f.workspace.join(".ragbox/tools")).unwrap();
-        plant(&f, &out);
-        let before = tree(&out);
+        let (f, out, before) = planted(".ragbox/tools", plant);
         for args in [&["tools", "--json"][..], &["index"], &["search", "pelicans", "--fulltext"], &["status"]] {
             let ran = run(&f, args);
             assert!(!said(&ran).contains("TOP SECRET"), "{name} {args:?}: read through the link: {}", said(&ran));
@@ -661,19 +665,14 @@ async fn smaller_holes_are_closed() {
             true => format!(r#"{{"jsonrpc":"2.0","method":"ping",{params},"id":{id}}}"#),
         }
     };
-    let nested = |id, levels| ping(id, levels, false);
-    raw.send(&nested(1, 127));
-    assert_eq!(raw.recv()["id"], 1);
-    raw.send(&nested(2, 128));
-    let refused = raw.recv();
-    assert_eq!((&refused["id"], &refused["error"]["code"]), (&json!(2), &json!(-32600)), "{refused}");
-    // Its id after the nesting: the refusal carries it too.
-    let after = |id, levels| ping(id, levels, true);
-    raw.send(&after(4, 127));
-    assert_eq!(raw.recv()["id"], 4);
-    raw.send(&after(5, 128));
-    let refused = raw.recv();
-    assert_eq!((&refused["id"], &refused["error"]["code"]), (&json!(5), &json!(-32600)), "{refused}");
+    // Its id before the nesting, then after it: the refusal carries it too.
+    for (id_last, under, over) in [(false, 1, 2), (true, 4, 5)] {
+        raw.send(&ping(under, 127, id_last));
+        assert_eq!(raw.recv()["id"], under);
+        raw.send(&ping(over, 128, id_last));
+        let refused = raw.recv();
+        assert_eq!((&refused["id"], &refused["error"]["code"]), (&json!(over), &json!(-32600)), "{refused}");
+    }
     raw.ping(3);
 }
 
@@ -683,12 +682,7 @@ async fn smaller_holes_are_closed() {
 fn logs_stay_one_line_per_message_and_quiet_in_a_storm() {
     let f = notes().with_hostile();
     let mut raw = Raw::start_with(&f, &["serve", "--watch"]);
-    raw.send(
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"log_forge"}}}"#,
-    );
-    assert_eq!(raw.recv()["id"], 1);
-    std::thread::sleep(Duration::from_millis(300));
-    let log = raw.stderr.lock().unwrap().clone();
+    let log = raw.forged_log(1);
     assert!(log.contains("\\u{2028}FORGED2"), "{log}");
     assert!(!log.contains('\u{2028}'), "a raw line separator reached the log");
 

@@ -360,12 +360,7 @@ async fn small_holes_are_closed() {
 
     // A log message cannot forge a log line; framing errors get replies.
     let mut raw = Raw::start(&f);
-    raw.send(
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hostile","arguments":{"op":"log_forge"}}}"#,
-    );
-    assert_eq!(raw.recv()["id"], 2);
-    std::thread::sleep(Duration::from_millis(300));
-    let log = raw.stderr.lock().unwrap().clone();
+    let log = raw.forged_log(2);
     assert!(log.contains("honest line\\nFORGED"), "{log}");
     assert!(!log.lines().any(|l| l.starts_with("FORGED")), "{log}");
     assert!(!log.contains('\x1b'), "escape sequence in the log");

@@ -32,10 +32,31 @@ async fn still_serving(client: &Client) {
     assert!(!is_error(&search), "{}", text(&search));
 }
 
-#[tokio::test]
-async fn reads_inside_the_workspace_work() {
+/// [`still_serving`], and then the client closes.
+async fn still_serving_to_the_end(client: Client) {
+    still_serving(&client).await;
+    client.cancel().await.unwrap();
+}
+
+/// A client of a server on [`hostile_fixture`], and the fixture it serves.
+async fn connected() -> (Fixture, Client) {
     let (f, _) = hostile_fixture();
     let client = f.connect().await;
+    (f, client)
+}
+
+/// The hostile tool's `op` on a server of its own: it must fail cleanly
+/// ([`attempt`]) and leave the server serving; returns its message.
+async fn attack(op: &str) -> String {
+    let (_f, client) = connected().await;
+    let message = attempt(&client, json!({"op": op})).await;
+    still_serving_to_the_end(client).await;
+    message
+}
+
+#[tokio::test]
+async fn reads_inside_the_workspace_work() {
+    let (_f, client) = connected().await;
     let r = call(&client, "hostile", json!({"op": "read", "path": "notes/README.md"})).await;
     assert!(!is_error(&r), "{}", text(&r));
     assert!(text(&r).starts_with("General notes."));
@@ -87,8 +108,7 @@ async fn links_inside_the_workspace_are_not_followed() {
     // A listing still shows the links themselves.
     let r = call(&client, "hostile", json!({"op": "list", "path": "."})).await;
     assert!(text(&r).contains("link-in") && text(&r).contains("dir-in"), "{}", text(&r));
-    still_serving(&client).await;
-    client.cancel().await.unwrap();
+    still_serving_to_the_end(client).await;
 }
 
 /// WASI's own open flags that std never sends (MUTATE_DIRECTORY, EXCLUSIVE,
@@ -128,14 +148,12 @@ async fn raw_open_flags_long_paths_and_floods_are_refused() {
     assert!(started.elapsed() < Duration::from_secs(5), "a 2 MB path took {:?}", started.elapsed());
     let message = attempt(&client, json!({"op": "fd_flood", "path": "notes/README.md"})).await;
     assert!(message.starts_with("after 1024 files"), "{message}");
-    still_serving(&client).await;
-    client.cancel().await.unwrap();
+    still_serving_to_the_end(client).await;
 }
 
 #[tokio::test]
 async fn writes_are_denied_and_nothing_is_written() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
+    let (f, client) = connected().await;
     let before = std::fs::read(f.workspace.join("notes/README.md")).unwrap();
     for path in ["new-file.txt", "notes/README.md", "/tmp/ragbox-pwned", "../pwned.txt"] {
         let message = attempt(&client, json!({"op": "write", "path": path})).await;
@@ -145,14 +163,12 @@ async fn writes_are_denied_and_nothing_is_written() {
     assert!(!f.dir.path().join("pwned.txt").exists());
     assert!(!std::path::Path::new("/tmp/ragbox-pwned").exists());
     assert_eq!(std::fs::read(f.workspace.join("notes/README.md")).unwrap(), before);
-    still_serving(&client).await;
-    client.cancel().await.unwrap();
+    still_serving_to_the_end(client).await;
 }
 
 #[tokio::test]
 async fn the_index_is_read_only_without_the_corpus_write_grant() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
+    let (f, client) = connected().await;
     let embedded = call(&client, "embed_document", json!({"path": "notes/README.md"})).await;
     assert!(!is_error(&embedded), "{}", text(&embedded));
     let read = call(&client, "hostile", json!({"op": "read_index"})).await;
@@ -175,8 +191,7 @@ async fn the_index_is_read_only_without_the_corpus_write_grant() {
 
 #[tokio::test]
 async fn the_host_refuses_vectors_of_another_model_to_every_tool() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
+    let (f, client) = connected().await;
     let embedded = call(&client, "embed_document", json!({"path": "notes/README.md"})).await;
     assert!(!is_error(&embedded), "{}", text(&embedded));
     let r = call(&client, "hostile", json!({"op": "nearest", "path": "readme"})).await;
@@ -220,45 +235,38 @@ async fn the_host_refuses_vectors_of_another_model_to_every_tool() {
 
 #[tokio::test]
 async fn no_environment_arguments_or_network() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
+    let (_f, client) = connected().await;
     let message = attempt(&client, json!({"op": "env"})).await;
     assert_eq!(message, "no environment variables and no arguments are visible");
     let message = attempt(&client, json!({"op": "connect"})).await;
     assert!(message.starts_with("connect"), "{message}");
-    still_serving(&client).await;
-    client.cancel().await.unwrap();
+    still_serving_to_the_end(client).await;
 }
 
 #[tokio::test]
 async fn guest_stdout_never_reaches_the_client() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
+    let (_f, client) = connected().await;
     // The guest prints a forged JSON-RPC response; if it reached stdout, the client
     // would see a protocol error or a stray id.
     let r = call(&client, "hostile", json!({"op": "stdout"})).await;
     assert_eq!(text(&r), "printed to stdout");
-    still_serving(&client).await;
-    client.cancel().await.unwrap();
+    still_serving_to_the_end(client).await;
 }
 
 #[tokio::test]
 async fn runaway_loop_is_stopped_at_its_deadline() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
+    let (_f, client) = connected().await;
     let started = Instant::now();
     let message = attempt(&client, json!({"op": "loop"})).await;
     let took = started.elapsed();
     assert!(message.contains("exceeded its time limit of 2 s"), "{message}");
     assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(20), "took {took:?}");
-    still_serving(&client).await;
-    client.cancel().await.unwrap();
+    still_serving_to_the_end(client).await;
 }
 
 #[tokio::test]
 async fn a_cooperative_tool_is_told_to_stop_before_its_deadline() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
+    let (_f, client) = connected().await;
     let r = call(&client, "hostile", json!({"op": "until_cancelled"})).await;
     // Limit 2 s: cancelled() turns true at 90% of it, and the tool returns
     // normally (not an error) before the hard stop at 100%.
@@ -270,39 +278,26 @@ async fn a_cooperative_tool_is_told_to_stop_before_its_deadline() {
 
 #[tokio::test]
 async fn memory_bomb_hits_the_memory_limit() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
-    let message = attempt(&client, json!({"op": "alloc"})).await;
+    let message = attack("alloc").await;
     assert!(message.contains("ran out of memory") && message.contains("limit of 512 MiB"), "{message}");
-    still_serving(&client).await;
-    client.cancel().await.unwrap();
 }
 
 #[tokio::test]
 async fn panic_is_reported_with_its_message() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
-    let message = attempt(&client, json!({"op": "panic"})).await;
+    let message = attack("panic").await;
     assert!(message.starts_with("tool 'hostile' crashed: wasm trap"), "{message}");
     assert!(message.contains("hostile component panicked on purpose"), "{message}");
-    still_serving(&client).await;
-    client.cancel().await.unwrap();
 }
 
 #[tokio::test]
 async fn huge_output_is_refused() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
-    let message = attempt(&client, json!({"op": "big_output"})).await;
+    let message = attack("big_output").await;
     assert!(message.contains("returned 50.0 MiB, over the 16 MiB result limit"), "{message}");
-    still_serving(&client).await;
-    client.cancel().await.unwrap();
 }
 
 #[tokio::test]
 async fn chatty_stderr_does_not_break_the_guest() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
+    let (_f, client) = connected().await;
     let r = call(&client, "hostile", json!({"op": "chatty_stderr"})).await;
     assert!(!is_error(&r), "{}", text(&r));
     assert_eq!(text(&r), "survived");
@@ -311,8 +306,7 @@ async fn chatty_stderr_does_not_break_the_guest() {
 
 #[tokio::test]
 async fn concurrent_attacks_do_not_block_normal_calls() {
-    let (f, _) = hostile_fixture();
-    let client = f.connect().await;
+    let (_f, client) = connected().await;
     let peer = client.peer().clone();
     let looping = tokio::spawn(async move {
         let args = json!({"op": "loop"}).as_object().unwrap().clone();
