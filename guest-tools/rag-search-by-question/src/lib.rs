@@ -3,14 +3,16 @@
 //! the sentences that bear on it (not whole chunks), offers definition
 //! candidates for what/define questions, and a confidence from the scores.
 
-use ragbox_sdk::args::optional_count;
+use ragbox_sdk::conventions::rag_server::{self, Mode, round, source_ref};
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::hybrid::{self, Scored};
 use ragbox_sdk::protocol::{ContextChunk, ExtractedInformation, QuestionContext, QuestionSearchInfo};
-use ragbox_sdk::rag_server::{self, Mode, round, source_ref};
-use ragbox_sdk::text::keywords;
+use ragbox_sdk::search::hybrid::{self, Scored};
+use ragbox_sdk::search::keywords::keywords;
+use ragbox_sdk::search::semantic;
+use ragbox_sdk::tool::args;
+use ragbox_sdk::tool::args::optional_count;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, args, semantic};
+use ragbox_sdk::{Annotations, CallError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -252,7 +254,7 @@ fn run(r: &Request) -> Result<QuestionContext, String> {
         ("definition_or_fact", Some(term)) => definitions(&found, &term),
         _ => Vec::new(),
     };
-    let mut lines = ragbox_sdk::lines::Lines::default();
+    let mut lines = ragbox_sdk::search::lines::Lines::default();
     let chunks: Vec<ContextChunk> = found
         .iter()
         .enumerate()

@@ -3,7 +3,7 @@
 //! intent and tags when present — while the stored text is the whole SKILL.md,
 //! so a search returns complete skills, never a slice of one.
 
-use crate::document::{frontmatter, parse_yaml};
+use crate::indexing::document::{frontmatter, parse_yaml};
 
 pub use ragbox_protocol::skill::SKILL_FILE;
 

@@ -12,7 +12,7 @@
 
 use crate::bindings::ragbox::tools::corpus::Document;
 use crate::bindings::ragbox::tools::vectors::Hit;
-use crate::scored::Scored;
+use crate::search::scored::Scored;
 use std::collections::HashMap;
 
 /// Chunks a file answers with at most, by its place in the results (best

@@ -1,16 +1,17 @@
 //! Conventions of the "RAG MCP Server" tool set (seed 003): its error shape
 //! (`{"error": Type, "message", "suggestion"}`), file types as MIME types,
 //! source objects, the filters `sources` and `metadata_filters`, and the
-//! search modes (hybrid is [`crate::hybrid`]'s fusion).
+//! search modes (hybrid is [`crate::search::hybrid`]'s fusion).
 
 use crate::bindings::ragbox::tools::corpus::{Document, Filter};
 use crate::bindings::ragbox::tools::fulltext;
 use crate::bindings::ragbox::tools::vectors::Hit;
-use crate::cortext::DateRange;
-use crate::document::extension;
-use crate::group::{FileHit, Run};
-use crate::hybrid::{self, Scored};
-use crate::lines::Lines;
+use crate::indexing::document::extension;
+use crate::indexing::layout::DateRange;
+use crate::search::group::{FileHit, Run};
+use crate::search::hybrid::{self, Scored};
+use crate::search::lines::Lines;
+use crate::tool::ToolSet;
 use crate::{CallError, Error};
 use ragbox_protocol::SourceRef;
 use serde_json::{Map, Value};
@@ -41,7 +42,7 @@ pub const CHECK_INDEXED: &str = "Check that the workspace is indexed (embed_work
 
 /// An argument that does not fit the input schema, in the seed-003 shape.
 pub fn bad_parameter(message: String) -> CallError {
-    invalid("InvalidParameter", message, "Check the parameter against the tool's input schema")
+    ToolSet::RagServer.bad_argument(&message)
 }
 
 /// A failed operation, in the seed-003 shape.
@@ -135,7 +136,7 @@ pub fn source_ref(hit: &Hit, lines: &mut Lines) -> SourceRef {
     }
 }
 
-/// The `source` object of a file's answer ([`crate::group`]): its best
+/// The `source` object of a file's answer ([`crate::search::group`]): its best
 /// chunk's index and the lines of its runs (`path:a-b,c-d`).
 pub fn file_source_ref(file: &FileHit, runs: &[Run], lines: &mut Lines) -> SourceRef {
     let doc = file.document();
@@ -212,7 +213,7 @@ pub enum Mode {
     Semantic,
     /// BM25 keywords.
     Fulltext,
-    /// Both, fused ([`crate::hybrid`]).
+    /// Both, fused ([`crate::search::hybrid`]).
     Hybrid,
 }
 
@@ -242,11 +243,11 @@ impl Mode {
 /// similarity (negative counts as 0); fulltext, BM25 relative to the best
 /// hit; hybrid, the fused relevance. In every mode a query that is an
 /// identifier, a path or a quoted string puts the files holding it as
-/// written first ([`crate::exact`]).
+/// written first ([`crate::search::exact`]).
 pub fn search(query: &hybrid::Query, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Scored>, Error> {
     let ranked = match mode {
         Mode::Semantic => {
-            let Some(hits) = crate::semantic::search(query.text, k, filter)? else { return Ok(Vec::new()) };
+            let Some(hits) = crate::search::semantic::search(query.text, k, filter)? else { return Ok(Vec::new()) };
             hits.into_iter()
                 .map(|hit| {
                     let relevance = f64::from(hit.score).clamp(0.0, 1.0);
@@ -267,7 +268,7 @@ pub fn search(query: &hybrid::Query, mode: Mode, k: u32, filter: &Filter) -> Res
         // hybrid::search looks up exact matches itself.
         Mode::Hybrid => return Ok(hybrid::search(query, k, filter, f32::NEG_INFINITY)?.unwrap_or_default()),
     };
-    crate::exact::first(query.text, ranked, k as usize, filter)
+    crate::search::exact::first(query.text, ranked, k as usize, filter)
 }
 
 /// A score rounded for JSON.

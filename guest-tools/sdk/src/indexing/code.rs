@@ -13,7 +13,7 @@
 //! Only a unit beyond [`MAX_UNIT_BYTES`] (generated or minified code) is cut
 //! into windows like prose.
 
-use crate::chunk::{Sizes, Span, chunk};
+use crate::indexing::chunk::{Sizes, Span, chunk};
 
 /// Metadata that marks a code file indexed in whole units. Its value names
 /// the cut: changed when code is cut differently, so that files cut the old
