@@ -1,5 +1,5 @@
 //! Cortext's `embed_document`: embed one file, or every file under a folder,
-//! for semantic search (seeds 000-001).
+//! for semantic search.
 
 use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::host::WorkspaceInfo;

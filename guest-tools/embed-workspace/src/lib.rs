@@ -1,5 +1,5 @@
 //! Cortext's `embed_workspace`: bring the semantic index in line with every
-//! indexable file of the workspace (seeds 000-001). Unchanged files are
+//! indexable file of the workspace. Unchanged files are
 //! skipped, deleted ones removed; progress is reported while it runs, and a
 //! cancelled or timed-out run keeps every document it finished.
 

@@ -1,5 +1,5 @@
 //! Cortext's `get_embedding_status`: what the semantic index holds, what was
-//! embedded recently, and which files are waiting to be embedded (seeds 000-002).
+//! embedded recently, and which files are waiting to be embedded.
 
 use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::corpus::Document;

@@ -1,4 +1,4 @@
-//! The RAG MCP Server's `list_sources` (seed 003): the indexed documents with
+//! The RAG MCP Server's `list_sources`: the indexed documents with
 //! their metadata, optionally grouped and with collection statistics.
 
 use ragbox_sdk::conventions::rag_server::{self, document_id, mime_of};

@@ -1,4 +1,4 @@
-//! The RAG MCP Server's `search_by_question` (seed 003): retrieves context for
+//! The RAG MCP Server's `search_by_question`: retrieves context for
 //! a natural-language question, says what kind of question it is, pulls out
 //! the sentences that bear on it (not whole chunks), offers definition
 //! candidates for what/define questions, and a confidence from the scores.

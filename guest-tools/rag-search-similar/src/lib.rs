@@ -1,4 +1,4 @@
-//! The RAG MCP Server's `search_similar` (seed 003): the documents whose
+//! The RAG MCP Server's `search_similar`: the documents whose
 //! content is closest in meaning to a reference text, one entry per document
 //! (its best chunk), above a similarity threshold.
 

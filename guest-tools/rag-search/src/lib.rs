@@ -1,4 +1,4 @@
-//! The RAG MCP Server's `search` (seed 003): semantic, hybrid (vectors and
+//! The RAG MCP Server's `search`: semantic, hybrid (vectors and
 //! BM25 fused by normalised score, see `ragbox_sdk::search::hybrid`) or fulltext
 //! search, filtered by file type and metadata, with relevance scores in 0..1.
 //! One result per file, holding its best-matching chunks (`ragbox_sdk::search::group`).

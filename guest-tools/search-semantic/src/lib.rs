@@ -1,5 +1,5 @@
 //! Cortext's `search_semantic`: the chunks closest in meaning to a query,
-//! filtered by conversation type and date (seeds 000-002).
+//! filtered by conversation type and date.
 
 use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::host::WorkspaceInfo;

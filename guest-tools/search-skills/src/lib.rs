@@ -1,8 +1,9 @@
-//! The skills librarian's `search_skills` (seed 004): finds skills by what
-//! they are for (the vector of each skill's intent, fused with BM25 over the
-//! whole SKILL.md: names such as "stripe" or "helm" are keywords) and returns
-//! each whole — name, path, tags, relevance and the complete SKILL.md — in
-//! the text layout of seed 004's Section 3.
+//! The Librarian skill's `search_skills` (from its MCP search backend): finds
+//! skills by what they are for (the vector of each skill's intent, fused with
+//! BM25 over the whole SKILL.md: names such as "stripe" or "helm" are
+//! keywords) and returns each whole — name, path, tags, relevance and the
+//! complete SKILL.md — in the Librarian's text layout (`## Match N: name
+//! (relevance: …)`, then the skill's path, tags and full content).
 
 use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::corpus::Filter;
@@ -57,7 +58,7 @@ fn check(a: Args) -> Result<Request, String> {
     }
     let n = match a.n_results {
         Some(0) => return Err("n_results must be at least 1".into()),
-        // As seed 004 does: more than five is read as five.
+        // As the Librarian's backend does: more than five is read as five.
         n => n.unwrap_or(DEFAULT_RESULTS).min(MAX_RESULTS),
     };
     let max_tokens =
@@ -69,7 +70,7 @@ fn metadata<'a>(found: &'a Scored, key: &str) -> &'a str {
     found.hit.document.metadata.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str())
 }
 
-/// One match, laid out as seed 004 shows it.
+/// One match, laid out as the Librarian's backend writes it (plus the URI, risk level and files).
 fn format_match(i: usize, found: &Scored) -> String {
     let hit = &found.hit;
     let name = metadata(found, "name");

@@ -1,4 +1,4 @@
-//! Conventions of the "RAG MCP Server" tool set (seed 003): its error shape
+//! Conventions of the "RAG MCP Server" tool set: its error shape
 //! (`{"error": Type, "message", "suggestion"}`), file types as MIME types,
 //! source objects, the filters `sources` and `metadata_filters`, and the
 //! search modes (hybrid is [`crate::search::hybrid`]'s fusion).
@@ -18,18 +18,18 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-/// A seed-003 error.
+/// An error body in the RAG MCP Server's shape: `{error, message, suggestion}`.
 pub fn error(kind: &str, message: impl AsRef<str>, suggestion: &str) -> String {
     ragbox_protocol::ToolError::typed(kind, message.as_ref(), suggestion).to_json()
 }
 
-/// Invalid arguments, in the seed-003 shape.
+/// Invalid arguments, in the RAG MCP Server's error shape.
 pub fn invalid(kind: &str, message: impl AsRef<str>, suggestion: &str) -> CallError {
     CallError::InvalidArguments(error(kind, message, suggestion))
 }
 
 /// A required text argument (`name`): absent, empty or blank is an error of
-/// type `kind` in the seed-003 shape, with `suggestion`.
+/// type `kind` in the RAG MCP Server's error shape, with `suggestion`.
 pub fn required(value: Option<String>, kind: &str, name: &str, suggestion: &str) -> Result<String, CallError> {
     match value {
         Some(text) if !text.trim().is_empty() => Ok(text),
@@ -40,12 +40,12 @@ pub fn required(value: Option<String>, kind: &str, name: &str, suggestion: &str)
 /// What a failed search suggests: the usual cause is an empty index.
 pub const CHECK_INDEXED: &str = "Check that the workspace is indexed (embed_workspace or `ragbox index`)";
 
-/// An argument that does not fit the input schema, in the seed-003 shape.
+/// An argument that does not fit the input schema, in the RAG MCP Server's error shape.
 pub fn bad_parameter(message: String) -> CallError {
     ToolSet::RagServer.bad_argument(&message)
 }
 
-/// A failed operation, in the seed-003 shape.
+/// A failed operation, in the RAG MCP Server's error shape.
 pub fn failed(kind: &str, message: impl AsRef<str>, suggestion: &str) -> CallError {
     CallError::Failed(error(kind, message, suggestion))
 }

@@ -1,6 +1,7 @@
 //! Code files are cut into whole units — a function, a class method, a struct
-//! with its doc comment and attributes — never in the middle of one (seed 004:
-//! 20 lines of a 50-line function are useless to an agent).
+//! with its doc comment and attributes — never in the middle of one (as the
+//! Librarian skill's search backend puts it, 20 lines of a 50-line script are
+//! broken: useless to an agent).
 //!
 //! There is no parser per language in the sandbox; instead a small scanner
 //! follows brackets, strings and comments well enough to tell where a

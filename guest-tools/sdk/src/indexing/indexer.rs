@@ -58,7 +58,7 @@ pub struct Report {
 
 impl Report {
     /// The Cortext result: `success`, `embedded`, `skipped`, `total_files`,
-    /// `errors` (null when none) as seeds 000-001 give them, plus `removed`,
+    /// `errors` (null when none) as Cortext's embedding tools give them, plus `removed`,
     /// `chunks` and, when the run stopped early, `complete: false` and why.
     pub fn result(&self) -> IndexReport {
         let errors = (!self.errors.is_empty()).then(|| {

@@ -24,9 +24,9 @@ const WORKSPACE_PATH: &str = "workspace_path";
 /// The documented tool set a tool belongs to: it decides the error shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolSet {
-    /// Cortext (seeds 000-002): `{"success": false, "error": message}`.
+    /// The Cortext tools (its keyword and RAG tools): `{"success": false, "error": message}`.
     Cortext,
-    /// The RAG MCP Server (seed 003): `{"error": Type, "message", "suggestion"}`.
+    /// The RAG MCP Server's tools: `{"error": Type, "message", "suggestion"}`.
     RagServer,
 }
 
