@@ -15,6 +15,30 @@ pub mod indexing;
 pub mod search;
 pub mod tool;
 
+/// What the modules' unit tests share.
+#[cfg(test)]
+mod fixtures {
+    use crate::corpus::Document;
+
+    /// A stored document at `path`: one markdown chunk, nothing else known.
+    pub fn document(path: &str) -> Document {
+        Document {
+            path: path.into(),
+            content_hash: "h".into(),
+            size: 1,
+            mtime: 0,
+            kind: "markdown".into(),
+            title: None,
+            conversation_type: None,
+            date: None,
+            metadata: Vec::new(),
+            embedded_at: 0,
+            model_id: "m".into(),
+            chunks: 1,
+        }
+    }
+}
+
 /// Bindings generated from `wit/` for the `tool` world.
 #[allow(missing_docs, clippy::all)]
 pub mod bindings {

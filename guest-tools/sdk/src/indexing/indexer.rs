@@ -830,20 +830,8 @@ mod tests {
     use super::*;
 
     fn stored(size: u64, mtime: i64, read_at: Option<i64>) -> Document {
-        Document {
-            path: "notes/a.md".into(),
-            content_hash: "h".into(),
-            size,
-            mtime,
-            kind: "markdown".into(),
-            title: None,
-            conversation_type: None,
-            date: None,
-            metadata: read_at.map(|r| (READ_AT.to_string(), r.to_string())).into_iter().collect(),
-            embedded_at: 0,
-            model_id: "m".into(),
-            chunks: 1,
-        }
+        let metadata = read_at.map(|r| (READ_AT.to_string(), r.to_string())).into_iter().collect();
+        Document { size, mtime, metadata, ..crate::fixtures::document("notes/a.md") }
     }
 
     #[test]

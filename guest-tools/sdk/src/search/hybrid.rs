@@ -170,23 +170,11 @@ pub fn fuse(semantic: Vec<Hit>, keyword: Vec<Hit>, k: usize, weight: f64) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::ragbox::tools::corpus::{Chunk, Document};
+    use crate::bindings::ragbox::tools::corpus::Chunk;
+    use crate::fixtures;
 
     fn hit(path: &str, ordinal: u32, score: f32) -> Hit {
-        let document = Document {
-            path: path.into(),
-            content_hash: "h".into(),
-            size: 1,
-            mtime: 0,
-            kind: "markdown".into(),
-            title: None,
-            conversation_type: None,
-            date: None,
-            metadata: Vec::new(),
-            embedded_at: 0,
-            model_id: "m".into(),
-            chunks: 1,
-        };
+        let document = fixtures::document(path);
         Hit { document, ordinal, chunk: Chunk { text: String::new(), start: 0, end: 0 }, score }
     }
 
