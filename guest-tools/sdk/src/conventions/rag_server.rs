@@ -126,27 +126,25 @@ pub fn document_id(path: &str) -> String {
 /// The `source` object of a chunk result, with its `path:first-last` lines.
 pub fn source_ref(hit: &Hit, lines: &mut Lines) -> SourceRef {
     let doc = &hit.document;
-    SourceRef {
-        filename: doc.path.rsplit('/').next().unwrap_or(&doc.path).to_string(),
-        filepath: doc.path.clone(),
-        file_type: mime_of(&doc.path).to_string(),
-        file_id: document_id(&doc.path),
-        chunk_index: Some(hit.ordinal),
-        location: lines.location(doc, hit.chunk.start, hit.chunk.end),
-    }
+    source_of(doc, hit.ordinal, lines.location(doc, hit.chunk.start, hit.chunk.end))
 }
 
 /// The `source` object of a file's answer ([`crate::search::group`]): its best
 /// chunk's index and the lines of its runs (`path:a-b,c-d`).
 pub fn file_source_ref(file: &FileHit, runs: &[Run], lines: &mut Lines) -> SourceRef {
     let doc = file.document();
+    source_of(doc, file.lead, lines.locations(doc, &runs.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>()))
+}
+
+/// The `source` object of `doc`, naming its chunk `chunk_index` and where the answer is.
+fn source_of(doc: &Document, chunk_index: u32, location: Option<String>) -> SourceRef {
     SourceRef {
         filename: doc.path.rsplit('/').next().unwrap_or(&doc.path).to_string(),
         filepath: doc.path.clone(),
         file_type: mime_of(&doc.path).to_string(),
         file_id: document_id(&doc.path),
-        chunk_index: Some(file.lead),
-        location: lines.locations(doc, &runs.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>()),
+        chunk_index: Some(chunk_index),
+        location,
     }
 }
 
