@@ -179,10 +179,7 @@ mod tests {
     #[test]
     fn validates_arguments() {
         let request = tool::decode::<Tool>;
-        let err = |a: &str| match request(a) {
-            Err(CallError::InvalidArguments(b)) => serde_json::from_str::<serde_json::Value>(&b).unwrap(),
-            _ => panic!("{a} should be invalid"),
-        };
+        let err = |a: &str| tool::refusal::<Tool>(a).unwrap_or_else(|| panic!("{a} should be invalid"));
         assert_eq!(err(r#"{"limit":0}"#)["error"], "InvalidParameter");
         assert_eq!(err(r#"{"limit":1001}"#)["error"], "InvalidParameter");
         assert_eq!(err(r#"{"group_by":"size"}"#)["error"], "InvalidParameter");

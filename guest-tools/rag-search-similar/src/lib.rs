@@ -145,10 +145,7 @@ mod tests {
     }
 
     fn err(args: &str) -> serde_json::Value {
-        match request(args) {
-            Err(CallError::InvalidArguments(body)) => serde_json::from_str(&body).unwrap(),
-            _ => panic!("{args} should be invalid"),
-        }
+        tool::refusal::<Tool>(args).unwrap_or_else(|| panic!("{args} should be invalid"))
     }
 
     #[test]

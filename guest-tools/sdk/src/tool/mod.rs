@@ -140,6 +140,16 @@ pub fn decode<T: Tool>(arguments: &str) -> Result<T::Request, CallError> {
     T::check(args::parse(arguments).map_err(invalid)?)
 }
 
+/// The JSON error body [`decode`] refuses `arguments` for `T` with: what the
+/// tools' own tests read. `None` when the arguments are accepted.
+#[doc(hidden)]
+pub fn refusal<T: Tool>(arguments: &str) -> Option<Value> {
+    match decode::<T>(arguments) {
+        Err(CallError::InvalidArguments(body)) => serde_json::from_str(&body).ok(),
+        _ => None,
+    }
+}
+
 /// `workspace_path`, when given, must be a string. (The host reads only a
 /// string and leaves anything else for the tool to refuse in its own words.)
 fn check_workspace_path(arguments: &str) -> Result<(), String> {
