@@ -369,7 +369,7 @@ def measure(lang, english, half, binaries):
 
 def fusion_weights(results, label="this build"):
     """Per language, hit@5 and MRR of hybrid fusion at each semantic weight, from the lists this
-    run's ragbox returned (the same fusion as guest-tools/sdk/src/hybrid.rs, bench/fusion.py)."""
+    run's ragbox returned (the same fusion as guest-tools/sdk/src/search/hybrid.rs, bench/fusion.py)."""
     import fusion
 
     table = {}
@@ -447,7 +447,7 @@ def report(results, weights, command, total, binaries):
             f"dictionary {r['lindera_bytes'] / 2**20:.0f} MiB" for lang, r in segmented) + "."]
     lines += ["", "## Hybrid fusion's semantic weight, by language\n",
               "hit@5 / MRR of the fusion of this build's fulltext and semantic lists at each semantic weight "
-              "(guest-tools/sdk/src/hybrid.rs's fusion, bench/fusion.py's copy):\n",
+              "(guest-tools/sdk/src/search/hybrid.rs's fusion, bench/fusion.py's copy):\n",
               "| language | " + " | ".join(f"w={w}" for w in next(iter(weights.values()))) + " |",
               "|---|" + "---|" * len(next(iter(weights.values())))]
     for lang, row in weights.items():

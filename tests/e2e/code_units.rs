@@ -17,7 +17,7 @@ fn workspace() -> Fixture {
         let text = std::fs::read_to_string(&from).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
         f.write(to, &text);
     };
-    copy(repo_root().join("guest-tools/sdk/src/chunk.rs"), "src/chunk.rs");
+    copy(repo_root().join("guest-tools/sdk/src/indexing/chunk.rs"), "src/chunk.rs");
     copy(shared_data().join(PY_GARDENER), "tools/doc_gardener.py");
     copy(shared_data().join(PY_VALIDATOR), "tools/validators/base.py");
     f

@@ -1,12 +1,13 @@
 //! Cortext's `embed_document`: embed one file, or every file under a folder,
-//! for semantic search (seeds 000-001).
+//! for semantic search.
 
-use ragbox_sdk::cortext;
+use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::indexer;
+use ragbox_sdk::indexing::indexer;
+use ragbox_sdk::indexing::walk;
 use ragbox_sdk::protocol::IndexReport;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, walk};
+use ragbox_sdk::{Annotations, CallError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,14 +1,15 @@
 //! Cortext's `embed_workspace`: bring the semantic index in line with every
-//! indexable file of the workspace (seeds 000-001). Unchanged files are
+//! indexable file of the workspace. Unchanged files are
 //! skipped, deleted ones removed; progress is reported while it runs, and a
 //! cancelled or timed-out run keeps every document it finished.
 
-use ragbox_sdk::cortext;
+use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::indexer;
+use ragbox_sdk::indexing::indexer;
+use ragbox_sdk::indexing::walk;
 use ragbox_sdk::protocol::IndexReport;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, walk};
+use ragbox_sdk::{Annotations, CallError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

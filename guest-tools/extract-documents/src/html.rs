@@ -90,10 +90,7 @@ pub fn xhtml(bytes: &[u8], what: &str, b: &mut Builder) -> Result<Option<String>
         row: None,
         first_heading: None,
     };
-    loop {
-        if w.b.full() {
-            break;
-        }
+    while !w.b.full() {
         match x.event()? {
             Ev::Eof => break,
             Ev::Start(t) => {

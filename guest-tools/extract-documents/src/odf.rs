@@ -83,10 +83,7 @@ pub fn odt(bytes: &[u8]) -> Result<Extracted> {
         }
     };
 
-    loop {
-        if b.full() {
-            break;
-        }
+    while !b.full() {
         match x.event()? {
             Ev::Eof => break,
             Ev::Start(t) => match (t.prefix.as_str(), t.name.as_str()) {
@@ -190,10 +187,7 @@ pub fn ods(bytes: &[u8]) -> Result<Extracted> {
     let mut cell: Option<String> = None;
     let mut depth_in_table = 0usize;
     let mut sheet_depth = 0usize;
-    loop {
-        if b.full() {
-            break;
-        }
+    while !b.full() {
         match x.event()? {
             Ev::Eof => break,
             Ev::Start(t) => match (t.prefix.as_str(), t.name.as_str()) {

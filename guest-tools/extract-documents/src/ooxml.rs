@@ -233,10 +233,7 @@ pub fn docx(bytes: &[u8]) -> Result<Extracted> {
     w.b.start_part(Some("p. 1".into()));
     let mut x = Xml::new(&doc, "word/document.xml");
     let mut in_ppr = false;
-    loop {
-        if w.b.full() {
-            break;
-        }
+    while !w.b.full() {
         match x.event()? {
             Ev::Eof => break,
             Ev::Start(t) => match t.name.as_str() {

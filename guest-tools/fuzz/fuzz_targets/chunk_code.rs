@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ragbox_sdk::chunk::Sizes;
-use ragbox_sdk::code::{chunks, top_level_symbols};
+use ragbox_sdk::indexing::chunk::{Sizes, word_starts};
+use ragbox_sdk::indexing::code::{chunks, top_level_symbols};
 
 include!("common.rs");
 

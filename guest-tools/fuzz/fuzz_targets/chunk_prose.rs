@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ragbox_sdk::chunk::{Sizes, chunk};
+use ragbox_sdk::indexing::chunk::{Sizes, chunk, word_starts};
 
 include!("common.rs");
 

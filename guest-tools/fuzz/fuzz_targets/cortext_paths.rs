@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ragbox_sdk::cortext::{DateRange, Layout};
+use ragbox_sdk::indexing::layout::{DateRange, Layout};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ragbox_sdk::document::{frontmatter, parse_yaml, prepare};
-use ragbox_sdk::skill;
+use ragbox_sdk::indexing::document::{frontmatter, parse_yaml, prepare};
+use ragbox_sdk::indexing::skill;
 
 const PATHS: [&str; 5] = ["notes/a.md", "a.txt", "page.html", "skills/x/SKILL.md", "brainstorm/2025-01-02/001-x/c.md"];
 

@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ragbox_sdk::args::count_in;
-use ragbox_sdk::rag_server::{Mode, extensions_for, filter, mime_of};
+use ragbox_sdk::conventions::rag_server::{Mode, extensions_for, filter, mime_of};
+use ragbox_sdk::tool::args::count_in;
 use serde_json::{Map, Value};
 
 fuzz_target!(|data: &[u8]| {

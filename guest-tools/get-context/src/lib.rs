@@ -3,16 +3,20 @@
 //! fused, as hybrid search does) when there is one, keyword search over the
 //! files when there is not.
 
-use ragbox_sdk::args::{self, optional_count};
-use ragbox_sdk::cortext::{self, Layout};
+use ragbox_sdk::conventions::cortext;
+use ragbox_sdk::conventions::rag_server::round;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::hybrid;
+use ragbox_sdk::indexing::layout::Layout;
+use ragbox_sdk::indexing::walk;
 use ragbox_sdk::protocol::{Context, RelevantConversation};
-use ragbox_sdk::rag_server::round;
-use ragbox_sdk::semantic;
-use ragbox_sdk::text::{keyword_score, keywords, looks_binary, truncate};
+use ragbox_sdk::search::hybrid;
+use ragbox_sdk::search::keywords::{keyword_score, keywords};
+use ragbox_sdk::search::semantic;
+use ragbox_sdk::tool::args::{self, optional_count};
+use ragbox_sdk::tool::log;
+use ragbox_sdk::tool::text::{looks_binary, truncate};
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, host, log, walk};
+use ragbox_sdk::{Annotations, CallError, host};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -2,13 +2,17 @@
 //! workspace's decisions log (`.workspace/memory/decisions.md`) and from the
 //! decision sections of conversations, each with its surrounding section.
 
-use ragbox_sdk::cortext::{self, Layout};
-use ragbox_sdk::document::kind_of;
+use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::indexing::document::kind_of;
+use ragbox_sdk::indexing::layout::Layout;
+use ragbox_sdk::indexing::walk;
 use ragbox_sdk::protocol::{self, DecisionHistory};
-use ragbox_sdk::text::{keyword_score, keywords, looks_binary, truncate};
+use ragbox_sdk::search::keywords::{keyword_score, keywords};
+use ragbox_sdk::tool::log;
+use ragbox_sdk::tool::text::{looks_binary, truncate};
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, host, log, walk};
+use ragbox_sdk::{Annotations, CallError, host};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

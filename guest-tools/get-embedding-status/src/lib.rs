@@ -1,14 +1,14 @@
 //! Cortext's `get_embedding_status`: what the semantic index holds, what was
-//! embedded recently, and which files are waiting to be embedded (seeds 000-002).
+//! embedded recently, and which files are waiting to be embedded.
 
+use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::corpus::Document;
-use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::indexer::{self, stored_documents, survey};
+use ragbox_sdk::indexing::indexer::{self, stored_documents, survey};
 use ragbox_sdk::protocol::{
     EmbeddingStatus, FileError, NotIndexed, PathList, Pending, RecentEmbedding, VectorIndexState,
 };
-use ragbox_sdk::text::rfc3339;
+use ragbox_sdk::tool::text::rfc3339;
 use ragbox_sdk::tool::{self, ToolSet};
 use ragbox_sdk::{Annotations, CallError, corpus, host};
 use schemars::JsonSchema;

@@ -1,13 +1,15 @@
 //! Cortext's `get_similar`: the documents most similar to a given one, ranked
 //! by document-level similarity (mean chunk vectors), the source left out.
 
-use ragbox_sdk::args::{self, optional_count};
+use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::indexing::{indexer, walk};
 use ragbox_sdk::protocol::{Passage, SimilarDocuments};
-use ragbox_sdk::semantic::{self, conversation_name, score};
-use ragbox_sdk::text::truncate;
+use ragbox_sdk::search::semantic::{self, conversation_name, score};
+use ragbox_sdk::tool::args::{self, optional_count};
+use ragbox_sdk::tool::text::truncate;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, corpus, cortext, indexer, vectors, walk};
+use ragbox_sdk::{Annotations, CallError, corpus, vectors};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,15 +1,16 @@
-//! The RAG MCP Server's `list_sources` (seed 003): the indexed documents with
+//! The RAG MCP Server's `list_sources`: the indexed documents with
 //! their metadata, optionally grouped and with collection statistics.
 
-use ragbox_sdk::args::optional_count;
+use ragbox_sdk::conventions::rag_server::{self, document_id, mime_of};
 use ragbox_sdk::corpus::{self, Document};
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::indexer::stored_documents;
+use ragbox_sdk::indexing::indexer::stored_documents;
 use ragbox_sdk::protocol::{IndexedSource, SourceGroup, SourceList, SourceStatistics};
-use ragbox_sdk::rag_server::{self, document_id, mime_of};
-use ragbox_sdk::text::rfc3339;
+use ragbox_sdk::tool::args;
+use ragbox_sdk::tool::args::optional_count;
+use ragbox_sdk::tool::text::rfc3339;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, args};
+use ragbox_sdk::{Annotations, CallError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -178,10 +179,7 @@ mod tests {
     #[test]
     fn validates_arguments() {
         let request = tool::decode::<Tool>;
-        let err = |a: &str| match request(a) {
-            Err(CallError::InvalidArguments(b)) => serde_json::from_str::<serde_json::Value>(&b).unwrap(),
-            _ => panic!("{a} should be invalid"),
-        };
+        let err = |a: &str| tool::refusal::<Tool>(a).unwrap_or_else(|| panic!("{a} should be invalid"));
         assert_eq!(err(r#"{"limit":0}"#)["error"], "InvalidParameter");
         assert_eq!(err(r#"{"limit":1001}"#)["error"], "InvalidParameter");
         assert_eq!(err(r#"{"group_by":"size"}"#)["error"], "InvalidParameter");

@@ -1,16 +1,18 @@
-//! The RAG MCP Server's `search_by_question` (seed 003): retrieves context for
+//! The RAG MCP Server's `search_by_question`: retrieves context for
 //! a natural-language question, says what kind of question it is, pulls out
 //! the sentences that bear on it (not whole chunks), offers definition
 //! candidates for what/define questions, and a confidence from the scores.
 
-use ragbox_sdk::args::optional_count;
+use ragbox_sdk::conventions::rag_server::{self, Mode, round, source_ref};
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::hybrid::{self, Scored};
 use ragbox_sdk::protocol::{ContextChunk, ExtractedInformation, QuestionContext, QuestionSearchInfo};
-use ragbox_sdk::rag_server::{self, Mode, round, source_ref};
-use ragbox_sdk::text::keywords;
+use ragbox_sdk::search::hybrid::{self, Scored};
+use ragbox_sdk::search::keywords::keywords;
+use ragbox_sdk::search::semantic;
+use ragbox_sdk::tool::args;
+use ragbox_sdk::tool::args::optional_count;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, args, semantic};
+use ragbox_sdk::{Annotations, CallError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -252,7 +254,7 @@ fn run(r: &Request) -> Result<QuestionContext, String> {
         ("definition_or_fact", Some(term)) => definitions(&found, &term),
         _ => Vec::new(),
     };
-    let mut lines = ragbox_sdk::lines::Lines::default();
+    let mut lines = ragbox_sdk::search::lines::Lines::default();
     let chunks: Vec<ContextChunk> = found
         .iter()
         .enumerate()
@@ -379,10 +381,7 @@ mod tests {
     #[test]
     fn validates_arguments() {
         let request = tool::decode::<Tool>;
-        let err = |a: &str| match request(a) {
-            Err(CallError::InvalidArguments(b)) => serde_json::from_str::<serde_json::Value>(&b).unwrap(),
-            _ => panic!("{a} should be invalid"),
-        };
+        let err = |a: &str| tool::refusal::<Tool>(a).unwrap_or_else(|| panic!("{a} should be invalid"));
         assert_eq!(err("{}")["error"], "InvalidQuestion");
         assert_eq!(err(r#"{"question":"x","context_limit":21}"#)["error"], "InvalidParameter");
         assert_eq!(err(r#"{"question":"x","context_limit":0}"#)["error"], "InvalidParameter");

@@ -1,15 +1,17 @@
-//! The RAG MCP Server's `search_similar` (seed 003): the documents whose
+//! The RAG MCP Server's `search_similar`: the documents whose
 //! content is closest in meaning to a reference text, one entry per document
 //! (its best chunk), above a similarity threshold.
 
-use ragbox_sdk::args::optional_count;
+use ragbox_sdk::conventions::rag_server::{self, document_id, metadata_map, round, source_ref};
 use ragbox_sdk::embedder::EmbedKind;
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{SimilarDocument, SimilarSearchInfo, SimilarToText};
-use ragbox_sdk::rag_server::{self, document_id, metadata_map, round, source_ref};
-use ragbox_sdk::text::truncate;
+use ragbox_sdk::search::semantic;
+use ragbox_sdk::tool::args;
+use ragbox_sdk::tool::args::optional_count;
+use ragbox_sdk::tool::text::truncate;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, ErrorCode, args, semantic, vectors};
+use ragbox_sdk::{Annotations, CallError, ErrorCode, vectors};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -59,7 +61,7 @@ fn run(r: &Request) -> Result<SimilarToText, String> {
         Err(e) => return Err(e.into()),
     };
     if let Some(hits) = found {
-        let mut lines = ragbox_sdk::lines::Lines::default();
+        let mut lines = ragbox_sdk::search::lines::Lines::default();
         let mut seen = std::collections::HashSet::new();
         for hit in hits {
             let score = f64::from(hit.score);
@@ -143,10 +145,7 @@ mod tests {
     }
 
     fn err(args: &str) -> serde_json::Value {
-        match request(args) {
-            Err(CallError::InvalidArguments(body)) => serde_json::from_str(&body).unwrap(),
-            _ => panic!("{args} should be invalid"),
-        }
+        tool::refusal::<Tool>(args).unwrap_or_else(|| panic!("{args} should be invalid"))
     }
 
     #[test]

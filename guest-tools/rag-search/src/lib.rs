@@ -1,16 +1,17 @@
-//! The RAG MCP Server's `search` (seed 003): semantic, hybrid (vectors and
-//! BM25 fused by normalised score, see `ragbox_sdk::hybrid`) or fulltext
+//! The RAG MCP Server's `search`: semantic, hybrid (vectors and
+//! BM25 fused by normalised score, see `ragbox_sdk::search::hybrid`) or fulltext
 //! search, filtered by file type and metadata, with relevance scores in 0..1.
-//! One result per file, holding its best-matching chunks (`ragbox_sdk::group`).
+//! One result per file, holding its best-matching chunks (`ragbox_sdk::search::group`).
 
-use ragbox_sdk::args::optional_count;
-use ragbox_sdk::group::{self, FileHit, Run};
+use ragbox_sdk::conventions::rag_server::{self, Mode, file_source_ref, metadata_map, round};
 use ragbox_sdk::host::WorkspaceInfo;
 use ragbox_sdk::protocol::{SearchResult, SearchResults};
-use ragbox_sdk::rag_server::{self, Mode, file_source_ref, metadata_map, round};
+use ragbox_sdk::search::group::{self, FileHit, Run};
+use ragbox_sdk::search::{hybrid, semantic};
+use ragbox_sdk::tool::args::optional_count;
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, args};
-use ragbox_sdk::{budget, hybrid, semantic};
+use ragbox_sdk::tool::{args, budget};
+use ragbox_sdk::{Annotations, CallError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -53,7 +54,7 @@ struct Request {
 fn run(r: &Request) -> Result<SearchResults, String> {
     let query = hybrid::Query::new(&r.query);
     let ranked = rag_server::search(&query, r.mode, group::depth(r.limit as u32), &r.filter)?;
-    let mut lines = ragbox_sdk::lines::Lines::default();
+    let mut lines = ragbox_sdk::search::lines::Lines::default();
     let mut answers: Vec<(FileHit, Vec<Run>)> = group::by_file(ranked, r.limit as usize)
         .into_iter()
         .map(|file| {
@@ -158,10 +159,7 @@ mod tests {
     }
 
     fn err(args: &str) -> Value {
-        match request(args) {
-            Err(CallError::InvalidArguments(body)) => serde_json::from_str(&body).unwrap(),
-            _ => panic!("{args} should be invalid"),
-        }
+        tool::refusal::<Tool>(args).unwrap_or_else(|| panic!("{args} should be invalid"))
     }
 
     #[test]

@@ -1,28 +1,43 @@
 //! Shared guest library for ragbox tool components.
 //!
 //! A tool crate implements [`tool::Tool`] and calls [`export_tool!`]; this crate
-//! gives it the generated bindings, argument decoding with clear messages,
-//! Cortext path parsing and a workspace walker that honours `.gitignore`.
+//! gives it the generated bindings and, by concern:
+//! - [`tool`]: the scaffolding every tool is built on (arguments, logs, budgets);
+//! - [`indexing`]: reading the workspace into the index (walk, chunk, embed);
+//! - [`search`]: searching the index (by meaning, by keyword, fused, per file);
+//! - [`conventions`]: how each documented tool set answers (its error shape,
+//!   its source objects and filters).
 
-pub mod args;
-pub mod budget;
-pub mod chunk;
-pub mod code;
-pub mod cortext;
-pub mod document;
-pub mod exact;
-pub mod group;
-pub mod hybrid;
-pub mod indexer;
-pub mod lines;
-pub mod log;
-pub mod rag_server;
-pub mod scored;
-pub mod semantic;
-pub mod skill;
-pub mod text;
+// One way down: tool ← indexing ← search ← conventions (a folder uses only
+// the ones before it, and the bindings at the root).
+pub mod conventions;
+pub mod indexing;
+pub mod search;
 pub mod tool;
-pub mod walk;
+
+/// What the modules' unit tests share.
+#[cfg(test)]
+mod fixtures {
+    use crate::corpus::Document;
+
+    /// A stored document at `path`: one markdown chunk, nothing else known.
+    pub fn document(path: &str) -> Document {
+        Document {
+            path: path.into(),
+            content_hash: "h".into(),
+            size: 1,
+            mtime: 0,
+            kind: "markdown".into(),
+            title: None,
+            conversation_type: None,
+            date: None,
+            metadata: Vec::new(),
+            embedded_at: 0,
+            model_id: "m".into(),
+            chunks: 1,
+        }
+    }
+}
 
 /// Bindings generated from `wit/` for the `tool` world.
 #[allow(missing_docs, clippy::all)]

@@ -1,11 +1,12 @@
 //! Cortext's `search_semantic`: the chunks closest in meaning to a query,
-//! filtered by conversation type and date (seeds 000-002).
+//! filtered by conversation type and date.
 
-use ragbox_sdk::args::{self, optional_count};
-use ragbox_sdk::cortext::{self, DateRange};
+use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::indexing::layout::DateRange;
 use ragbox_sdk::protocol::{Passage, SemanticResults};
-use ragbox_sdk::semantic;
+use ragbox_sdk::search::semantic;
+use ragbox_sdk::tool::args::{self, optional_count};
 use ragbox_sdk::tool::{self, ToolSet};
 use ragbox_sdk::{Annotations, CallError};
 use schemars::JsonSchema;
@@ -68,7 +69,7 @@ fn run(r: &Request) -> Result<SemanticResults, String> {
     let more = hits.len() as u64 > r.n;
     hits.truncate(r.n as usize);
     let results: Vec<Passage> = {
-        let mut lines = ragbox_sdk::lines::Lines::default();
+        let mut lines = ragbox_sdk::search::lines::Lines::default();
         hits.iter().map(|h| semantic::passage(h, &mut lines)).collect()
     };
     let more_note = more.then(|| {

@@ -1,18 +1,19 @@
-//! The skills librarian's `search_skills` (seed 004): finds skills by what
-//! they are for (the vector of each skill's intent, fused with BM25 over the
-//! whole SKILL.md: names such as "stripe" or "helm" are keywords) and returns
-//! each whole — name, path, tags, relevance and the complete SKILL.md — in
-//! the text layout of seed 004's Section 3.
+//! The Librarian skill's `search_skills` (from its MCP search backend): finds
+//! skills by what they are for (the vector of each skill's intent, fused with
+//! BM25 over the whole SKILL.md: names such as "stripe" or "helm" are
+//! keywords) and returns each whole — name, path, tags, relevance and the
+//! complete SKILL.md — in the Librarian's text layout (`## Match N: name
+//! (relevance: …)`, then the skill's path, tags and full content).
 
-use ragbox_sdk::args::optional_count;
-use ragbox_sdk::budget;
+use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::corpus::Filter;
-use ragbox_sdk::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
-use ragbox_sdk::hybrid::{self, Scored};
+use ragbox_sdk::indexing::skill::MARKER;
 use ragbox_sdk::protocol::skill::skill_md_uri;
-use ragbox_sdk::semantic;
-use ragbox_sdk::skill::MARKER;
+use ragbox_sdk::search::hybrid::{self, Scored};
+use ragbox_sdk::search::semantic;
+use ragbox_sdk::tool::args::optional_count;
+use ragbox_sdk::tool::budget;
 use ragbox_sdk::tool::{self, Text, ToolSet};
 use ragbox_sdk::{Annotations, CallError};
 use schemars::JsonSchema;
@@ -57,10 +58,11 @@ fn check(a: Args) -> Result<Request, String> {
     }
     let n = match a.n_results {
         Some(0) => return Err("n_results must be at least 1".into()),
-        // As seed 004 does: more than five is read as five.
+        // As the Librarian's backend does: more than five is read as five.
         n => n.unwrap_or(DEFAULT_RESULTS).min(MAX_RESULTS),
     };
-    let max_tokens = ragbox_sdk::args::count_in("max_tokens", a.max_tokens, DEFAULT_MAX_TOKENS, budget::MAX_TOKENS)?;
+    let max_tokens =
+        ragbox_sdk::tool::args::count_in("max_tokens", a.max_tokens, DEFAULT_MAX_TOKENS, budget::MAX_TOKENS)?;
     Ok(Request { query: a.query.trim().to_string(), n, max_tokens })
 }
 
@@ -68,7 +70,7 @@ fn metadata<'a>(found: &'a Scored, key: &str) -> &'a str {
     found.hit.document.metadata.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str())
 }
 
-/// One match, laid out as seed 004 shows it.
+/// One match, laid out as the Librarian's backend writes it (plus the URI, risk level and files).
 fn format_match(i: usize, found: &Scored) -> String {
     let hit = &found.hit;
     let name = metadata(found, "name");
@@ -158,7 +160,7 @@ mod tests {
 
     #[test]
     fn n_results_defaults_to_three_and_caps_at_five() {
-        let v = |json: &str| ragbox_sdk::args::parse::<Args>(json).and_then(check).map(|r| r.n);
+        let v = |json: &str| ragbox_sdk::tool::args::parse::<Args>(json).and_then(check).map(|r| r.n);
         assert_eq!(v(r#"{"query":"x"}"#), Ok(3));
         assert_eq!(v(r#"{"query":"x","n_results":9}"#), Ok(5));
         assert!(v(r#"{"query":"x","n_results":0}"#).is_err());

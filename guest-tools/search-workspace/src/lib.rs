@@ -1,13 +1,15 @@
 //! Cortext's `search_workspace`: keyword or regex search over the workspace's
 //! text files, with conversation type and date filters from Cortext paths.
 
-use ragbox_sdk::args::{self, optional_count};
-use ragbox_sdk::cortext::{self, ConversationPath, DateRange, Layout};
+use ragbox_sdk::conventions::cortext;
 use ragbox_sdk::host::WorkspaceInfo;
+use ragbox_sdk::indexing::layout::{ConversationPath, DateRange, Layout};
+use ragbox_sdk::indexing::walk;
 use ragbox_sdk::protocol::{KeywordResults, LineMatch};
-use ragbox_sdk::text::{looks_binary, truncate};
+use ragbox_sdk::tool::args::{self, optional_count};
+use ragbox_sdk::tool::text::{looks_binary, truncate};
 use ragbox_sdk::tool::{self, ToolSet};
-use ragbox_sdk::{Annotations, CallError, host, walk};
+use ragbox_sdk::{Annotations, CallError, host};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -78,7 +80,7 @@ impl Search {
 fn search(s: &Search) -> KeywordResults {
     let mut results = Vec::new();
     let (mut searched, mut skipped, mut more) = (0u64, 0u64, false);
-    let files = walk::files(".", |_, e| ragbox_sdk::log::debug(&format!("walk: {e}")));
+    let files = walk::files(".", |_, e| ragbox_sdk::tool::log::debug(&format!("walk: {e}")));
     'files: for entry in &files {
         let conv = Layout::current().parse(&entry.path);
         if !s.wants(conv.as_ref()) {

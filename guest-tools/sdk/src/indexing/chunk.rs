@@ -291,6 +291,22 @@ fn is_heading(line: &str) -> bool {
     (1..=6).contains(&hashes) && line.as_bytes().get(hashes).is_none_or(|b| *b == b' ')
 }
 
+/// Token starts at every whitespace-separated word: the stand-in for the
+/// model's tokenizer that the chunkers' tests and fuzz targets use (the
+/// chunkers need only ascending offsets at character boundaries).
+#[doc(hidden)]
+pub fn word_starts(text: &str) -> Vec<u32> {
+    let mut starts = Vec::new();
+    let mut prev_space = true;
+    for (i, c) in text.char_indices() {
+        if !c.is_whitespace() && prev_space {
+            starts.push(i as u32);
+        }
+        prev_space = c.is_whitespace();
+    }
+    starts
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -311,19 +327,6 @@ mod tests {
     }
 
     use super::*;
-
-    /// Whitespace-separated words as tokens: enough to test the packing.
-    fn word_starts(text: &str) -> Vec<u32> {
-        let mut starts = Vec::new();
-        let mut prev_space = true;
-        for (i, c) in text.char_indices() {
-            if !c.is_whitespace() && prev_space {
-                starts.push(i as u32);
-            }
-            prev_space = c.is_whitespace();
-        }
-        starts
-    }
 
     fn pieces(text: &str, sizes: Sizes) -> Vec<&str> {
         chunk(text, &word_starts(text), sizes).into_iter().map(|s| &text[s.start..s.end]).collect()

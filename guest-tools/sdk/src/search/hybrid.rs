@@ -14,10 +14,11 @@
 //! (all-MiniLM-L6-v2) was trained on English, and its list is close to noise
 //! for a query in another language.
 
+use crate::Error;
 use crate::bindings::ragbox::tools::corpus::Filter;
 use crate::bindings::ragbox::tools::fulltext;
 use crate::bindings::ragbox::tools::vectors::Hit;
-use crate::{Error, semantic};
+use crate::search::semantic;
 use ragbox_protocol::language;
 use ragbox_protocol::script::{self, Script};
 use std::collections::HashMap;
@@ -76,7 +77,7 @@ impl<'a> Query<'a> {
     }
 }
 
-pub use crate::scored::Scored;
+pub use crate::search::scored::Scored;
 
 /// Each list is scaled by its best hit and its hit at this rank, so that a
 /// chunk's relevance does not depend on how many hits were asked for.
@@ -89,7 +90,7 @@ pub fn depth(k: u32) -> u32 {
 
 /// The `k` best chunks for `query` by meaning and keywords together, among
 /// documents passing `filter`; `None` while nothing is embedded. Files holding
-/// an identifier-like query as written come first ([`crate::exact`]). Semantic
+/// an identifier-like query as written come first ([`crate::search::exact`]). Semantic
 /// hits below `min_cosine` are left out before fusion (a tool's own floor
 /// for "no match at all").
 pub fn search(query: &Query, k: u32, filter: &Filter, min_cosine: f32) -> Result<Option<Vec<Scored>>, Error> {
@@ -97,7 +98,7 @@ pub fn search(query: &Query, k: u32, filter: &Filter, min_cosine: f32) -> Result
     meaning.retain(|h| h.score >= min_cosine);
     let keywords = fulltext::search(query.text, depth(k), filter)?;
     let fused = fuse(meaning, keywords, k as usize, query.semantic_weight());
-    Ok(Some(crate::exact::first(query.text, fused, k as usize, filter)?))
+    Ok(Some(crate::search::exact::first(query.text, fused, k as usize, filter)?))
 }
 
 /// A list's scores (best first) scaled to 0..1: its best hit is 1, its hit at
@@ -169,23 +170,11 @@ pub fn fuse(semantic: Vec<Hit>, keyword: Vec<Hit>, k: usize, weight: f64) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::ragbox::tools::corpus::{Chunk, Document};
+    use crate::bindings::ragbox::tools::corpus::Chunk;
+    use crate::fixtures;
 
     fn hit(path: &str, ordinal: u32, score: f32) -> Hit {
-        let document = Document {
-            path: path.into(),
-            content_hash: "h".into(),
-            size: 1,
-            mtime: 0,
-            kind: "markdown".into(),
-            title: None,
-            conversation_type: None,
-            date: None,
-            metadata: Vec::new(),
-            embedded_at: 0,
-            model_id: "m".into(),
-            chunks: 1,
-        };
+        let document = fixtures::document(path);
         Hit { document, ordinal, chunk: Chunk { text: String::new(), start: 0, end: 0 }, score }
     }
 

@@ -1,7 +1,7 @@
 //! What a workspace file is, as the index records it: its kind, title and
 //! frontmatter metadata, and where Cortext places it.
 
-use crate::cortext::{ConversationPath, Layout};
+use crate::indexing::layout::{ConversationPath, Layout};
 /// Where a file's YAML frontmatter is (shared with the host, which serves a skill's).
 pub use ragbox_protocol::frontmatter::split as frontmatter;
 use yaml_rust2::{Yaml, YamlLoader};

@@ -1,6 +1,7 @@
 //! Code files are cut into whole units — a function, a class method, a struct
-//! with its doc comment and attributes — never in the middle of one (seed 004:
-//! 20 lines of a 50-line function are useless to an agent).
+//! with its doc comment and attributes — never in the middle of one (as the
+//! Librarian skill's search backend puts it, 20 lines of a 50-line script are
+//! broken: useless to an agent).
 //!
 //! There is no parser per language in the sandbox; instead a small scanner
 //! follows brackets, strings and comments well enough to tell where a
@@ -13,7 +14,7 @@
 //! Only a unit beyond [`MAX_UNIT_BYTES`] (generated or minified code) is cut
 //! into windows like prose.
 
-use crate::chunk::{Sizes, Span, chunk};
+use crate::indexing::chunk::{Sizes, Span, chunk};
 
 /// Metadata that marks a code file indexed in whole units. Its value names
 /// the cut: changed when code is cut differently, so that files cut the old
@@ -653,6 +654,7 @@ impl<'a> Code<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::indexing::chunk::word_starts;
 
     /// The scanner as it was before it skipped to the bytes that matter: one
     /// step per byte (same lines, same steps through code). [`scan`] must read
@@ -748,22 +750,9 @@ mod tests {
         }
     }
 
-    /// Token starts at every word, as a stand-in for the model's tokenizer.
-    fn words(text: &str) -> Vec<u32> {
-        let mut out = Vec::new();
-        let mut prev_space = true;
-        for (i, c) in text.char_indices() {
-            if !c.is_whitespace() && prev_space {
-                out.push(i as u32);
-            }
-            prev_space = c.is_whitespace();
-        }
-        out
-    }
-
     fn cut<'a>(path: &str, text: &'a str, target: usize) -> Vec<&'a str> {
         let sizes = Sizes { target, overlap: target / 8, min: target / 8 };
-        chunks(path, text, &words(text), sizes).into_iter().map(|c| &text[c.span.start..c.span.end]).collect()
+        chunks(path, text, &word_starts(text), sizes).into_iter().map(|c| &text[c.span.start..c.span.end]).collect()
     }
 
     const RUST: &str = r#"//! Module docs.
@@ -830,7 +819,7 @@ where
         assert!(units[3].starts_with("    def walk(self):") && units[3].ends_with("yield d"));
         assert_eq!(units[4], "if __name__ == \"__main__\":\n    main()");
         let sizes = Sizes { target: 12, overlap: 1, min: 1 };
-        let with_context = chunks("tools/walk.py", py, &words(py), sizes);
+        let with_context = chunks("tools/walk.py", py, &word_starts(py), sizes);
         assert_eq!(with_context[2].context, "class Walker(Base):");
         assert_eq!(with_context[4].context, "");
     }

@@ -6,7 +6,7 @@
 //! slides or sheets instead: `report.pdf p. 14`.
 
 use crate::bindings::ragbox::tools::corpus::Document;
-use crate::document::{PARTS, decode_parts, is_extracted, part_span};
+use crate::indexing::document::{PARTS, decode_parts, is_extracted, part_span};
 use std::collections::HashMap;
 
 /// The files read so far in one call, each once, with their line starts.

@@ -1,24 +1,8 @@
-//! Cortext workspace conventions: conversations live at
+//! The Cortext workspace layout: conversations live at
 //! `<type folder>/<date>/<NNN-name>/…` (or the older
 //! `conversations/<type>/<date>/<NNN-name>/…`), where the date folder is
 //! `YYYY-MM-DD` or `YYYY-MM` and the types come from `.workspace/registry.json`.
-
-use crate::CallError;
-
-/// A Cortext tool's error result: `{"success": false, "error": message}`.
-pub fn error_body(message: &str) -> String {
-    ragbox_protocol::ToolError::cortext(message).to_json()
-}
-
-/// A failed call, in Cortext's error shape.
-pub fn failed(message: impl AsRef<str>) -> CallError {
-    CallError::Failed(error_body(message.as_ref()))
-}
-
-/// Arguments that do not fit, in Cortext's error shape.
-pub fn invalid(message: impl AsRef<str>) -> CallError {
-    CallError::InvalidArguments(error_body(message.as_ref()))
-}
+//! The indexer records each file's type and date from it; searches filter by them.
 
 /// The conversation types Cortext uses when a workspace has no registry.
 pub const DEFAULT_TYPES: [&str; 6] = ["brainstorm", "debug", "learn", "meeting", "plan", "review"];
@@ -83,7 +67,7 @@ impl Layout {
     pub fn load() -> Self {
         match std::fs::read_to_string(REGISTRY_PATH) {
             Ok(json) => Self::from_registry(&json).unwrap_or_else(|e| {
-                crate::log::warn(&format!("{e}; using the default conversation types"));
+                crate::tool::log::warn(&format!("{e}; using the default conversation types"));
                 Self::defaults()
             }),
             Err(_) => Self::defaults(),

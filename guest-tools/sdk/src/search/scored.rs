@@ -12,6 +12,6 @@ pub struct Scored {
     pub relevance: f64,
     /// How well the chunk itself matches, by the lists that returned it,
     /// with no share of its document's scores: orders the chunks of one
-    /// file ([`crate::group`]). The relevance in a single list.
+    /// file ([`crate::search::group`]). The relevance in a single list.
     pub own: f64,
 }

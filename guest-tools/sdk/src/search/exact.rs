@@ -8,7 +8,7 @@
 use crate::Error;
 use crate::bindings::ragbox::tools::corpus::Filter;
 use crate::bindings::ragbox::tools::fulltext;
-use crate::scored::Scored;
+use crate::search::scored::Scored;
 use ragbox_protocol::script;
 use std::collections::HashSet;
 

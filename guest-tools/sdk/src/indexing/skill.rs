@@ -1,9 +1,10 @@
-//! Skills (`SKILL.md` with YAML frontmatter) are indexed parent-child (seed
-//! 004): the vector is made from the skill's intent — name, description, and
-//! intent and tags when present — while the stored text is the whole SKILL.md,
-//! so a search returns complete skills, never a slice of one.
+//! Skills (`SKILL.md` with YAML frontmatter) are indexed parent-child, as the
+//! Librarian skill's search backend does: the vector is made from the skill's
+//! intent — name, description, and intent and tags when present — while the
+//! stored text is the whole SKILL.md, so a search returns complete skills,
+//! never a slice of one.
 
-use crate::document::{frontmatter, parse_yaml};
+use crate::indexing::document::{frontmatter, parse_yaml};
 
 pub use ragbox_protocol::skill::SKILL_FILE;
 

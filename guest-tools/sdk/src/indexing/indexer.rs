@@ -16,10 +16,11 @@ use crate::bindings::ragbox::tools::corpus::{self, Chunk, Document, NewDocument}
 use crate::bindings::ragbox::tools::embedder::{self, EmbedKind};
 use crate::bindings::ragbox::tools::extract;
 use crate::bindings::ragbox::tools::types::ErrorCode;
-use crate::chunk::{Sizes, chunk};
-use crate::document::{Assembled, assemble, prepare, prepare_extracted};
-use crate::text::looks_binary;
-use crate::{code, host, skill, walk};
+use crate::host;
+use crate::indexing::chunk::{Sizes, chunk};
+use crate::indexing::document::{Assembled, assemble, prepare, prepare_extracted};
+use crate::indexing::{code, skill, walk};
+use crate::tool::text::looks_binary;
 use ragbox_protocol::{FileError, IndexReport};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -57,7 +58,7 @@ pub struct Report {
 
 impl Report {
     /// The Cortext result: `success`, `embedded`, `skipped`, `total_files`,
-    /// `errors` (null when none) as seeds 000-001 give them, plus `removed`,
+    /// `errors` (null when none) as Cortext's embedding tools give them, plus `removed`,
     /// `chunks` and, when the run stopped early, `complete: false` and why.
     pub fn result(&self) -> IndexReport {
         let errors = (!self.errors.is_empty()).then(|| {
@@ -316,7 +317,7 @@ const EXTRACTOR: &str = "ragbox.extractor";
 /// The extractor that reads the file at `path` now (asked once per extension and call).
 fn extractor_of(path: &str) -> Option<String> {
     static KNOWN: std::sync::Mutex<BTreeMap<String, Option<String>>> = std::sync::Mutex::new(BTreeMap::new());
-    let ext = crate::document::extension(path);
+    let ext = crate::indexing::document::extension(path);
     let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
     known.entry(ext).or_insert_with(|| extract::identity(path)).clone()
 }
@@ -364,7 +365,7 @@ fn unchanged_by_stat(entry: &walk::Entry, stored: &Document) -> bool {
 /// code indexed by an older ragbox as prose are re-embedded as whole units.
 fn indexed_as_now(path: &str, stored: &Document) -> bool {
     // A notebook indexed as JSON before an extractor read it is read again.
-    if is_document(path) != crate::document::is_extracted(&stored.metadata) {
+    if is_document(path) != crate::indexing::document::is_extracted(&stored.metadata) {
         return false;
     }
     // A file one extractor could not read is tried again by another (or a newer one).
@@ -373,7 +374,7 @@ fn indexed_as_now(path: &str, stored: &Document) -> bool {
     }
     let marker = if skill::is_skill(path) {
         skill::MARKER
-    } else if crate::document::kind_of(path) == "code" {
+    } else if crate::indexing::document::kind_of(path) == "code" {
         code::MARKER
     } else {
         return true;
@@ -467,7 +468,9 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
                     // Kept, without chunks, with why: the same bytes are not read again.
                     let nothing = Assembled { text: String::new(), parts: Vec::new() };
                     let mut prepared = prepare_extracted(&path, None, Vec::new(), nothing);
-                    prepared.metadata.push((UNREADABLE.to_string(), crate::text::truncate(&e.message, MAX_REASON)));
+                    prepared
+                        .metadata
+                        .push((UNREADABLE.to_string(), crate::tool::text::truncate(&e.message, MAX_REASON)));
                     prepared.metadata.extend(extractor_of(&path).map(|x| (EXTRACTOR.to_string(), x)));
                     report.errors.push((path.clone(), e.message));
                     batch.push(Pending { path, content, chunks: Vec::new(), embed: Vec::new(), prepared });
@@ -501,7 +504,7 @@ pub fn run_scoped(scope: Scope<'_>, only: Only) -> Result<Report, String> {
 enum Tokens {
     /// The model's tokenizer (`embedder.token-offsets`): chunks the model reads whole.
     Model,
-    /// A quick estimate ([`crate::chunk::estimated_token_starts`]), for chunks
+    /// A quick estimate ([`crate::indexing::chunk::estimated_token_starts`]), for chunks
     /// stored for keyword search until the model's replace them.
     Estimated,
 }
@@ -510,7 +513,7 @@ enum Tokens {
 fn token_starts(text: &str, tokens: Tokens) -> Result<Vec<u32>, String> {
     match tokens {
         Tokens::Model => embedder::token_offsets(text).map_err(|e| e.message),
-        Tokens::Estimated => Ok(crate::chunk::estimated_token_starts(text)),
+        Tokens::Estimated => Ok(crate::indexing::chunk::estimated_token_starts(text)),
     }
 }
 
@@ -523,7 +526,7 @@ fn token_starts(text: &str, tokens: Tokens) -> Result<Vec<u32>, String> {
 fn cut(
     path: &str,
     text: &str,
-    prepared: &mut crate::document::Prepared,
+    prepared: &mut crate::indexing::document::Prepared,
     sizes: Sizes,
     tokens: Tokens,
 ) -> Result<(Vec<Chunk>, Vec<String>), String> {
@@ -613,7 +616,7 @@ fn store_for_keywords(paths: &[String], sizes: Sizes) {
 fn new_document(
     path: String,
     content: Content,
-    prepared: crate::document::Prepared,
+    prepared: crate::indexing::document::Prepared,
     chunks: Vec<Chunk>,
     vectors: Vec<Vec<f32>>,
 ) -> NewDocument {
@@ -647,7 +650,7 @@ fn code_chunks(
     path: &str,
     text: &str,
     sizes: Sizes,
-    prepared: &mut crate::document::Prepared,
+    prepared: &mut crate::indexing::document::Prepared,
     tokens: Tokens,
 ) -> Result<(Vec<Chunk>, Vec<String>), String> {
     let offsets = token_starts(text, tokens)?;
@@ -693,7 +696,7 @@ struct Pending {
     chunks: Vec<Chunk>,
     /// What to embed for each chunk: its text, or a skill's intent.
     embed: Vec<String>,
-    prepared: crate::document::Prepared,
+    prepared: crate::indexing::document::Prepared,
 }
 
 /// Embeds every chunk in the batch in one call, then stores the batch's
@@ -737,7 +740,7 @@ fn document_formats() -> &'static [String] {
 
 /// Whether an extractor reads the file at `path`.
 fn is_document(path: &str) -> bool {
-    let ext = crate::document::extension(path);
+    let ext = crate::indexing::document::extension(path);
     !ext.is_empty() && document_formats().contains(&ext)
 }
 
@@ -786,12 +789,12 @@ fn sniff(path: &str) -> Result<bool, String> {
 enum Opened {
     /// Binary, and no document format anyone expects to be searchable.
     Binary,
-    /// The open file, read up to [`crate::text::BINARY_SNIFF_BYTES`], and those bytes.
+    /// The open file, read up to [`crate::tool::text::BINARY_SNIFF_BYTES`], and those bytes.
     Indexable(std::fs::File, Vec<u8>),
 }
 
 /// Opens the file at `path` (about `size` long) and reads its first
-/// [`crate::text::BINARY_SNIFF_BYTES`]: a binary costs that small read, not a
+/// [`crate::tool::text::BINARY_SNIFF_BYTES`]: a binary costs that small read, not a
 /// full one. A binary in a document format no extractor reads (old Word
 /// files, …) is an error that says so; other binaries are not indexable.
 fn opened(path: &str, size: u64) -> Result<Opened, String> {
@@ -799,11 +802,11 @@ fn opened(path: &str, size: u64) -> Result<Opened, String> {
     let failed = |e: std::io::Error| format!("cannot read: {e}");
     let mut file = std::fs::File::open(path).map_err(failed)?;
     let mut head = Vec::with_capacity(size as usize + 1);
-    (&mut file).take(crate::text::BINARY_SNIFF_BYTES as u64).read_to_end(&mut head).map_err(failed)?;
+    (&mut file).take(crate::tool::text::BINARY_SNIFF_BYTES as u64).read_to_end(&mut head).map_err(failed)?;
     if is_document(path) || !looks_binary(&head) {
         return Ok(Opened::Indexable(file, head));
     }
-    match crate::document::unsupported(path, document_formats()) {
+    match crate::indexing::document::unsupported(path, document_formats()) {
         Some(reason) => Err(reason),
         None => Ok(Opened::Binary),
     }
@@ -827,20 +830,8 @@ mod tests {
     use super::*;
 
     fn stored(size: u64, mtime: i64, read_at: Option<i64>) -> Document {
-        Document {
-            path: "notes/a.md".into(),
-            content_hash: "h".into(),
-            size,
-            mtime,
-            kind: "markdown".into(),
-            title: None,
-            conversation_type: None,
-            date: None,
-            metadata: read_at.map(|r| (READ_AT.to_string(), r.to_string())).into_iter().collect(),
-            embedded_at: 0,
-            model_id: "m".into(),
-            chunks: 1,
-        }
+        let metadata = read_at.map(|r| (READ_AT.to_string(), r.to_string())).into_iter().collect();
+        Document { size, mtime, metadata, ..crate::fixtures::document("notes/a.md") }
     }
 
     #[test]

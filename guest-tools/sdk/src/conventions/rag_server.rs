@@ -1,34 +1,35 @@
-//! Conventions of the "RAG MCP Server" tool set (seed 003): its error shape
+//! Conventions of the "RAG MCP Server" tool set: its error shape
 //! (`{"error": Type, "message", "suggestion"}`), file types as MIME types,
 //! source objects, the filters `sources` and `metadata_filters`, and the
-//! search modes (hybrid is [`crate::hybrid`]'s fusion).
+//! search modes (hybrid is [`crate::search::hybrid`]'s fusion).
 
 use crate::bindings::ragbox::tools::corpus::{Document, Filter};
 use crate::bindings::ragbox::tools::fulltext;
 use crate::bindings::ragbox::tools::vectors::Hit;
-use crate::cortext::DateRange;
-use crate::document::extension;
-use crate::group::{FileHit, Run};
-use crate::hybrid::{self, Scored};
-use crate::lines::Lines;
+use crate::indexing::document::extension;
+use crate::indexing::layout::DateRange;
+use crate::search::group::{FileHit, Run};
+use crate::search::hybrid::{self, Scored};
+use crate::search::lines::Lines;
+use crate::tool::ToolSet;
 use crate::{CallError, Error};
 use ragbox_protocol::SourceRef;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-/// A seed-003 error.
+/// An error body in the RAG MCP Server's shape: `{error, message, suggestion}`.
 pub fn error(kind: &str, message: impl AsRef<str>, suggestion: &str) -> String {
     ragbox_protocol::ToolError::typed(kind, message.as_ref(), suggestion).to_json()
 }
 
-/// Invalid arguments, in the seed-003 shape.
+/// Invalid arguments, in the RAG MCP Server's error shape.
 pub fn invalid(kind: &str, message: impl AsRef<str>, suggestion: &str) -> CallError {
     CallError::InvalidArguments(error(kind, message, suggestion))
 }
 
 /// A required text argument (`name`): absent, empty or blank is an error of
-/// type `kind` in the seed-003 shape, with `suggestion`.
+/// type `kind` in the RAG MCP Server's error shape, with `suggestion`.
 pub fn required(value: Option<String>, kind: &str, name: &str, suggestion: &str) -> Result<String, CallError> {
     match value {
         Some(text) if !text.trim().is_empty() => Ok(text),
@@ -39,12 +40,12 @@ pub fn required(value: Option<String>, kind: &str, name: &str, suggestion: &str)
 /// What a failed search suggests: the usual cause is an empty index.
 pub const CHECK_INDEXED: &str = "Check that the workspace is indexed (embed_workspace or `ragbox index`)";
 
-/// An argument that does not fit the input schema, in the seed-003 shape.
+/// An argument that does not fit the input schema, in the RAG MCP Server's error shape.
 pub fn bad_parameter(message: String) -> CallError {
-    invalid("InvalidParameter", message, "Check the parameter against the tool's input schema")
+    ToolSet::RagServer.bad_argument(&message)
 }
 
-/// A failed operation, in the seed-003 shape.
+/// A failed operation, in the RAG MCP Server's error shape.
 pub fn failed(kind: &str, message: impl AsRef<str>, suggestion: &str) -> CallError {
     CallError::Failed(error(kind, message, suggestion))
 }
@@ -125,27 +126,25 @@ pub fn document_id(path: &str) -> String {
 /// The `source` object of a chunk result, with its `path:first-last` lines.
 pub fn source_ref(hit: &Hit, lines: &mut Lines) -> SourceRef {
     let doc = &hit.document;
-    SourceRef {
-        filename: doc.path.rsplit('/').next().unwrap_or(&doc.path).to_string(),
-        filepath: doc.path.clone(),
-        file_type: mime_of(&doc.path).to_string(),
-        file_id: document_id(&doc.path),
-        chunk_index: Some(hit.ordinal),
-        location: lines.location(doc, hit.chunk.start, hit.chunk.end),
-    }
+    source_of(doc, hit.ordinal, lines.location(doc, hit.chunk.start, hit.chunk.end))
 }
 
-/// The `source` object of a file's answer ([`crate::group`]): its best
+/// The `source` object of a file's answer ([`crate::search::group`]): its best
 /// chunk's index and the lines of its runs (`path:a-b,c-d`).
 pub fn file_source_ref(file: &FileHit, runs: &[Run], lines: &mut Lines) -> SourceRef {
     let doc = file.document();
+    source_of(doc, file.lead, lines.locations(doc, &runs.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>()))
+}
+
+/// The `source` object of `doc`, naming its chunk `chunk_index` and where the answer is.
+fn source_of(doc: &Document, chunk_index: u32, location: Option<String>) -> SourceRef {
     SourceRef {
         filename: doc.path.rsplit('/').next().unwrap_or(&doc.path).to_string(),
         filepath: doc.path.clone(),
         file_type: mime_of(&doc.path).to_string(),
         file_id: document_id(&doc.path),
-        chunk_index: Some(file.lead),
-        location: lines.locations(doc, &runs.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>()),
+        chunk_index: Some(chunk_index),
+        location,
     }
 }
 
@@ -212,7 +211,7 @@ pub enum Mode {
     Semantic,
     /// BM25 keywords.
     Fulltext,
-    /// Both, fused ([`crate::hybrid`]).
+    /// Both, fused ([`crate::search::hybrid`]).
     Hybrid,
 }
 
@@ -242,11 +241,11 @@ impl Mode {
 /// similarity (negative counts as 0); fulltext, BM25 relative to the best
 /// hit; hybrid, the fused relevance. In every mode a query that is an
 /// identifier, a path or a quoted string puts the files holding it as
-/// written first ([`crate::exact`]).
+/// written first ([`crate::search::exact`]).
 pub fn search(query: &hybrid::Query, mode: Mode, k: u32, filter: &Filter) -> Result<Vec<Scored>, Error> {
     let ranked = match mode {
         Mode::Semantic => {
-            let Some(hits) = crate::semantic::search(query.text, k, filter)? else { return Ok(Vec::new()) };
+            let Some(hits) = crate::search::semantic::search(query.text, k, filter)? else { return Ok(Vec::new()) };
             hits.into_iter()
                 .map(|hit| {
                     let relevance = f64::from(hit.score).clamp(0.0, 1.0);
@@ -267,7 +266,7 @@ pub fn search(query: &hybrid::Query, mode: Mode, k: u32, filter: &Filter) -> Res
         // hybrid::search looks up exact matches itself.
         Mode::Hybrid => return Ok(hybrid::search(query, k, filter, f32::NEG_INFINITY)?.unwrap_or_default()),
     };
-    crate::exact::first(query.text, ranked, k as usize, filter)
+    crate::search::exact::first(query.text, ranked, k as usize, filter)
 }
 
 /// A score rounded for JSON.

@@ -2,9 +2,17 @@
 //! arguments decode and what a call does; [`export_tool!`] makes the
 //! component's `describe` and `call` from that. The call checks the
 //! workspace the host granted first and answers in the tool set's error shape.
+//! Below it, what every tool draws on: argument decoding ([`args`]), token
+//! budgets ([`budget`]), logging ([`log`]) and small text helpers ([`text`]).
+
+pub mod args;
+pub mod budget;
+pub mod log;
+pub mod text;
 
 use crate::bindings::ragbox::tools::host::{self, WorkspaceInfo};
 use crate::{Annotations, CallError, ToolInfo};
+use ragbox_protocol::ToolError;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -16,10 +24,27 @@ const WORKSPACE_PATH: &str = "workspace_path";
 /// The documented tool set a tool belongs to: it decides the error shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolSet {
-    /// Cortext (seeds 000-002): `{"success": false, "error": message}`.
+    /// The Cortext tools (its keyword and RAG tools): `{"success": false, "error": message}`.
     Cortext,
-    /// The RAG MCP Server (seed 003): `{"error": Type, "message", "suggestion"}`.
+    /// The RAG MCP Server's tools: `{"error": Type, "message", "suggestion"}`.
     RagServer,
+}
+
+impl ToolSet {
+    /// An error body in this set's shape (Cortext's carries the message alone).
+    fn error(self, kind: &str, message: &str, suggestion: &str) -> String {
+        match self {
+            Self::Cortext => ToolError::cortext(message),
+            Self::RagServer => ToolError::typed(kind, message, suggestion),
+        }
+        .to_json()
+    }
+
+    /// Arguments that do not fit the input schema, in this set's error shape.
+    pub fn bad_argument(self, message: &str) -> CallError {
+        let suggestion = "Check the parameter against the tool's input schema";
+        CallError::InvalidArguments(self.error("InvalidParameter", message, suggestion))
+    }
 }
 
 /// A tool that reads and changes nothing (every search and listing).
@@ -108,18 +133,21 @@ pub fn describe<T: Tool>() -> ToolInfo {
     }
 }
 
-/// An argument error in `T`'s tool set's shape.
-fn invalid<T: Tool>(message: String) -> CallError {
-    match T::SET {
-        ToolSet::Cortext => crate::cortext::invalid(message),
-        ToolSet::RagServer => crate::rag_server::bad_parameter(message),
-    }
-}
-
 /// Decodes `arguments` for `T`: the argument every tool shares, then its own.
 pub fn decode<T: Tool>(arguments: &str) -> Result<T::Request, CallError> {
-    check_workspace_path(arguments).map_err(invalid::<T>)?;
-    T::check(crate::args::parse(arguments).map_err(invalid::<T>)?)
+    let invalid = |message: String| T::SET.bad_argument(&message);
+    check_workspace_path(arguments).map_err(invalid)?;
+    T::check(args::parse(arguments).map_err(invalid)?)
+}
+
+/// The JSON error body [`decode`] refuses `arguments` for `T` with: what the
+/// tools' own tests read. `None` when the arguments are accepted.
+#[doc(hidden)]
+pub fn refusal<T: Tool>(arguments: &str) -> Option<Value> {
+    match decode::<T>(arguments) {
+        Err(CallError::InvalidArguments(body)) => serde_json::from_str(&body).ok(),
+        _ => None,
+    }
 }
 
 /// `workspace_path`, when given, must be a string. (The host reads only a
@@ -129,23 +157,22 @@ fn check_workspace_path(arguments: &str) -> Result<(), String> {
     let Ok(Value::Object(arguments)) = serde_json::from_str::<Value>(arguments) else { return Ok(()) };
     match arguments.get(WORKSPACE_PATH) {
         None | Some(Value::Null | Value::String(_)) => Ok(()),
-        Some(other) => Err(format!(
-            "argument '{WORKSPACE_PATH}': invalid type: {}, expected a string",
-            crate::args::describe(other)
-        )),
+        Some(other) => {
+            Err(format!("argument '{WORKSPACE_PATH}': invalid type: {}, expected a string", args::describe(other)))
+        }
     }
 }
 
 /// The component's `call`: the granted workspace, then the decoded arguments, then the run.
 pub fn call<T: Tool>(arguments: &str) -> Result<String, CallError> {
-    let workspace = host::workspace().map_err(|e| match T::SET {
-        ToolSet::Cortext => crate::cortext::failed(e.message),
-        ToolSet::RagServer => crate::rag_server::failed(
+    let refused = |e: crate::Error| {
+        CallError::Failed(T::SET.error(
             "WorkspaceNotAllowed",
-            e.message,
+            &e.message,
             "Omit workspace_path to use the served workspace",
-        ),
-    })?;
+        ))
+    };
+    let workspace = host::workspace().map_err(refused)?;
     T::run(decode::<T>(arguments)?, &workspace).map(Answer::into_text)
 }
 

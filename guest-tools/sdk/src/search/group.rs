@@ -12,7 +12,7 @@
 
 use crate::bindings::ragbox::tools::corpus::Document;
 use crate::bindings::ragbox::tools::vectors::Hit;
-use crate::scored::Scored;
+use crate::search::scored::Scored;
 use std::collections::HashMap;
 
 /// Chunks a file answers with at most, by its place in the results (best
@@ -138,22 +138,10 @@ pub fn by_file(ranked: Vec<Scored>, files: usize) -> Vec<FileHit> {
 mod tests {
     use super::*;
     use crate::bindings::ragbox::tools::corpus::Chunk;
+    use crate::fixtures;
 
     fn scored(path: &str, ordinal: u32, span: (u64, u64), text: &str, relevance: f64, own: f64) -> Scored {
-        let document = Document {
-            path: path.into(),
-            content_hash: "h".into(),
-            size: 100,
-            mtime: 0,
-            kind: "code".into(),
-            title: None,
-            conversation_type: None,
-            date: None,
-            metadata: Vec::new(),
-            embedded_at: 0,
-            model_id: "m".into(),
-            chunks: 9,
-        };
+        let document = fixtures::document(path);
         let chunk = Chunk { text: text.into(), start: span.0, end: span.1 };
         Scored { hit: Hit { document, ordinal, chunk, score: 0.0 }, relevance, own }
     }

@@ -5,16 +5,16 @@
 use crate::bindings::ragbox::tools::corpus::{self, Document, Filter};
 use crate::bindings::ragbox::tools::embedder::EmbedKind;
 use crate::bindings::ragbox::tools::vectors::{self, Hit};
-use crate::cortext::{DateRange, Layout};
-use crate::lines::Lines;
-use crate::text::truncate;
+use crate::indexing::layout::{DateRange, Layout};
+use crate::search::lines::Lines;
+use crate::tool::text::truncate;
 use crate::{Error, ErrorCode};
 use ragbox_protocol::{Coverage, Passage};
 
 /// Longest chunk text a result carries: prose chunks and whole code units fit
-/// (see [`crate::code::MAX_UNIT_BYTES`]); only a very long SKILL.md is cut
+/// (see [`crate::indexing::code::MAX_UNIT_BYTES`]); only a very long SKILL.md is cut
 /// (`search_skills` returns skills whole), and the path leads to the rest.
-pub const MAX_TEXT_BYTES: usize = crate::code::MAX_UNIT_BYTES;
+pub const MAX_TEXT_BYTES: usize = crate::indexing::code::MAX_UNIT_BYTES;
 
 /// A filter on conversation type and date, nothing else.
 pub fn filter(conversation_type: Option<&str>, date_range: Option<&DateRange>) -> Filter {
