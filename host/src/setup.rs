@@ -76,7 +76,12 @@ pub fn shared_collection_at(
         );
     }
     let shared = config.shared_collections().contains(&name);
-    let binding = Binding { id: identity, shown: served.display().to_string(), shared };
+    let binding = Binding {
+        id: identity,
+        shown: served.display().to_string(),
+        shared,
+        config_file: crate::config::user_config_shown(),
+    };
     let collection = Collection::new(target, &name).bound_to(binding);
     Ok(Arc::new(if config.team_cache() { collection } else { collection.without_team_cache() }))
 }

@@ -51,6 +51,8 @@ pub struct Binding {
     pub shown: String,
     /// The user's config lists the collection as shared by several workspaces.
     pub shared: bool,
+    /// The user's config file, for the message that says how to share it.
+    pub config_file: String,
 }
 
 /// The collection's row as last read.
@@ -168,7 +170,7 @@ impl Collection {
                     self.name,
                     row.workspace_path.as_deref().unwrap_or("unknown"),
                     binding.shown,
-                    crate::config::user_config_shown(),
+                    binding.config_file,
                     self.name,
                 ),
             }),
