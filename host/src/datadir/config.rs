@@ -47,9 +47,7 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let data = DataDir::create_with(ws.path(), Some(key())).unwrap();
         let config = data.path().join(CONFIG_FILE);
-        let c = std::ffi::CString::new(config.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: `c` is a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::datadir::testing::fifo(&config);
         // A FIFO would block the read for ever: refused without opening it.
         assert!(matches!(data.read_config(), Err(DataDirError::NotPlain { .. })));
         std::fs::remove_file(&config).unwrap();

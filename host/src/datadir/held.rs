@@ -110,7 +110,10 @@ impl DataDir {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datadir::testing::key;
+    #[cfg(unix)]
+    use crate::datadir::testing::{fifo, mode};
+    use crate::datadir::testing::{key, made, names};
+    use crate::datadir::{LOCK_FILE, OWNER_FILE};
 
     #[test]
     fn a_data_dir_is_made_private_found_again_and_never_made_by_open() {
@@ -145,5 +148,55 @@ mod tests {
         let swapped = held.in_place().unwrap_err();
         assert!(matches!(swapped, DataDirError::Replaced { .. }), "{swapped}");
         assert!(swapped.to_string().contains(&ws.path().join(DATA_DIR).display().to_string()));
+    }
+
+    #[test]
+    fn a_fresh_data_dir_holds_only_its_stamp_and_lock_owner_only_and_vouched_for() {
+        let (_ws, data) = made();
+        assert_eq!(names(data.path()), [LOCK_FILE, OWNER_FILE], "nothing else is made until it is needed");
+        #[cfg(unix)]
+        for name in [LOCK_FILE, OWNER_FILE] {
+            assert_eq!(mode(&data.path().join(name)), 0o600, "{name}");
+        }
+        assert!(data.is_vouched().unwrap(), "a folder ragbox made holds nothing from elsewhere");
+
+        // The same, for a folder outside any workspace; found again, not remade.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let dir = elsewhere.path().join("index");
+        let at = DataDir::at(&dir, key()).unwrap();
+        assert_eq!(at.path(), dir);
+        assert_eq!(names(&dir), [LOCK_FILE, OWNER_FILE]);
+        let stamp = std::fs::read(dir.join(OWNER_FILE)).unwrap();
+        DataDir::at(&dir, key()).unwrap();
+        assert_eq!(std::fs::read(dir.join(OWNER_FILE)).unwrap(), stamp, "an existing folder is not stamped anew");
+    }
+
+    #[test]
+    fn a_file_where_the_data_dir_belongs_is_refused_by_open_and_create() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join(DATA_DIR), "a file").unwrap();
+        for refused in
+            [DataDir::open(ws.path()).unwrap_err(), DataDir::create_with(ws.path(), Some(key())).unwrap_err()]
+        {
+            assert!(refused.to_string().contains("not a folder"), "{refused}");
+        }
+        assert_eq!(std::fs::read(ws.path().join(DATA_DIR)).unwrap(), b"a file", "left as it was");
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_data_dir_open_to_others_is_made_owner_only_and_a_fifo_there_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let ws = tempfile::tempdir().unwrap();
+        let path = ws.path().join(DATA_DIR);
+        std::fs::create_dir(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        DataDir::open(ws.path()).unwrap().unwrap();
+        assert_eq!(mode(&path), 0o700, "a clone's data dir is made owner-only on open");
+
+        std::fs::remove_dir(&path).unwrap();
+        fifo(&path);
+        let refused = DataDir::create_with(ws.path(), Some(key())).unwrap_err();
+        assert!(matches!(refused, DataDirError::NotPlain { .. }), "{refused}");
     }
 }

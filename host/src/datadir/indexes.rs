@@ -172,3 +172,106 @@ impl DataDir {
         self.dir.open_dir_nofollow(VECTORS_DIR).map_err(self.io(VECTORS_DIR))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datadir::testing::made;
+    use crate::datadir::{KEYWORD_DIR, SHARED_DIR};
+
+    #[test]
+    fn index_folders_are_made_owner_only_held_and_listed() {
+        let (_ws, data) = made();
+        let (dir, path) = data.index_dir("shared/abc").unwrap();
+        assert_eq!(path, data.path().join("shared/abc"));
+        dir.write("probe", "x").unwrap();
+        assert!(path.join("probe").is_file(), "the handle is that folder");
+        data.vectors_dir().unwrap().write("probe", "xy").unwrap();
+        assert!(data.path().join("vectors/probe").is_file());
+        #[cfg(unix)]
+        for rel in ["shared", "shared/abc", "vectors"] {
+            assert_eq!(crate::datadir::testing::mode(&data.path().join(rel)), 0o700, "{rel}");
+        }
+        assert_eq!(data.index_entries(SHARED_DIR).unwrap(), ["abc"]);
+        assert!(data.index_entries("absent").unwrap().is_empty());
+        std::fs::create_dir(path.join("folder")).unwrap();
+        assert_eq!(data.file_sizes("vectors").unwrap(), [("probe".to_string(), 2)], "plain files only");
+        assert_eq!(data.file_sizes("shared/abc").unwrap(), [("probe".to_string(), 1)]);
+        assert!(data.file_sizes("absent").unwrap().is_empty());
+
+        std::fs::remove_dir_all(data.path().join("vectors")).unwrap();
+        std::fs::write(data.path().join("vectors"), "x").unwrap();
+        let refused = data.vectors_dir().unwrap_err();
+        assert!(refused.to_string().contains("a file where a folder belongs"), "{refused}");
+    }
+
+    #[test]
+    fn an_index_nested_deeper_than_ragbox_makes_or_naming_files_elsewhere_is_refused() {
+        let (_ws, data) = made();
+        let keyword = data.path().join(KEYWORD_DIR);
+        std::fs::create_dir_all(keyword.join("a/b")).unwrap();
+        data.index_dir(KEYWORD_DIR).unwrap();
+        std::fs::create_dir(keyword.join("a/b/c")).unwrap();
+        let deep = data.index_dir(KEYWORD_DIR).unwrap_err();
+        assert!(deep.to_string().contains("nested deeper than ragbox makes them"), "{deep}");
+        std::fs::remove_dir(keyword.join("a/b/c")).unwrap();
+
+        // tantivy deletes what its `.managed.json` names, joined to the folder.
+        let managed = keyword.join(MANAGED_FILE);
+        for (names, ok) in [
+            (r#"["meta.json", "a.idx"]"#, true),
+            ("", true),
+            (r#"["../x"]"#, false),
+            (r#"["/etc/passwd"]"#, false),
+            (r#"["a/b"]"#, false),
+            (r#"["a\\b"]"#, false),
+            ("{not a list", false),
+        ] {
+            std::fs::write(&managed, names).unwrap();
+            assert_eq!(data.index_dir(KEYWORD_DIR).is_ok(), ok, "{names}");
+        }
+        std::fs::remove_file(&managed).unwrap();
+
+        let meta = std::fs::File::create(keyword.join("meta.json")).unwrap();
+        meta.set_len(MAX_KEYWORD_META_BYTES + 1).unwrap();
+        assert!(matches!(data.index_dir(KEYWORD_DIR), Err(DataDirError::TooLarge { .. })));
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_link_or_fifo_anywhere_in_an_index_folder_is_refused() {
+        let (ws, data) = made();
+        let inner = data.path().join("keyword/a");
+        std::fs::create_dir_all(&inner).unwrap();
+        std::os::unix::fs::symlink(ws.path(), inner.join("link")).unwrap();
+        assert!(matches!(data.index_dir(KEYWORD_DIR), Err(DataDirError::NotPlain { .. })));
+        std::fs::remove_file(inner.join("link")).unwrap();
+        crate::datadir::testing::fifo(&inner.join("fifo"));
+        assert!(matches!(data.index_dir(KEYWORD_DIR), Err(DataDirError::NotPlain { .. })));
+    }
+
+    #[test]
+    fn removing_an_index_folder_takes_only_what_it_names() {
+        let (_ws, data) = made();
+        for rel in ["shared/a", "shared/b"] {
+            data.index_dir(rel).unwrap().0.write("f", "x").unwrap();
+        }
+        data.remove_index_dir("shared/a").unwrap();
+        assert_eq!(data.index_entries(SHARED_DIR).unwrap(), ["b"]);
+        data.remove_index_dir("shared/absent").unwrap();
+        data.remove_index_dir(SHARED_DIR).unwrap();
+        assert!(!data.path().join(SHARED_DIR).exists());
+        data.remove_index_dir("shared/b").unwrap();
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn removing_an_index_folder_that_is_a_link_takes_the_link_alone() {
+        let (ws, data) = made();
+        let outside = crate::datadir::testing::outside(ws.path());
+        std::os::unix::fs::symlink(&outside, data.path().join(SHARED_DIR)).unwrap();
+        data.remove_index_dir(SHARED_DIR).unwrap();
+        assert!(data.path().join(SHARED_DIR).symlink_metadata().is_err());
+        crate::datadir::testing::untouched(&outside);
+    }
+}

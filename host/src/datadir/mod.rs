@@ -188,11 +188,57 @@ fn open_workspace(workspace: &Path) -> Result<Dir, DataDirError> {
 /// What the data dir's unit tests share.
 #[cfg(test)]
 mod testing {
+    use super::DataDir;
     use super::owner::Key;
+    use std::path::Path;
     use std::sync::Arc;
 
     /// A key of the tests' own: no test reads or makes the user's.
     pub fn key() -> Arc<Key> {
         Arc::new(Key::from_bytes([7; 32]))
+    }
+
+    /// A data dir made (with [`key`]) in a fresh workspace, which goes when dropped.
+    pub fn made() -> (tempfile::TempDir, DataDir) {
+        let ws = tempfile::tempdir().unwrap();
+        let data = DataDir::create_with(ws.path(), Some(key())).unwrap();
+        (ws, data)
+    }
+
+    /// The names in the folder `dir`, sorted.
+    pub fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+
+    /// A FIFO at `path`: a read of it would block for ever.
+    #[cfg(unix)]
+    pub fn fifo(path: &Path) {
+        rustix::fs::mkfifoat(rustix::fs::CWD, path, rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR).unwrap();
+    }
+
+    /// A folder `outside` in the workspace `ws`, beside the data dir, for a link there to lead to.
+    #[cfg(unix)]
+    pub fn outside(ws: &Path) -> std::path::PathBuf {
+        let outside = ws.join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "mine").unwrap();
+        outside
+    }
+
+    /// Panics unless the folder [`outside`] made is as it was.
+    #[cfg(unix)]
+    pub fn untouched(outside: &Path) {
+        assert_eq!(names(outside), ["keep"]);
+        assert_eq!(std::fs::read_to_string(outside.join("keep")).unwrap(), "mine");
+    }
+
+    /// The permission bits of `path` itself (a link is not followed).
+    #[cfg(unix)]
+    pub fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o777
     }
 }

@@ -81,3 +81,49 @@ impl DataDir {
         renamed.map_err(self.io(name))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datadir::testing::{made, names};
+
+    #[test]
+    fn a_file_is_read_within_its_cap_and_a_folder_where_it_belongs_refused() {
+        let (_ws, data) = made();
+        let read = |name: &str, max| data.read_file(&data.dir, name, Path::new(name), max, "fix it");
+        assert!(read("absent", 8).unwrap().is_none());
+        std::fs::write(data.path().join("file"), b"12345678").unwrap();
+        assert_eq!(read("file", 8).unwrap().as_deref(), Some(&b"12345678"[..]));
+        // Told by its size, before any of it is read.
+        let too_large = read("file", 5).unwrap_err();
+        assert!(matches!(too_large, DataDirError::TooLarge { size: 8, max: 5, fix: "fix it", .. }), "{too_large}");
+        std::fs::create_dir(data.path().join("folder")).unwrap();
+        let folder = read("folder", 8).unwrap_err();
+        assert!(folder.to_string().contains("a folder where a file belongs"), "{folder}");
+    }
+
+    #[test]
+    fn a_write_replaces_the_file_whole_owner_only_and_leaves_no_temporary() {
+        let (_ws, data) = made();
+        let mut expected = names(data.path());
+        expected.push("written".into());
+        data.write_atomically(&data.dir, "written", b"first, and longer").unwrap();
+        data.write_atomically(&data.dir, "written", b"second").unwrap();
+        assert_eq!(std::fs::read(data.path().join("written")).unwrap(), b"second");
+        assert_eq!(names(data.path()), expected, "no temporary file left beside it");
+        #[cfg(unix)]
+        assert_eq!(crate::datadir::testing::mode(&data.path().join("written")), 0o600);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_write_over_a_link_replaces_the_link_and_leaves_its_target() {
+        let (ws, data) = made();
+        let outside = ws.path().join("outside");
+        std::fs::write(&outside, "theirs").unwrap();
+        std::os::unix::fs::symlink(&outside, data.path().join("written")).unwrap();
+        data.write_atomically(&data.dir, "written", b"ours").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "theirs");
+        assert!(std::fs::symlink_metadata(data.path().join("written")).unwrap().is_file());
+    }
+}

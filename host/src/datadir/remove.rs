@@ -66,3 +66,50 @@ impl DataDir {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[cfg(unix)]
+    use crate::datadir::DataDirError;
+    use crate::datadir::testing::{made, names};
+
+    #[test]
+    fn a_deep_tree_or_a_file_is_removed_whole_and_nothing_is_left_beside_it() {
+        let (_ws, data) = made();
+        let before = names(data.path());
+        let mut deep = data.path().join("keyword");
+        for depth in 0..64 {
+            deep.push(format!("d{depth}"));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("bottom"), "x").unwrap();
+        std::fs::write(data.path().join("keyword/top"), "x").unwrap();
+        data.remove_entry("keyword").unwrap();
+        assert_eq!(names(data.path()), before, "no discarded folder left behind");
+        data.remove_entry("keyword").unwrap();
+        std::fs::write(data.path().join("store.redb"), "x").unwrap();
+        data.remove_entry("store.redb").unwrap();
+        assert_eq!(names(data.path()), before);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_link_goes_itself_and_what_it_leads_to_stays() {
+        let (ws, data) = made();
+        let outside = crate::datadir::testing::outside(ws.path());
+        // An index entry that is a link is the user's to look at...
+        let link = data.path().join("vectors");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let refused = data.remove_entry("vectors").unwrap_err();
+        assert!(matches!(refused, DataDirError::NotPlain { .. }), "{refused}");
+        assert!(link.symlink_metadata().is_ok(), "left in place");
+        // ...a folder holding one loses the link, not what it leads to...
+        std::fs::create_dir(data.path().join("keyword")).unwrap();
+        std::os::unix::fs::symlink(&outside, data.path().join("keyword/link")).unwrap();
+        data.remove_entry("keyword").unwrap();
+        // ...and removing anything takes the link itself.
+        data.unlink_anything("vectors").unwrap();
+        assert!(link.symlink_metadata().is_err());
+        crate::datadir::testing::untouched(&outside);
+    }
+}

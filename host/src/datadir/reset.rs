@@ -80,3 +80,55 @@ pub fn reset(workspace: &Path) -> Result<Vec<PathBuf>, DataDirError> {
     data.clear()?;
     Ok(removed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datadir::testing::{made, names};
+    use crate::datadir::{KEYWORD_DIR, SHARED_DIR, STORE_FILE, VECTORS_DIR};
+
+    #[test]
+    fn reset_removes_the_index_and_keeps_the_workspaces_own_plain_files() {
+        let (ws, data) = made();
+        data.store_file(true).unwrap().unwrap();
+        data.index_dir(KEYWORD_DIR).unwrap();
+        data.index_dir("shared/a").unwrap();
+        data.vectors_dir().unwrap();
+        std::fs::create_dir_all(data.path().join(format!("{DISCARD_PREFIX}0123/a"))).unwrap();
+        std::fs::create_dir(data.path().join(TOOLS_DIR)).unwrap();
+        for file in ["fulltext", "http-token", CONFIG_FILE, "tools/a.wasm", "notes"] {
+            std::fs::write(data.path().join(file), "x").unwrap();
+        }
+        let index = [STORE_FILE, KEYWORD_DIR, VECTORS_DIR, SHARED_DIR, "fulltext", "http-token"];
+        assert_eq!(data.index_names(), index);
+        assert_eq!(reset(ws.path()).unwrap(), index.map(|name| data.path().join(name)));
+        assert_eq!(names(data.path()), [CONFIG_FILE, "notes", TOOLS_DIR], "only ragbox's own entries go");
+        assert_eq!(names(&data.path().join(TOOLS_DIR)), ["a.wasm"]);
+        assert!(reset(ws.path()).unwrap().is_empty(), "nothing left to remove");
+        let bare = tempfile::tempdir().unwrap();
+        assert!(reset(bare.path()).unwrap().is_empty(), "no data dir: nothing to do");
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn reset_takes_links_and_fifos_themselves_never_what_they_lead_to() {
+        let (ws, data) = made();
+        let outside = crate::datadir::testing::outside(ws.path());
+        for name in [CONFIG_FILE, TOOLS_DIR] {
+            std::os::unix::fs::symlink(&outside, data.path().join(name)).unwrap();
+        }
+        std::fs::remove_file(data.path().join(LOCK_FILE)).unwrap();
+        crate::datadir::testing::fifo(&data.path().join(LOCK_FILE));
+        let removed = reset(ws.path()).unwrap();
+        assert_eq!(removed, [LOCK_FILE, CONFIG_FILE, TOOLS_DIR].map(|name| data.path().join(name)));
+        assert!(names(data.path()).is_empty());
+        crate::datadir::testing::untouched(&outside);
+
+        // The data dir itself a link: the link goes.
+        std::fs::remove_dir(data.path()).unwrap();
+        std::os::unix::fs::symlink(&outside, data.path()).unwrap();
+        assert_eq!(reset(ws.path()).unwrap(), [data.path()]);
+        assert!(data.path().symlink_metadata().is_err());
+        crate::datadir::testing::untouched(&outside);
+    }
+}

@@ -137,3 +137,67 @@ impl DataDir {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datadir::testing::{made, names};
+    use crate::datadir::{CONFIG_FILE, KEYWORD_DIR, TOOLS_DIR};
+
+    #[test]
+    fn an_index_stamped_by_another_key_is_removed_and_the_workspaces_own_files_kept() {
+        let (ws, data) = made();
+        data.store_file(true).unwrap().unwrap();
+        for dir in [KEYWORD_DIR, TOOLS_DIR] {
+            std::fs::create_dir(data.path().join(dir)).unwrap();
+        }
+        for file in ["keyword/meta.json", "tools/a.wasm", CONFIG_FILE, "fulltext"] {
+            std::fs::write(data.path().join(file), "x").unwrap();
+        }
+        let all = names(data.path());
+        let other = DataDir::open(ws.path()).unwrap().unwrap().with_key(Arc::new(Key::from_bytes([9; 32])));
+        assert!(!other.is_vouched().unwrap());
+        assert_eq!(names(data.path()), all, "asking removes nothing");
+        assert!(other.store_file(false).unwrap().is_none(), "a store stamped by another key is never opened");
+        assert_eq!(names(data.path()), [CONFIG_FILE, LOCK_FILE, OWNER_FILE, TOOLS_DIR]);
+        assert_eq!(names(&data.path().join(TOOLS_DIR)), ["a.wasm"]);
+        assert!(other.is_vouched().unwrap(), "stamped anew, for no store");
+    }
+
+    #[test]
+    fn a_stamp_holds_only_for_the_store_file_it_was_made_for() {
+        let (ws, data) = made();
+        data.store_file(true).unwrap().unwrap();
+        assert!(data.is_vouched().unwrap());
+        // What a copy or a `git pull` puts there is another file, whatever its bytes.
+        let store = data.path().join(STORE_FILE);
+        std::fs::copy(&store, ws.path().join("copy")).unwrap();
+        std::fs::rename(ws.path().join("copy"), &store).unwrap();
+        assert!(!data.is_vouched().unwrap());
+        assert!(data.store_file_id().unwrap().is_none(), "removed, never read");
+        assert!(!store.exists());
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_fifo_or_link_for_the_lock_is_refused_and_nothing_runs_under_it() {
+        let (ws, data) = made();
+        let lock = data.path().join(LOCK_FILE);
+        let ran = std::cell::Cell::new(false);
+        let run = || {
+            ran.set(true);
+            Ok(())
+        };
+        std::fs::remove_file(&lock).unwrap();
+        crate::datadir::testing::fifo(&lock);
+        let refused = data.locked(run).unwrap_err();
+        assert!(matches!(refused, DataDirError::NotPlain { kind: "a special file", .. }), "{refused}");
+        std::fs::remove_file(&lock).unwrap();
+        let target = ws.path().join("made-through-the-link");
+        std::os::unix::fs::symlink(&target, &lock).unwrap();
+        let refused = data.locked(run).unwrap_err();
+        assert!(matches!(refused, DataDirError::NotPlain { .. }), "{refused}");
+        assert!(!ran.get());
+        assert!(!target.exists(), "a dangling link is not followed to make what it names");
+    }
+}

@@ -80,3 +80,62 @@ impl DataDir {
         Ok(Some((file.into_std(), id)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datadir::DataDir;
+    use crate::datadir::testing::{key, made, names};
+    use crate::datadir::{KEYWORD_DIR, LOCK_FILE, OWNER_FILE};
+
+    #[test]
+    fn the_store_is_made_only_when_asked_owner_only_and_found_again_as_the_same_file() {
+        let (ws, data) = made();
+        assert!(data.store_file(false).unwrap().is_none(), "not made unless asked");
+        assert!(data.store_file_id().unwrap().is_none());
+        let (_, id) = data.store_file(true).unwrap().unwrap();
+        #[cfg(unix)]
+        assert_eq!(crate::datadir::testing::mode(&data.path().join(STORE_FILE)), 0o600);
+        assert_eq!(data.store_file_id().unwrap(), Some(id));
+        let again = DataDir::open(ws.path()).unwrap().unwrap().with_key(key());
+        assert!(again.is_vouched().unwrap(), "the stamp is on disk, not only in the handle that made it");
+        assert_eq!(again.store_file(true).unwrap().map(|(_, id)| id), Some(id), "opened, not made anew");
+    }
+
+    #[test]
+    fn a_new_store_starts_with_no_index_an_earlier_one_left() {
+        let (_ws, data) = made();
+        std::fs::create_dir(data.path().join(KEYWORD_DIR)).unwrap();
+        std::fs::write(data.path().join("keyword/meta.json"), "{}").unwrap();
+        std::fs::write(data.path().join("vectors.idx"), "x").unwrap();
+        data.store_file(true).unwrap().unwrap();
+        assert_eq!(names(data.path()), [LOCK_FILE, OWNER_FILE, STORE_FILE]);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_store_open_to_others_is_made_owner_only_and_a_link_or_fifo_there_refused() {
+        use crate::datadir::testing::{fifo, mode};
+        use std::os::unix::fs::PermissionsExt as _;
+        let (ws, data) = made();
+        data.store_file(true).unwrap().unwrap();
+        let store = data.path().join(STORE_FILE);
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o644)).unwrap();
+        data.store_file(false).unwrap().unwrap();
+        assert_eq!(mode(&store), 0o600);
+
+        std::fs::remove_file(&store).unwrap();
+        let outside = ws.path().join("outside");
+        std::fs::write(&outside, "theirs").unwrap();
+        std::os::unix::fs::symlink(&outside, &store).unwrap();
+        for create in [false, true] {
+            let refused = data.store_file(create).unwrap_err();
+            assert!(matches!(refused, DataDirError::NotPlain { .. }), "{refused}");
+        }
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "theirs");
+        std::fs::remove_file(&store).unwrap();
+        fifo(&store);
+        let refused = data.store_file(true).unwrap_err();
+        assert!(matches!(refused, DataDirError::NotPlain { .. }), "{refused}");
+    }
+}

@@ -102,3 +102,71 @@ impl DataDir {
         Ok(ToolFile::Trusted(bytes))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datadir::testing::made;
+    use sha2::Digest as _;
+
+    fn sha256(bytes: &[u8]) -> String {
+        hex::encode(sha2::Sha256::digest(bytes))
+    }
+
+    /// What was read of each component, or why not.
+    fn read(found: &ToolFiles) -> Vec<Result<&ToolFile, &str>> {
+        found.iter().map(|(_, read)| read.as_ref().map_err(String::as_str)).collect()
+    }
+
+    #[test]
+    fn components_come_in_name_order_trusted_bytes_read_untrusted_only_hashed() {
+        let (_ws, data) = made();
+        assert!(data.tool_components(&|_| true).unwrap().is_empty(), "no tools folder: none");
+        let tools = data.path().join(TOOLS_DIR);
+        std::fs::create_dir(&tools).unwrap();
+        for (name, bytes) in [("b.wasm", "bee"), ("a.wasm", "ay"), ("notes.txt", "not a component")] {
+            std::fs::write(tools.join(name), bytes).unwrap();
+        }
+        let found = data.tool_components(&|sha| sha == sha256(b"ay")).unwrap();
+        let paths: Vec<_> = found.iter().map(|(path, _)| path.clone()).collect();
+        assert_eq!(paths, [tools.join("a.wasm"), tools.join("b.wasm")]);
+        assert!(matches!(read(&found)[0], Ok(ToolFile::Trusted(bytes)) if bytes == b"ay"));
+        assert!(matches!(read(&found)[1], Ok(ToolFile::Untrusted(sha)) if *sha == sha256(b"bee")));
+    }
+
+    #[test]
+    fn a_component_over_its_cap_or_past_the_first_ones_is_not_read() {
+        let (_ws, data) = made();
+        let tools = data.path().join(TOOLS_DIR);
+        std::fs::create_dir(&tools).unwrap();
+        std::fs::File::create(tools.join("large.wasm")).unwrap().set_len(MAX_COMPONENT_BYTES + 1).unwrap();
+        let found = data.tool_components(&|_| true).unwrap();
+        assert!(matches!(read(&found)[..], [Err(why)] if why.contains("over the 64 MiB")));
+
+        std::fs::remove_file(tools.join("large.wasm")).unwrap();
+        for i in 0..=MAX_TOOL_FILES {
+            std::fs::write(tools.join(format!("{i:03}.wasm")), "x").unwrap();
+        }
+        let found = data.tool_components(&|_| false).unwrap();
+        let read = read(&found);
+        assert_eq!(read.len(), MAX_TOOL_FILES + 1, "each one is told about");
+        assert!(read[..MAX_TOOL_FILES].iter().all(Result::is_ok));
+        assert!(matches!(read[MAX_TOOL_FILES], Err(why) if why.contains("past them")));
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_link_or_fifo_among_the_components_is_never_opened() {
+        let (ws, data) = made();
+        let tools = data.path().join(TOOLS_DIR);
+        std::fs::create_dir(&tools).unwrap();
+        std::fs::write(ws.path().join("outside.wasm"), "theirs").unwrap();
+        std::os::unix::fs::symlink(ws.path().join("outside.wasm"), tools.join("link.wasm")).unwrap();
+        crate::datadir::testing::fifo(&tools.join("fifo.wasm"));
+        let found = data.tool_components(&|_| true).unwrap();
+        for read in read(&found) {
+            assert!(matches!(read, Err(why) if why.contains("never followed links")));
+        }
+        assert_eq!(found.len(), 2);
+    }
+}
