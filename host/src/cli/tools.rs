@@ -8,7 +8,7 @@ use crate::builtins;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Origin, user_config_dir};
 use crate::corpus::Options;
 use crate::runtime::{
-    Catalog, CompileCache, History, Loaded, LoadedTool, Source, describe_limits, load_component, load_one, new_engine,
+    Catalog, CompileCache, History, Loaded, LoadedTool, Source, describe_limits, load_component, new_engine,
     read_component,
 };
 use crate::setup::{StoreArgs, open};
@@ -218,7 +218,11 @@ fn describe(
     bytes: &[u8],
     sha256: &str,
 ) -> Result<LoadedTool, String> {
-    load_one(engine, cache, Source::File(file.to_path_buf()), bytes, sha256, &describe_limits())
+    let source = Source::File(file.to_path_buf());
+    match load_component(engine, cache, source.clone(), bytes, sha256, &describe_limits())? {
+        Loaded::Tool(tool) => Ok(tool),
+        Loaded::Extractor(_) => Err(format!("{source} is an extractor component, not a tool")),
+    }
 }
 
 /// The built-in components, described (from the compile cache where it is warm).
