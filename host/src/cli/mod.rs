@@ -404,6 +404,13 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Prints `value` as pretty JSON, with what a terminal would act on escaped
+/// (`--json` output carries file data).
+fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
+    println!("{}", crate::text::for_json(&serde_json::to_string_pretty(value)?));
+    Ok(())
+}
+
 /// Runs one command, with the shared store its command line names.
 fn run(command: Command, store: &crate::setup::StoreArgs) -> anyhow::Result<()> {
     match command {

@@ -50,8 +50,7 @@ pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
         let rejected: Vec<_> =
             catalog.rejected().iter().map(|r| json!({"source": r.source.to_string(), "reason": r.reason})).collect();
         let all = json!({"tools": tools, "extractors": extractors, "rejected": rejected});
-        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&all)?));
-        return Ok(());
+        return super::print_json(&all);
     }
     let width = catalog.tools().iter().map(|t| t.name().len()).max().unwrap_or(4).max(4);
     say!("{:width$}  {:64}  {:40}  SOURCE", "NAME", "SHA256", "GRANTS");
@@ -149,8 +148,7 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
         },
     });
     if as_json {
-        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&report)?));
-        return Ok(());
+        return super::print_json(&report);
     }
     say!("component   {name} ({} bytes)", bytes.len());
     say!("sha256      {sha256}");
@@ -405,7 +403,7 @@ pub fn call(workspace: &Path, name: &str, arguments: Option<&str>, store: &Store
     };
     // A tool's result is JSON text (checked by the host); printed as it came when it is not.
     match serde_json::from_str::<Value>(&body) {
-        Ok(value) => println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&value)?)),
+        Ok(value) => super::print_json(&value)?,
         Err(_) => println!("{body}"),
     }
     Ok(())
