@@ -1,7 +1,10 @@
 //! A tool run from the command line: its result, or its error in the
 //! command line's words (flags, not parameter names).
 
+use crate::corpus::Options;
 use crate::runtime::{Outcome, Request, Runner};
+use crate::setup::{StoreArgs, open};
+use std::path::Path;
 
 /// Runs the tool `name` as a client's call would; a tool that is not loaded is this command's error.
 pub fn call(runner: &Runner, name: &str, arguments: serde_json::Value, request: Request) -> anyhow::Result<Outcome> {
@@ -18,6 +21,25 @@ pub fn call_json(runner: &Runner, name: &str, arguments: serde_json::Value) -> a
         Outcome::Failed(failure) => anyhow::bail!("{failure}"),
     };
     Ok(serde_json::from_str(&body)?)
+}
+
+/// Runs the tool `name` in `workspace` for a command that prints its
+/// result: with `as_json` the result is printed as it is (and `None`
+/// returned), otherwise it is returned for the command to print.
+pub fn call_or_print(
+    workspace: &Path,
+    store: &StoreArgs,
+    name: &str,
+    arguments: serde_json::Value,
+    as_json: bool,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    let runner = open(workspace, store, Options::default())?;
+    let out = call_json(&runner, name, arguments)?;
+    if as_json {
+        super::print_json(&out)?;
+        return Ok(None);
+    }
+    Ok(Some(out))
 }
 
 /// A tool's error as a command-line user reads it: a bad argument is

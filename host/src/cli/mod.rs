@@ -96,6 +96,14 @@ struct CollectionFlag {
     collection: Option<String>,
 }
 
+/// The workspace folder, as most commands take it.
+#[derive(Debug, clap::Args)]
+struct WorkspaceDir {
+    /// The workspace folder.
+    #[arg(id = "workspace", long = "workspace", short = 'w', value_name = "DIR", default_value = ".")]
+    dir: PathBuf,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the workspace's tools over MCP on stdin/stdout.
@@ -131,9 +139,8 @@ enum Command {
     Index {
         /// A file or folder in the workspace (default: all of it).
         path: Option<String>,
-        /// The workspace folder.
-        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// Index a skills library on its own: only the SKILL.md files under DIR,
         /// which becomes the workspace (index in DIR/.ragbox/).
         #[arg(long, value_name = "DIR", conflicts_with_all = ["path", "workspace"])]
@@ -149,9 +156,8 @@ enum Command {
     },
     /// Show what is indexed, recently embedded, and pending.
     Status {
-        /// The workspace folder.
-        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -185,9 +191,8 @@ enum Command {
         /// How many results: at most 1000 by keyword, 100 with --semantic, 50 with --hybrid or --fulltext.
         #[arg(short = 'n', long = "limit", value_name = "N", default_value_t = search::DEFAULT_RESULTS)]
         limit: u64,
-        /// The workspace folder.
-        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// Print the tools' JSON (by keyword: the line search's as `lines`, the index's
         /// documents' as `documents`).
         #[arg(long)]
@@ -206,9 +211,8 @@ enum Command {
         /// How many (default 100, at most 1000).
         #[arg(short = 'n', long = "limit", value_name = "N")]
         limit: Option<u64>,
-        /// The workspace folder.
-        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// Print the tool's JSON.
         #[arg(long)]
         json: bool,
@@ -222,9 +226,8 @@ enum Command {
         /// How many (default 5, at most 50).
         #[arg(short = 'n', long = "limit", value_name = "N")]
         limit: Option<u64>,
-        /// The workspace folder.
-        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// Print the tool's JSON.
         #[arg(long)]
         json: bool,
@@ -247,9 +250,8 @@ enum Command {
         /// need, and your own), all (the default), or tool names separated by commas.
         #[arg(long, value_name = "PROFILE", conflicts_with = "http")]
         tools: Option<crate::mcp::Profile>,
-        /// The workspace folder.
-        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         // A shared store named here goes into the agents' entries.
         #[command(flatten)]
         store: StoreFlags,
@@ -262,9 +264,8 @@ enum Command {
         /// Do not ask before resetting.
         #[arg(long, requires = "reset")]
         yes: bool,
-        /// The workspace folder.
-        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         #[command(flatten)]
         store: StoreFlags,
     },
@@ -288,9 +289,8 @@ enum Command {
         /// The server: postgres://USER@HOST:PORT/DB (password from PGPASSWORD or ~/.pgpass).
         #[arg(long, value_name = "URL")]
         to: String,
-        /// The workspace folder.
-        #[arg(long, short = 'w', value_name = "DIR", default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -404,6 +404,13 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Prints `value` as pretty JSON, with what a terminal would act on escaped
+/// (`--json` output carries file data).
+fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
+    println!("{}", crate::text::for_json(&serde_json::to_string_pretty(value)?));
+    Ok(())
+}
+
 /// Runs one command, with the shared store its command line names.
 fn run(command: Command, store: &crate::setup::StoreArgs) -> anyhow::Result<()> {
     match command {
@@ -422,10 +429,10 @@ fn run(command: Command, store: &crate::setup::StoreArgs) -> anyhow::Result<()> 
         }
         Command::Index { path, workspace, skills, json, timings, .. } => match (skills, path.as_deref()) {
             (Some(dir), _) => index::run(&dir, index::Scope::Skills, json, timings, store),
-            (None, Some(p)) => index::run(&workspace, index::Scope::Path(p), json, timings, store),
-            (None, None) => index::run(&workspace, index::Scope::All, json, timings, store),
+            (None, Some(p)) => index::run(&workspace.dir, index::Scope::Path(p), json, timings, store),
+            (None, None) => index::run(&workspace.dir, index::Scope::All, json, timings, store),
         },
-        Command::Status { workspace, json, .. } => status::run(&workspace, json, store),
+        Command::Status { workspace, json, .. } => status::run(&workspace.dir, json, store),
         Command::Search { query, semantic, hybrid, fulltext, sources, kind, date, limit, workspace, json, .. } => {
             let mode = match (semantic, hybrid, fulltext) {
                 (true, _, _) => search::Mode::Semantic,
@@ -442,18 +449,20 @@ fn run(command: Command, store: &crate::setup::StoreArgs) -> anyhow::Result<()> 
                 limit,
                 json,
             };
-            search::search(&workspace, &args, store)
+            search::search(&workspace.dir, &args, store)
         }
         Command::Sources { stats, group_by, limit, workspace, json, .. } => {
-            search::sources(&workspace, stats, group_by.as_deref(), limit, json, store)
+            search::sources(&workspace.dir, stats, group_by.as_deref(), limit, json, store)
         }
-        Command::Similar { path, limit, workspace, json, .. } => search::similar(&workspace, &path, limit, json, store),
+        Command::Similar { path, limit, workspace, json, .. } => {
+            search::similar(&workspace.dir, &path, limit, json, store)
+        }
         Command::Init { agent, http, tools, workspace, .. } => {
-            init::run(&workspace, &agent, &init::How { http, tools, store: store.clone() })
+            init::run(&workspace.dir, &agent, &init::How { http, tools, store: store.clone() })
         }
-        Command::Doctor { reset: false, workspace, .. } => doctor::check(&workspace, store),
-        Command::Doctor { reset: true, yes, workspace, .. } => doctor::reset(&workspace, yes, store),
-        Command::Migrate { to, workspace, json, .. } => migrate::run(&workspace, &to, json, store),
+        Command::Doctor { reset: false, workspace, .. } => doctor::check(&workspace.dir, store),
+        Command::Doctor { reset: true, yes, workspace, .. } => doctor::reset(&workspace.dir, yes, store),
+        Command::Migrate { to, workspace, json, .. } => migrate::run(&workspace.dir, &to, json, store),
         Command::Cache { action, workspace, json, .. } => {
             let action = match action {
                 None => cache::Action::Show,

@@ -1,7 +1,7 @@
 //! `ragbox search` and `ragbox similar`: the search tools from the command
 //! line, printed for people (or as the tools' JSON with `--json`).
 
-use super::calls::call_json;
+use super::calls::{call_json, call_or_print};
 use super::documents;
 use crate::corpus::Options;
 use crate::setup::{StoreArgs, open};
@@ -232,8 +232,7 @@ pub fn search(workspace: &Path, a: &SearchArgs, store: &StoreArgs) -> anyhow::Re
             Some(d) => json!({ "lines": out, "documents": d.json }),
             None => out,
         };
-        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&shown)?));
-        return Ok(());
+        return super::print_json(&shown);
     }
     let mut rows = found.rows();
     if let Some(d) = &documents {
@@ -308,7 +307,6 @@ pub fn sources(
     as_json: bool,
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
-    let runner = open(workspace, store, Options::default())?;
     let mut args = json!({ "include_stats": stats });
     if let Some(g) = group_by {
         args["group_by"] = g.into();
@@ -316,11 +314,7 @@ pub fn sources(
     if let Some(n) = limit {
         args["limit"] = n.into();
     }
-    let out = call_json(&runner, "list_sources", args)?;
-    if as_json {
-        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
-        return Ok(());
-    }
+    let Some(out) = call_or_print(workspace, store, "list_sources", args, as_json)? else { return Ok(()) };
     let list: SourceList = serde_json::from_value(out)?;
     if list.total_sources == 0 {
         say!("Nothing is indexed yet: run `ragbox index`.");
@@ -371,16 +365,11 @@ pub fn similar(
     as_json: bool,
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
-    let runner = open(workspace, store, Options::default())?;
     let mut args = json!({ "source_path": path });
     if let Some(n) = limit {
         args["n_results"] = n.into();
     }
-    let out = call_json(&runner, "get_similar", args)?;
-    if as_json {
-        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
-        return Ok(());
-    }
+    let Some(out) = call_or_print(workspace, store, "get_similar", args, as_json)? else { return Ok(()) };
     let found: SimilarDocuments = serde_json::from_value(out)?;
     let source = &found.source;
     if found.similar.is_empty() {

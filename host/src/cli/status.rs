@@ -1,21 +1,17 @@
 //! `ragbox status`: what is indexed and what waits to be, via the
 //! `get_embedding_status` tool.
 
-use super::calls::call_json;
-use crate::corpus::Options;
-use crate::setup::{StoreArgs, open};
+use super::calls::call_or_print;
+use crate::setup::StoreArgs;
 use ragbox_protocol::EmbeddingStatus;
 use serde_json::json;
 use std::path::Path;
 
 /// Prints the index's status for `workspace`.
 pub fn run(workspace: &Path, as_json: bool, store: &StoreArgs) -> anyhow::Result<()> {
-    let runner = open(workspace, store, Options::default())?;
-    let out = call_json(&runner, "get_embedding_status", json!({}))?;
-    if as_json {
-        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&out)?));
+    let Some(out) = call_or_print(workspace, store, "get_embedding_status", json!({}), as_json)? else {
         return Ok(());
-    }
+    };
     let s: EmbeddingStatus = serde_json::from_value(out)?;
     say!("index:     {}", s.db_path);
     say!("model:     {}", s.model.as_deref().unwrap_or("(nothing embedded yet)"));

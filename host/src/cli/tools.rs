@@ -8,7 +8,7 @@ use crate::builtins;
 use crate::config::{CONFIG_FILE, Config, DATA_DIR, Grants, Origin, user_config_dir};
 use crate::corpus::Options;
 use crate::runtime::{
-    Catalog, CompileCache, History, Loaded, LoadedTool, Source, describe_limits, load_component, load_one, new_engine,
+    Catalog, CompileCache, History, Loaded, LoadedTool, Source, describe_limits, load_component, new_engine,
     read_component,
 };
 use crate::setup::{StoreArgs, open};
@@ -50,8 +50,7 @@ pub fn run(workspace: &Path, as_json: bool) -> anyhow::Result<()> {
         let rejected: Vec<_> =
             catalog.rejected().iter().map(|r| json!({"source": r.source.to_string(), "reason": r.reason})).collect();
         let all = json!({"tools": tools, "extractors": extractors, "rejected": rejected});
-        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&all)?));
-        return Ok(());
+        return super::print_json(&all);
     }
     let width = catalog.tools().iter().map(|t| t.name().len()).max().unwrap_or(4).max(4);
     say!("{:width$}  {:64}  {:40}  SOURCE", "NAME", "SHA256", "GRANTS");
@@ -149,8 +148,7 @@ pub fn inspect(file: &Path, workspace: &Path, as_json: bool) -> anyhow::Result<(
         },
     });
     if as_json {
-        println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&report)?));
-        return Ok(());
+        return super::print_json(&report);
     }
     say!("component   {name} ({} bytes)", bytes.len());
     say!("sha256      {sha256}");
@@ -218,7 +216,11 @@ fn describe(
     bytes: &[u8],
     sha256: &str,
 ) -> Result<LoadedTool, String> {
-    load_one(engine, cache, Source::File(file.to_path_buf()), bytes, sha256, &describe_limits())
+    let source = Source::File(file.to_path_buf());
+    match load_component(engine, cache, source.clone(), bytes, sha256, &describe_limits())? {
+        Loaded::Tool(tool) => Ok(tool),
+        Loaded::Extractor(_) => Err(format!("{source} is an extractor component, not a tool")),
+    }
 }
 
 /// The built-in components, described (from the compile cache where it is warm).
@@ -401,7 +403,7 @@ pub fn call(workspace: &Path, name: &str, arguments: Option<&str>, store: &Store
     };
     // A tool's result is JSON text (checked by the host); printed as it came when it is not.
     match serde_json::from_str::<Value>(&body) {
-        Ok(value) => println!("{}", crate::text::for_json(&serde_json::to_string_pretty(&value)?)),
+        Ok(value) => super::print_json(&value)?,
         Err(_) => println!("{body}"),
     }
     Ok(())

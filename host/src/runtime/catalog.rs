@@ -295,22 +295,6 @@ pub fn load_component(
     LoadedTool::new(engine, &component, source, sha256, limits).map(Loaded::Tool).map_err(|e| e.to_string())
 }
 
-/// Compiles (or loads from the cache) one tool component, `sha256` the hex
-/// digest of its `bytes`, and asks it to describe itself.
-pub fn load_one(
-    engine: &Engine,
-    cache: &CompileCache,
-    source: Source,
-    bytes: &[u8],
-    sha256: &str,
-    limits: &Limits,
-) -> Result<LoadedTool, String> {
-    match load_component(engine, cache, source.clone(), bytes, sha256, limits)? {
-        Loaded::Tool(tool) => Ok(tool),
-        Loaded::Extractor(_) => Err(format!("{source} is an extractor component, not a tool")),
-    }
-}
-
 /// Why a workspace's component at `source` with bytes `sha256` is refused
 /// before it is compiled, and how to trust it.
 pub fn untrusted(source: &impl std::fmt::Display, sha256: &str) -> String {

@@ -21,8 +21,8 @@ mod tool;
 pub use bindings::ragbox::tools::host::Level;
 pub use cache::CompileCache;
 pub use catalog::{
-    Admit, Catalog, Fingerprint, Found, Loaded, Rejected, describe_limits, fingerprint, load_component, load_one,
-    read_component, untrusted, wasm_files,
+    Admit, Catalog, Fingerprint, Found, Loaded, Rejected, describe_limits, fingerprint, load_component, read_component,
+    untrusted, wasm_files,
 };
 pub use component::{Source, WIT_VERSION};
 pub use engine::new_engine;
