@@ -10,28 +10,19 @@ mod capabilities;
 pub mod cli;
 pub mod config;
 pub mod corpus;
-pub mod datadir;
-pub mod embed;
-pub mod embed_cache;
-pub mod fulltext;
-pub mod index;
 mod logs;
-mod mapped;
 mod mcp;
 mod memory;
-mod platform;
-pub mod postgres;
-pub mod records;
 mod resources;
 pub mod runtime;
 mod service;
 pub mod setup;
-pub mod store;
-mod sync;
-mod text;
 mod walk;
 mod watch;
 pub mod workspace;
+
+pub use ragbox_engines::{datadir, embed, embed_cache, fulltext, index, postgres, records, store};
+use ragbox_engines::{platform, sync, text};
 
 /// Tool and extractor components built from `guest-tools/` and embedded at build time.
 pub mod builtins {

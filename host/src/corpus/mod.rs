@@ -23,7 +23,7 @@ use keyword::Keyword;
 use crate::datadir::{DATA_DIR, DataDir, DataDirError, KEYWORD_DIR, SHARED_DIR};
 use crate::embed::{EmbedError, EmbedKind};
 use crate::fulltext::FulltextError;
-use crate::index::{DocumentHit, Filter, FullVectors, Hit, IndexState, Tuning, VectorIndex};
+use crate::index::{DocumentHit, Filter, Hit, IndexState, Tuning, VectorIndex};
 use crate::postgres::Collection;
 use crate::records::{ChunkRecord, DocumentRecord, NewDocument, Records, Stats, StoreError};
 use crate::store::{Keep, Store};
@@ -636,13 +636,6 @@ impl Corpus {
         let keys: Vec<(&str, u32)> = hits.iter().map(|h| (h.document.path.as_str(), h.ordinal)).collect();
         let chunks = store.chunk_records(&keys)?;
         Ok(hits.into_iter().zip(chunks).filter_map(|(hit, chunk)| Some(ChunkHit { hit, chunk: chunk? })).collect())
-    }
-}
-
-/// The store is where the index re-scores its candidates in full precision.
-impl FullVectors for Store {
-    fn full_vectors(&self, keys: &[(&str, u32)]) -> Result<Vec<Option<Vec<f32>>>, StoreError> {
-        self.vectors(keys)
     }
 }
 

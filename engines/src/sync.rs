@@ -3,6 +3,6 @@
 use std::sync::{Mutex, MutexGuard};
 
 /// Locks `m`; a panic elsewhere while holding it leaves data that is still usable.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

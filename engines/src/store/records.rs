@@ -1,6 +1,8 @@
-//! The workspace's redb store answers what the corpus asks of a backend.
+//! The workspace's redb store answers what the corpus asks of a backend, and
+//! the vector index's asks for full-precision vectors.
 
 use super::Store;
+use crate::index::FullVectors;
 use crate::records::{ChunkRecord, Delta, DocumentRecord, NewDocument, Records, Stats, StoreError, TextDelta};
 
 impl Records for Store {
@@ -36,5 +38,12 @@ impl Records for Store {
     }
     fn text_delta(&self, since: u64) -> Result<TextDelta, StoreError> {
         Store::text_delta(self, since)
+    }
+}
+
+/// The store is where the index re-scores its candidates in full precision.
+impl FullVectors for Store {
+    fn full_vectors(&self, keys: &[(&str, u32)]) -> Result<Vec<Option<Vec<f32>>>, StoreError> {
+        self.vectors(keys)
     }
 }
