@@ -722,7 +722,7 @@ mod tests {
         ];
         let mut texts: Vec<String> = tricky.iter().map(|s| s.to_string()).collect();
         for dir in
-            ["guest-tools/sdk/src", "host/src/fulltext", "host/src/runtime", "bench", "scripts", "tests/conformance"]
+            ["guest-tools/sdk/src", "engines/src/fulltext", "host/src/runtime", "bench", "scripts", "tests/conformance"]
         {
             for entry in std::fs::read_dir(root.join(dir)).expect("a source folder of the repository") {
                 let path = entry.expect("a readable entry").path();
