@@ -67,8 +67,8 @@ pub struct ChunkHit {
 /// the service), the same for every corpus it opens, never switched later.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
-    /// Stores stay open between calls ([`Keep::BetweenCalls`]): a server's.
-    pub keep_stores_open: bool,
+    /// How each store file stays open: between calls in a server.
+    pub keep: Keep,
     /// Writes are indexed for keyword search as they land, on a thread of
     /// their own ([`follow`]): a process that indexes (`serve`, `ragbox index`).
     pub follow_keywords: bool,
@@ -76,12 +76,7 @@ pub struct Options {
 
 impl Options {
     /// A long-lived server's: stores kept open, writes followed.
-    pub const SERVER: Self = Self { keep_stores_open: true, follow_keywords: true };
-
-    /// How this process's store files stay open.
-    fn keep(&self) -> Keep {
-        if self.keep_stores_open { Keep::BetweenCalls } else { Keep::UntilDropped }
-    }
+    pub const SERVER: Self = Self { keep: Keep::BetweenCalls, follow_keywords: true };
 }
 
 /// The keyword index, locked, with its folder in the data dir.
@@ -149,7 +144,7 @@ impl Corpus {
 
     /// This corpus behaving as `options` say.
     pub fn with_options(self, options: Options) -> Self {
-        Self { keep: options.keep(), follower: follow::Follower::new(options.follow_keywords), ..self }
+        Self { keep: options.keep, follower: follow::Follower::new(options.follow_keywords), ..self }
     }
 
     /// This corpus shared, as a process's calls hold it: its writes are then
